@@ -1,0 +1,1 @@
+"""Salient Poses for Autodesk Maya (adapter over sp_core; `maya` is imported lazily)."""

@@ -1,0 +1,1 @@
+"""Salient Poses for Autodesk MotionBuilder (adapter over sp_core; `pyfbsdk` is imported lazily)."""

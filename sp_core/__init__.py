@@ -1,0 +1,1 @@
+"""Salient Poses engine (host-independent)."""

@@ -1,0 +1,420 @@
+"""The clip data model: a skeleton, its dense channel curves and the world positions they give.
+
+Conventions
+-----------
+- Nodes are in hierarchy order (every parent before its children); End Sites are nodes too, with
+  no channels, so world positions include the tips of the limbs.
+- Channel names are ``"<node>.<attribute>"`` with BVH attributes ``Xposition``, ``Yposition``,
+  ``Zposition``, ``Xrotation``, ``Yrotation``, ``Zrotation``. Rotations are in degrees.
+- A node's rotation channels, in the order they are listed, are *intrinsic* Euler angles: listed
+  ``Z Y X`` means ``R = Rz @ Ry @ Rx`` (scipy order ``"ZYX"``).
+- A node's position channels, where present, *replace* the matching component of its rest offset
+  (a root or a MotionBuilder-style 6-channel joint stores its full local translation); components
+  without a channel keep the offset. This is how Blender and MotionBuilder read BVH.
+- Frames are host frame numbers: frame ``first_frame + i`` is row ``i``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from sp_core.errors import ClipError
+from sp_core.euler import unwrap_euler
+
+POSITION_ATTRIBUTES = ("Xposition", "Yposition", "Zposition")
+ROTATION_ATTRIBUTES = ("Xrotation", "Yrotation", "Zrotation")
+AXES = "XYZ"
+UP_AXES = {"x": 0, "y": 1, "z": 2}
+
+#: The paper's convention: errors are reported in millimetres for a character 1.7 m tall.
+REFERENCE_HEIGHT_MM = 1700.0
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+class Clip:
+    """A skeleton with dense animation.
+
+    Parameters
+    ----------
+    node_names : sequence of str, length n_nodes
+        Unique names in hierarchy order (parents first), End Sites included.
+    parents : (n_nodes,) int
+        Index of each node's parent, -1 for a root.
+    offsets : (n_nodes, 3) float64, scene units
+        Rest translation of each node relative to its parent.
+    end_sites : (n_nodes,) bool
+        True for End Site nodes (no channels).
+    channel_names : sequence of str, length n_channels
+        ``"<node>.<attribute>"``; a node's channels are listed together, rotations in Euler order.
+    channels : (n_frames, n_channels) float64
+        Channel values per frame; scene units for positions, degrees for rotations.
+    fps : float
+        Frame rate (frames per second), e.g. 120 for a frame time of 0.0083333 s.
+    frame_time : float, optional
+        Exact seconds per frame as stored in the source; defaults to ``1 / fps``.
+    first_frame : int, optional
+        Host frame number of row 0 (BVH files start at 0 unless told otherwise).
+    name : str, optional
+        Display name (the file stem for files).
+    raw_channels : (n_frames, n_channels) float64, optional
+        The values as stored in the source before unwrapping; defaults to ``channels``.
+
+    Notes
+    -----
+    Arrays are read-only: assign a new array to :attr:`channels` to change the animation, which
+    also drops the cached world positions.
+    """
+
+    def __init__(
+        self,
+        node_names: Sequence[str],
+        parents: Sequence[int] | np.ndarray,
+        offsets: np.ndarray,
+        end_sites: Sequence[bool] | np.ndarray,
+        channel_names: Sequence[str],
+        channels: np.ndarray,
+        fps: float,
+        frame_time: float | None = None,
+        first_frame: int = 0,
+        name: str = "clip",
+        raw_channels: np.ndarray | None = None,
+    ) -> None:
+        self.name = name
+        self.node_names: list[str] = list(node_names)
+        self.parents = _readonly(np.asarray(parents, dtype=np.int64).copy())
+        self.offsets = _readonly(np.asarray(offsets, dtype=np.float64).reshape(-1, 3).copy())
+        self.end_sites = _readonly(np.asarray(end_sites, dtype=bool).copy())
+        self.channel_names: list[str] = list(channel_names)
+        if not (np.isfinite(fps) and fps > 0):
+            raise ClipError(f"frame rate must be a positive number, got {fps!r}")
+        self.fps = float(fps)
+        self.frame_time = float(frame_time) if frame_time is not None else 1.0 / self.fps
+        if int(first_frame) != first_frame:
+            raise ClipError(f"first frame must be an integer frame number, got {first_frame!r}")
+        self.first_frame = int(first_frame)
+        self._validate_hierarchy()
+        self._index_channels()
+        self._positions: np.ndarray | None = None
+        self._channels = self._checked_channels(channels)
+        self.raw_channels = (self._channels if raw_channels is None
+                             else self._checked_channels(raw_channels))
+
+    # ------------------------------------------------------------------ construction helpers
+    def _validate_hierarchy(self) -> None:
+        n = len(self.node_names)
+        if len(set(self.node_names)) != n:
+            dup = next(x for x, k in Counter(self.node_names).items() if k > 1)
+            raise ClipError(f"node name {dup!r} is used twice; node names must be unique")
+        if self.parents.shape != (n,) or self.offsets.shape != (n, 3) or self.end_sites.shape != (n,):
+            raise ClipError(f"hierarchy arrays disagree: {n} names, parents {self.parents.shape}, "
+                            f"offsets {self.offsets.shape}, end_sites {self.end_sites.shape}")
+        for i, p in enumerate(self.parents):
+            if not -1 <= p < i:
+                raise ClipError(f"node {self.node_names[i]!r} has parent index {p}; nodes must be "
+                                "in hierarchy order (every parent before its children)")
+            if p >= 0 and self.end_sites[p]:
+                raise ClipError(f"End Site {self.node_names[p]!r} cannot have children")
+        if not np.all(np.isfinite(self.offsets)):
+            raise ClipError("node offsets must be finite numbers")
+
+    def _index_channels(self) -> None:
+        """Map every channel to its node and axis; derive each node's Euler order."""
+        index = {name: i for i, name in enumerate(self.node_names)}
+        n = len(self.node_names)
+        self._translation_index = np.full((n, 3), -1, dtype=np.int64)
+        rotation_index: list[list[int]] = [[] for _ in range(n)]
+        orders = [""] * n
+        self.channel_nodes = np.empty(len(self.channel_names), dtype=np.int64)
+        for c, full in enumerate(self.channel_names):
+            node, _, attribute = full.rpartition(".")
+            if node not in index:
+                raise ClipError(f"channel {full!r} names no node of the clip")
+            i = index[node]
+            if self.end_sites[i]:
+                raise ClipError(f"channel {full!r} is on an End Site; End Sites have no channels")
+            self.channel_nodes[c] = i
+            if attribute in POSITION_ATTRIBUTES:
+                axis = POSITION_ATTRIBUTES.index(attribute)
+                if self._translation_index[i, axis] >= 0:
+                    raise ClipError(f"channel {full!r} is listed twice")
+                self._translation_index[i, axis] = c
+            elif attribute in ROTATION_ATTRIBUTES:
+                axis_name = AXES[ROTATION_ATTRIBUTES.index(attribute)]
+                if axis_name in orders[i]:
+                    raise ClipError(f"channel {full!r} is listed twice")
+                orders[i] += axis_name
+                rotation_index[i].append(c)
+            else:
+                raise ClipError(f"channel {full!r}: unknown attribute {attribute!r}; expected one "
+                                f"of {', '.join(POSITION_ATTRIBUTES + ROTATION_ATTRIBUTES)}")
+        self.rotation_orders: list[str] = orders
+        self._rotation_index = [np.asarray(r, dtype=np.int64) for r in rotation_index]
+        self.channel_nodes.flags.writeable = False
+        self._translation_index.flags.writeable = False
+
+    def _checked_channels(self, values: np.ndarray) -> np.ndarray:
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim != 2 or values.shape[1] != len(self.channel_names):
+            raise ClipError(f"channel values must have shape (n_frames, {len(self.channel_names)}),"
+                            f" got {values.shape}")
+        if not values.flags.writeable and values.flags.c_contiguous:
+            return values  # already a frozen array (e.g. a view of another clip): share it
+        return _readonly(np.array(values, dtype=np.float64, copy=True))
+
+    # ------------------------------------------------------------------------ basic properties
+    @property
+    def channels(self) -> np.ndarray:
+        """(n_frames, n_channels) float64: positions in scene units, rotations in degrees, unwrapped."""
+        return self._channels
+
+    @channels.setter
+    def channels(self, values: np.ndarray) -> None:
+        checked = self._checked_channels(values)
+        if checked.shape[0] != self.n_frames:
+            raise ClipError(f"new channel values have {checked.shape[0]} frames, the clip has "
+                            f"{self.n_frames}; make a new Clip to change the length")
+        self._channels = checked
+        self._positions = None
+
+    @property
+    def n_frames(self) -> int:
+        return int(self._channels.shape[0])
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_names)
+
+    @property
+    def n_channels(self) -> int:
+        return len(self.channel_names)
+
+    @property
+    def last_frame(self) -> int:
+        """Host frame number of the last row (``first_frame - 1`` for an empty clip)."""
+        return self.first_frame + self.n_frames - 1
+
+    @property
+    def frames(self) -> np.ndarray:
+        """(n_frames,) int64 host frame numbers."""
+        return np.arange(self.first_frame, self.first_frame + self.n_frames, dtype=np.int64)
+
+    @property
+    def duration(self) -> float:
+        """Seconds covered by the clip: ``n_frames * frame_time``."""
+        return self.n_frames * self.frame_time
+
+    @property
+    def joint_names(self) -> list[str]:
+        """Names of the nodes that are not End Sites."""
+        return [n for n, e in zip(self.node_names, self.end_sites, strict=True) if not e]
+
+    @property
+    def end_site_names(self) -> list[str]:
+        return [n for n, e in zip(self.node_names, self.end_sites, strict=True) if e]
+
+    @property
+    def root_names(self) -> list[str]:
+        return [n for n, p in zip(self.node_names, self.parents, strict=True) if p < 0]
+
+    def node_index(self, name: str) -> int:
+        """Index of node ``name``; raises :class:`ClipError` naming close matches if absent."""
+        try:
+            return self.node_names.index(name)
+        except ValueError:
+            raise ClipError(f"no node named {name!r} in clip {self.name!r} "
+                            f"(nodes: {', '.join(self.node_names[:8])}"
+                            f"{', ...' if self.n_nodes > 8 else ''})") from None
+
+    def frame_index(self, frame: int) -> int:
+        """Row of host frame ``frame``; raises :class:`ClipError` outside the clip."""
+        if int(frame) != frame or not self.first_frame <= frame <= self.last_frame:
+            raise ClipError(f"frame {frame} is outside clip {self.name!r} "
+                            f"(frames {self.first_frame}..{self.last_frame})")
+        return int(frame) - self.first_frame
+
+    def node_channels(self, name: str) -> list[int]:
+        """Column indices of the channels of node ``name``, in listed order."""
+        i = self.node_index(name)
+        return [c for c in range(self.n_channels) if self.channel_nodes[c] == i]
+
+    def is_rotation_channel(self) -> np.ndarray:
+        """(n_channels,) bool: True for rotation channels (degrees)."""
+        return np.array([c.rpartition(".")[2] in ROTATION_ATTRIBUTES for c in self.channel_names],
+                        dtype=bool)
+
+    # ------------------------------------------------------------------------ kinematics
+    @property
+    def positions(self) -> np.ndarray:
+        """(n_frames, n_nodes, 3) float64 world positions, scene units; End Sites included.
+
+        Computed by forward kinematics on first use and cached until :attr:`channels` changes.
+        """
+        if self._positions is None:
+            self._positions = _readonly(self.forward_kinematics(self._channels))
+        return self._positions
+
+    def forward_kinematics(self, channels: np.ndarray) -> np.ndarray:
+        """World positions of every node for the given channel values.
+
+        Parameters
+        ----------
+        channels : (n_frames, n_channels) float64
+            Values in this clip's channel layout (any number of frames).
+
+        Returns
+        -------
+        (n_frames, n_nodes, 3) float64, scene units
+        """
+        channels = np.asarray(channels, dtype=np.float64)
+        n_frames = channels.shape[0]
+        out = np.empty((n_frames, self.n_nodes, 3))
+        world_rot: list[Rotation | None] = [None] * self.n_nodes
+        for i in range(self.n_nodes):
+            # (3,) when the node has no translation channels: broadcasts over frames.
+            local_t = self.offsets[i].copy()
+            columns = self._translation_index[i]
+            if np.any(columns >= 0):
+                local_t = np.repeat(local_t[None], n_frames, axis=0)
+                has = columns >= 0
+                local_t[:, has] = channels[:, columns[has]]
+            local_r = None
+            if self.rotation_orders[i] and n_frames:
+                local_r = Rotation.from_euler(self.rotation_orders[i],
+                                              channels[:, self._rotation_index[i]], degrees=True)
+            p = self.parents[i]
+            if p < 0:
+                out[:, i] = local_t
+                world_rot[i] = local_r
+            else:
+                parent_r = world_rot[p]
+                out[:, i] = out[:, p] + (local_t if parent_r is None else parent_r.apply(local_t))
+                if parent_r is None:
+                    world_rot[i] = local_r
+                else:
+                    world_rot[i] = parent_r if local_r is None else parent_r * local_r
+        return out
+
+    def rest_positions(self) -> np.ndarray:
+        """(n_nodes, 3) float64 positions of the rest pose (offsets only), scene units."""
+        rest = np.zeros((self.n_nodes, 3))
+        for i, p in enumerate(self.parents):
+            rest[i] = self.offsets[i] + (rest[p] if p >= 0 else 0.0)
+        return rest
+
+    def height(self, up_axis: str = "y") -> float:
+        """The character's height in scene units, for the paper's millimetre error convention.
+
+        Measured on the rest pose (every node at its offsets, no channels applied): the extent of
+        all nodes, End Sites included (toe tip to head top), along ``up_axis``. Rest poses are
+        standing poses in practice, unlike animated frames (crouches, jumps) or the T-pose's arm
+        span. Degenerate skeletons fall back to the largest rest extent on any axis, then to the
+        largest extent of the animated positions.
+
+        Parameters
+        ----------
+        up_axis : {"x", "y", "z"}
+            The world up axis (BVH and CMU use Y up).
+
+        Returns
+        -------
+        float, scene units, > 0
+
+        Raises
+        ------
+        ClipError
+            If every node stays at one point, so no size can be measured.
+        """
+        if up_axis.lower() not in UP_AXES:
+            raise ClipError(f"up axis must be one of x, y, z; got {up_axis!r}")
+        rest = self.rest_positions()
+        extent = np.ptp(rest, axis=0)
+        candidates = [extent[UP_AXES[up_axis.lower()]], extent.max()]
+        if self.n_frames:
+            candidates.append(float(np.ptp(self.positions, axis=1).max()))
+        for value in candidates:
+            if value > 1e-9:
+                return float(value)
+        raise ClipError(f"clip {self.name!r} has no measurable size: every node is at one point")
+
+    def mm_per_unit(self, up_axis: str = "y") -> float:
+        """Millimetres per scene unit when the character is scaled to 1.7 m (the paper's convention)."""
+        return REFERENCE_HEIGHT_MM / self.height(up_axis)
+
+    # --------------------------------------------------------------------------- sub-clips
+    def _derived(self, **changes: object) -> Clip:
+        fields: dict[str, object] = dict(
+            node_names=self.node_names, parents=self.parents, offsets=self.offsets,
+            end_sites=self.end_sites, channel_names=self.channel_names, channels=self._channels,
+            fps=self.fps, frame_time=self.frame_time, first_frame=self.first_frame, name=self.name,
+            raw_channels=self.raw_channels)
+        fields.update(changes)
+        return Clip(**fields)  # type: ignore[arg-type]
+
+    def with_channels(self, channels: np.ndarray, raw_channels: np.ndarray | None = None) -> Clip:
+        """A clip with the same skeleton and timing and new channel values (any frame count)."""
+        return self._derived(channels=channels, raw_channels=raw_channels)
+
+    def sub_range(self, start: int, end: int) -> Clip:
+        """Frames ``start`` to ``end`` inclusive (host frames), sharing memory with this clip.
+
+        Raises
+        ------
+        ClipError
+            If the range is empty or not inside the clip.
+        """
+        if end < start:
+            raise ClipError(f"empty frame range {start}:{end}; the end must not be before the start")
+        a, b = self.frame_index(start), self.frame_index(end) + 1
+        sub = self._derived(channels=self._channels[a:b], raw_channels=self.raw_channels[a:b],
+                            first_frame=start)
+        if self._positions is not None:
+            sub._positions = self._positions[a:b]
+        return sub
+
+    def sub_nodes(self, names: Iterable[str]) -> Clip:
+        """The named nodes with their ancestors (needed for world positions) and their End Sites.
+
+        Only the channel columns of the kept nodes are copied; cached positions are sliced.
+        """
+        wanted = {self.node_index(n) for n in names}
+        keep = set()
+        for i in wanted:
+            while i >= 0 and i not in keep:
+                keep.add(i)
+                i = int(self.parents[i])
+        keep |= {i for i in range(self.n_nodes) if self.end_sites[i] and self.parents[i] in keep}
+        kept = sorted(keep)
+        remap = {old: new for new, old in enumerate(kept)}
+        columns = [c for c in range(self.n_channels) if self.channel_nodes[c] in keep]
+        sub = self._derived(
+            node_names=[self.node_names[i] for i in kept],
+            parents=[remap[int(self.parents[i])] if self.parents[i] >= 0 else -1 for i in kept],
+            offsets=self.offsets[kept], end_sites=self.end_sites[kept],
+            channel_names=[self.channel_names[c] for c in columns],
+            channels=self._channels[:, columns], raw_channels=self.raw_channels[:, columns])
+        if self._positions is not None:
+            sub._positions = _readonly(self._positions[:, kept])
+        return sub
+
+    def unwrapped(self) -> Clip:
+        """This clip with continuous rotation curves (see :func:`sp_core.euler.unwrap_euler`).
+
+        Every frame keeps its pose; :attr:`raw_channels` keeps the values before unwrapping.
+        """
+        values = self._channels.copy()
+        for cols in self._rotation_index:
+            if len(cols):
+                values[:, cols] = unwrap_euler(self._channels[:, cols])
+        return self._derived(channels=values, raw_channels=self.raw_channels)
+
+    def __repr__(self) -> str:
+        return (f"Clip({self.name!r}, frames {self.first_frame}..{self.last_frame} at "
+                f"{self.fps:g} fps, {self.n_nodes} nodes, {self.n_channels} channels)")

@@ -1,0 +1,44 @@
+"""Errors the user can cause, each with a message that says what to do.
+
+Every exception the tool raises on purpose derives from :class:`SalientPosesError`; the command
+line turns them into one readable line and exit status 2, and the panel shows them in its status
+line. Anything else reaching the user is a bug.
+"""
+
+from __future__ import annotations
+
+
+class SalientPosesError(Exception):
+    """Base of every error caused by input, options or the host scene."""
+
+
+class ClipFormatError(SalientPosesError, ValueError):
+    """A motion file cannot be read: the message names the file, the line and what was expected.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong and what was expected.
+    path : str, optional
+        The file being read.
+    line : int, optional
+        1-based line number in that file.
+    """
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.reason = message
+        where = ""
+        if path is not None:
+            where = f"{path}"
+            if line is not None:
+                where += f", line {line}"
+            where += ": "
+        elif line is not None:
+            where = f"line {line}: "
+        super().__init__(where + message)
+
+
+class ClipError(SalientPosesError, ValueError):
+    """A clip is inconsistent or an operation on it is impossible (bad range, unknown node...)."""

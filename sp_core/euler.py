@@ -1,0 +1,81 @@
+"""Euler-angle curves: continuity filtering (unwrap) that keeps every pose unchanged.
+
+Motion capture exporters write each frame's rotation independently, so Euler curves jump by
+±360° (angle wrapping) or flip to the other equivalent triplet (a gimbal flip), which makes the
+curves impossible to fit. :func:`unwrap_euler` removes both, like Maya's Euler filter, while every
+frame still describes exactly the same rotation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def wrap_degrees(angles: np.ndarray) -> np.ndarray:
+    """Map angles to [-180, 180).
+
+    Parameters
+    ----------
+    angles : (...) float64, degrees
+
+    Returns
+    -------
+    (...) float64, degrees
+    """
+    return (angles + 180.0) % 360.0 - 180.0
+
+
+def flip_triplet(angles: np.ndarray) -> np.ndarray:
+    """The other Euler triplet of the same rotation: ``(a + 180, 180 - b, c + 180)``.
+
+    This identity holds for every Tait-Bryan order (three different axes, as in BVH), intrinsic or
+    extrinsic, so no order argument is needed.
+
+    Parameters
+    ----------
+    angles : (..., 3) float64, degrees
+
+    Returns
+    -------
+    (..., 3) float64, degrees
+    """
+    flipped = np.empty_like(angles)
+    flipped[..., 0] = angles[..., 0] + 180.0
+    flipped[..., 1] = 180.0 - angles[..., 1]
+    flipped[..., 2] = angles[..., 2] + 180.0
+    return flipped
+
+
+def unwrap_euler(angles: np.ndarray) -> np.ndarray:
+    """Make Euler curves continuous without changing the rotation of any frame.
+
+    For three-angle rotations each frame first takes whichever of its two equivalent triplets is
+    closer to its predecessor (the decision is relative between consecutive frames, so it is a
+    cumulative parity and fully vectorised); then every curve is unwrapped by multiples of 360°.
+    The first frame keeps its values. Curves of one or two angles are only unwrapped.
+
+    Parameters
+    ----------
+    angles : (n_frames, n_angles) float64, degrees
+        The rotation channels of one node in their listed order, ``n_angles`` in 1..3.
+
+    Returns
+    -------
+    (n_frames, n_angles) float64, degrees
+        A new array; consecutive frames differ by less than 180° per angle.
+    """
+    angles = np.asarray(angles, dtype=np.float64)
+    out = angles.copy()
+    if out.shape[0] < 2:
+        return out
+    if out.shape[1] == 3:
+        prev, cur = angles[:-1], angles[1:]
+        keep = np.sum(wrap_degrees(cur - prev) ** 2, axis=1)
+        swap = np.sum(wrap_degrees(flip_triplet(cur) - prev) ** 2, axis=1)
+        # Flipping both frames leaves their wrapped distance unchanged, so whether frame t is
+        # flipped is the parity of the "swap is closer" decisions up to t. The small margin keeps
+        # noise near gimbal lock (where both are almost equally close) from toggling flips.
+        relative_flip = swap < keep - 1e-6
+        flipped = np.concatenate([[False], np.cumsum(relative_flip) % 2 == 1])
+        out[flipped] = flip_triplet(angles[flipped])
+    return np.unwrap(out, period=360.0, axis=0)

@@ -85,9 +85,6 @@ def _fingerprint(extras: str) -> str:
 
 def plan_standalone(plan: Plan, env_dir: Path = VENV, extras: str = STANDALONE_EXTRAS) -> None:
     """Add the steps that create ``env_dir`` and install the project into it."""
-    if sys.version_info < (3, 11):
-        raise InstallError(f"Python 3.11 or newer is needed, this is {sys.version.split()[0]}; "
-                           "run install.py with python3.11")
     python = venv_python(env_dir)
     if not python.exists():
         plan.add(f"create virtual environment {env_dir}",
@@ -105,11 +102,16 @@ def plan_standalone(plan: Plan, env_dir: Path = VENV, extras: str = STANDALONE_E
 
 
 def main(argv: list[str] | None = None) -> int:
+    if sys.version_info < (3, 11):  # noqa: UP036 - this script may be started by any python3
+        print(f"install.py: error: Python 3.11 or newer is needed, this is "
+              f"{sys.version.split()[0]}; run it with python3.11", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--standalone", action="store_true",
-                        help="create .venv in this checkout and install the project with its extras")
+                        help="create .venv in this checkout and install the project with its "
+                             "extras")
     parser.add_argument("--dry-run", action="store_true",
                         help="print every step it would take and change nothing")
     args = parser.parse_args(argv)

@@ -167,7 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SalientPosesError, OSError) as exc:
         if args.debug:
             raise
-        message = str(exc) if isinstance(exc, SalientPosesError) else f"{exc.strerror}: {exc.filename}"
+        message = (str(exc) if isinstance(exc, SalientPosesError)
+                   else f"{exc.strerror}: {exc.filename}")
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

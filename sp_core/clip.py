@@ -16,14 +16,14 @@ Conventions
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from sp_core.errors import ClipError
-from sp_core.euler import unwrap_euler
+from sp_core.euler import euler_matrices, unwrap_euler
 
 POSITION_ATTRIBUTES = ("Xposition", "Yposition", "Zposition")
 ROTATION_ATTRIBUTES = ("Xrotation", "Yrotation", "Zrotation")
@@ -113,7 +113,7 @@ class Clip:
         if len(set(self.node_names)) != n:
             dup = next(x for x, k in Counter(self.node_names).items() if k > 1)
             raise ClipError(f"node name {dup!r} is used twice; node names must be unique")
-        if self.parents.shape != (n,) or self.offsets.shape != (n, 3) or self.end_sites.shape != (n,):
+        if (self.parents.shape, self.offsets.shape, self.end_sites.shape) != ((n,), (n, 3), (n,)):
             raise ClipError(f"hierarchy arrays disagree: {n} names, parents {self.parents.shape}, "
                             f"offsets {self.offsets.shape}, end_sites {self.end_sites.shape}")
         for i, p in enumerate(self.parents):
@@ -172,7 +172,7 @@ class Clip:
     # ------------------------------------------------------------------------ basic properties
     @property
     def channels(self) -> np.ndarray:
-        """(n_frames, n_channels) float64: positions in scene units, rotations in degrees, unwrapped."""
+        """(n_frames, n_channels) float64: positions in scene units, rotations unwrapped degrees."""
         return self._channels
 
     @channels.setter
@@ -229,9 +229,10 @@ class Clip:
         try:
             return self.node_names.index(name)
         except ValueError:
-            raise ClipError(f"no node named {name!r} in clip {self.name!r} "
-                            f"(nodes: {', '.join(self.node_names[:8])}"
-                            f"{', ...' if self.n_nodes > 8 else ''})") from None
+            close = difflib.get_close_matches(name, self.node_names, n=3, cutoff=0.5)
+            hint = f"did you mean {', '.join(close)}?" if close else \
+                f"nodes: {', '.join(self.node_names[:8])}{', ...' if self.n_nodes > 8 else ''}"
+            raise ClipError(f"no node named {name!r} in clip {self.name!r} ({hint})") from None
 
     def frame_index(self, frame: int) -> int:
         """Row of host frame ``frame``; raises :class:`ClipError` outside the clip."""
@@ -276,7 +277,8 @@ class Clip:
         channels = np.asarray(channels, dtype=np.float64)
         n_frames = channels.shape[0]
         out = np.empty((n_frames, self.n_nodes, 3))
-        world_rot: list[Rotation | None] = [None] * self.n_nodes
+        # World rotation matrices (n_frames, 3, 3); None means identity (no rotation above).
+        world_rot: list[np.ndarray | None] = [None] * self.n_nodes
         for i in range(self.n_nodes):
             # (3,) when the node has no translation channels: broadcasts over frames.
             local_t = self.offsets[i].copy()
@@ -287,19 +289,20 @@ class Clip:
                 local_t[:, has] = channels[:, columns[has]]
             local_r = None
             if self.rotation_orders[i] and n_frames:
-                local_r = Rotation.from_euler(self.rotation_orders[i],
-                                              channels[:, self._rotation_index[i]], degrees=True)
+                local_r = euler_matrices(self.rotation_orders[i],
+                                         channels[:, self._rotation_index[i]])
             p = self.parents[i]
             if p < 0:
                 out[:, i] = local_t
                 world_rot[i] = local_r
+                continue
+            parent_r = world_rot[p]
+            if parent_r is None:
+                out[:, i] = out[:, p] + local_t
+                world_rot[i] = local_r
             else:
-                parent_r = world_rot[p]
-                out[:, i] = out[:, p] + (local_t if parent_r is None else parent_r.apply(local_t))
-                if parent_r is None:
-                    world_rot[i] = local_r
-                else:
-                    world_rot[i] = parent_r if local_r is None else parent_r * local_r
+                out[:, i] = out[:, p] + np.matmul(parent_r, local_t[..., None])[..., 0]
+                world_rot[i] = parent_r if local_r is None else np.matmul(parent_r, local_r)
         return out
 
     def rest_positions(self) -> np.ndarray:
@@ -345,7 +348,7 @@ class Clip:
         raise ClipError(f"clip {self.name!r} has no measurable size: every node is at one point")
 
     def mm_per_unit(self, up_axis: str = "y") -> float:
-        """Millimetres per scene unit when the character is scaled to 1.7 m (the paper's convention)."""
+        """Millimetres per scene unit for the character scaled to 1.7 m (the paper's convention)."""
         return REFERENCE_HEIGHT_MM / self.height(up_axis)
 
     # --------------------------------------------------------------------------- sub-clips
@@ -371,7 +374,8 @@ class Clip:
             If the range is empty or not inside the clip.
         """
         if end < start:
-            raise ClipError(f"empty frame range {start}:{end}; the end must not be before the start")
+            raise ClipError(f"empty frame range {start}:{end}; the end must not be before the "
+                            "start")
         a, b = self.frame_index(start), self.frame_index(end) + 1
         sub = self._derived(channels=self._channels[a:b], raw_channels=self.raw_channels[a:b],
                             first_frame=start)

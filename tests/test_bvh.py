@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from reference_fk import world_positions
 from sp_core.errors import ClipFormatError
-from sp_core.io.bvh import fps_from_frame_time, format_bvh, parse_bvh, read_bvh, write_bvh
+from sp_core.io.bvh import format_bvh, fps_from_frame_time, parse_bvh, read_bvh, write_bvh
+
+from reference_fk import world_positions
 from strategies import clips
 
 SMALL = textwrap.dedent("""\

@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
+from sp_core.euler import euler_matrices, flip_triplet, unwrap_euler
+
 from reference_fk import world_positions
-from sp_core.euler import flip_triplet, unwrap_euler
 from strategies import clips
 
 ORDERS = ["XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"]
@@ -53,7 +54,8 @@ def test_unwrap_removes_jumps_and_keeps_rotations(order):
     rng = np.random.default_rng(7)
     # a smooth rotation path through gimbal-flip territory, then wrapped and randomly flipped
     t = np.linspace(0, 1, 400)[:, None]
-    smooth = np.hstack([400 * t - 100, 170 * np.sin(6 * t), -300 * t]) + rng.normal(0, 0.3, (400, 3))
+    smooth = np.hstack([400 * t - 100, 170 * np.sin(6 * t), -300 * t])
+    smooth += rng.normal(0, 0.3, (400, 3))
     raw = Rotation.from_euler(order, smooth, degrees=True).as_euler(order, degrees=True)
     flip = rng.random(400) < 0.3
     raw[flip] = (flip_triplet(raw[flip]) + 180) % 360 - 180
@@ -82,3 +84,11 @@ def test_unwrapping_a_clip_keeps_world_positions(clip):
     rot = clip.is_rotation_channel()
     assert np.all(np.abs(np.diff(unwrapped.channels[:, rot], axis=0)) <= 180 + 1e-9)
     np.testing.assert_array_equal(unwrapped.raw_channels, clip.channels)
+
+
+@pytest.mark.parametrize("order", ORDERS + ["Z", "XY", "YX"])
+def test_euler_matrices_equal_scipy_from_euler(order):
+    angles = np.random.default_rng(3).uniform(-360, 360, size=(40, len(order)))
+    np.testing.assert_allclose(euler_matrices(order, angles),
+                               Rotation.from_euler(order, angles, degrees=True).as_matrix(),
+                               atol=1e-12)

@@ -272,7 +272,8 @@ def _read_text(path: _PathLike) -> str:
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise ClipFormatError(f"cannot read the file: {exc.strerror or exc}", os.fspath(path)) from None
+        raise ClipFormatError(f"cannot read the file: {exc.strerror or exc}",
+                              os.fspath(path)) from None
     for encoding in ("utf-8-sig", "latin-1"):
         try:
             return data.decode(encoding)

@@ -47,9 +47,9 @@ def time_case(path: Path, repeat: int) -> tuple[float, float, int, int]:
 
 
 def peak_rss_mb(path: Path) -> float:
-    code = ("import resource,sys; sys.path.insert(0, %r); from sp_core.io.bvh import read_bvh; "
-            "c = read_bvh(%r); c.positions; "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)") % (str(ROOT), str(path))
+    code = (f"import resource, sys; sys.path.insert(0, {str(ROOT)!r}); "
+            f"from sp_core.io.bvh import read_bvh; c = read_bvh({str(path)!r}); c.positions; "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return int(out.stdout.strip()) / 1024.0
 

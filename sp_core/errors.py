@@ -42,3 +42,15 @@ class ClipFormatError(SalientPosesError, ValueError):
 
 class ClipError(SalientPosesError, ValueError):
     """A clip is inconsistent or an operation on it is impossible (bad range, unknown node...)."""
+
+
+class SelectionError(SalientPosesError, ValueError):
+    """Bad input to an analysis: non-finite poses, too few frames, bad pins, K out of range..."""
+
+
+class OptionError(SalientPosesError, ValueError):
+    """An unknown cost, an unknown option or an option value outside its declared range."""
+
+
+class CapacityError(SalientPosesError, MemoryError):
+    """An analysis would need more memory than allowed; the message says how much and the fix."""

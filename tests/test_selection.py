@@ -1,0 +1,239 @@
+"""The selection engine: exact against brute force, kernels against plain references, errors."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference_costs import brute_force, full_table, pair_cost
+
+from sp_core import _kernels
+from sp_core.costs import available_costs, get_cost
+from sp_core.errors import CapacityError, OptionError, SelectionError
+from sp_core.poses import node_reach, pose_matrix
+from sp_core.selection import SelectionSpace
+
+COSTS = ["line-max", "line-time", "line-sse"]
+
+
+def random_poses(seed: int, n: int, dims: int = 4) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.normal(size=(n, dims)), axis=0)
+
+
+def banded_to_full(table: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    full = np.full((n, n), np.inf)
+    for b, j in enumerate(rows):
+        for d in range(1, table.shape[1]):
+            if b - d >= 0:
+                full[rows[b - d], j] = table[b, d]
+    return full
+
+
+# ------------------------------------------------------------------------------- kernels
+@pytest.mark.parametrize("name", COSTS)
+@pytest.mark.parametrize("seed", range(4))
+def test_cost_tables_equal_plain_reference(name, seed):
+    poses = random_poses(seed, 40, dims=7)
+    rows = np.arange(40)
+    table = get_cost(name).table(poses, rows, 39, 39)
+    expected = full_table(poses, name)
+    got = banded_to_full(table, rows, 40)
+    upper = np.triu(np.ones((40, 40), dtype=bool), 1)
+    np.testing.assert_allclose(got[upper], expected[upper], rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", COSTS)
+def test_cost_tables_on_sample_clip_with_candidates_and_span(name, sample_clip):
+    poses = pose_matrix(sample_clip, frame_range=(200, 329))
+    poses = poses - poses.mean(axis=0)
+    rows = np.union1d(np.arange(0, 130, 3), [129])
+    span = 40
+    reach = np.searchsorted(rows, rows + span, side="right")
+    band = int((reach - np.arange(len(rows))).max()) - 1
+    table = get_cost(name).table(poses, rows, band, span)
+    for b, j in enumerate(rows):
+        for d in range(1, band + 1):
+            if b - d < 0:
+                continue
+            i = rows[b - d]
+            if j - i > span:
+                assert table[b, d] == np.inf
+            else:
+                expected = pair_cost(poses, i, j, name)
+                assert table[b, d] == pytest.approx(expected, rel=1e-7, abs=1e-7)
+
+
+def test_line_sse_equals_direct_sum_with_coincident_keys():
+    poses = random_poses(3, 25)
+    poses[20] = poses[5]  # a repeated pose: degenerate line for line-max, fine for the sum
+    rows = np.arange(25)
+    sse = get_cost("line-sse").table(poses, rows, 24, 24)
+    assert sse[20, 15] == pytest.approx(pair_cost(poses, 5, 20, "line-sse"), rel=1e-9)
+    perp = get_cost("line-max").table(poses, rows, 24, 24)
+    assert perp[20, 15] == pytest.approx(pair_cost(poses, 5, 20, "line-max"), rel=1e-7)
+
+
+def test_gram_bands_equal_dot_products():
+    poses = random_poses(5, 30, dims=5)
+    forward, backward = _kernels.gram_bands(poses, 6)
+    for i in range(30):
+        for e in range(7):
+            if i + e < 30:
+                assert forward[i, e] == pytest.approx(poses[i] @ poses[i + e])
+            if i - e >= 0:
+                assert backward[i, 6 - e] == pytest.approx(poses[i] @ poses[i - e])
+
+
+# --------------------------------------------------------------------- DP vs brute force
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 12), seed=st.integers(0, 10_000), compose=st.sampled_from(["max", "sum"]),
+       name=st.sampled_from(COSTS))
+def test_dp_equals_brute_force_for_every_k(n, seed, compose, name):
+    poses = random_poses(seed, n, dims=3)
+    space = SelectionSpace(poses, cost=name, compose=compose, max_keys=n)
+    table = full_table(poses - poses.mean(axis=0), name)
+    np.fill_diagonal(table, 0.0)
+    for keys in range(2, n + 1):
+        expected = brute_force(table, keys, compose)
+        assert space.error(keys) == pytest.approx(expected, rel=1e-9, abs=1e-9)
+        frames = space.keyframes(keys)
+        assert len(frames) == keys and frames[0] == 0 and frames[-1] == n - 1
+        assert np.all(np.diff(frames) > 0)
+        costs = [table[a, b] for a, b in itertools.pairwise(frames)]
+        achieved = sum(costs) if compose == "sum" else max(costs)
+        assert achieved == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), n=st.integers(4, 12), compose=st.sampled_from(["max", "sum"]),
+       first=st.sampled_from([0, 1001]))
+def test_dp_with_pins_stride_and_max_span_equals_brute_force(data, n, compose, first):
+    poses = random_poses(data.draw(st.integers(0, 999)), n)
+    stride = data.draw(st.integers(1, 3))
+    rows = sorted({0, n - 1} | {r for r in range(n) if (first + r) % stride == 0})
+    pins = data.draw(st.lists(st.sampled_from(rows[1:-1]), max_size=2, unique=True)) \
+        if len(rows) > 2 else []
+    max_gap = int(np.diff(rows).max())
+    span = data.draw(st.one_of(st.none(), st.integers(max_gap, n)))
+    space = SelectionSpace(poses, first_frame=first, compose=compose, stride=stride,
+                           pins=[first + p for p in pins], max_span=span, max_keys=len(rows))
+    table = full_table(poses - poses.mean(axis=0), "line-max")
+    assert space.min_keys >= 2 + len(pins)
+    for keys in range(space.min_keys, space.max_keys + 1):
+        expected = brute_force(table, keys, compose, pins=pins, candidates=rows, max_span=span)
+        assert space.error(keys) == pytest.approx(expected, rel=1e-9, abs=1e-9)
+        if np.isfinite(expected):
+            frames = space.keyframes(keys) - first
+            assert set(pins) <= set(frames.tolist()) and set(frames.tolist()) <= set(rows)
+            if span is not None:
+                assert np.diff(frames).max() <= span
+    # below min_keys nothing satisfies the constraints
+    for keys in range(2, space.min_keys):
+        assert brute_force(table, keys, compose, pins, rows, span) == np.inf
+
+
+# ----------------------------------------------------------------------- pose spaces
+def test_positions_space_flattens_weighted_nodes(sample_clip):
+    poses = pose_matrix(sample_clip, nodes=["Head", "LeftWrist"], weights={"LeftWrist": 2.0})
+    pos = sample_clip.positions
+    np.testing.assert_allclose(poses[:, :3], pos[:, sample_clip.node_index("Head")])
+    np.testing.assert_allclose(poses[:, 3:], 2 * pos[:, sample_clip.node_index("LeftWrist")])
+
+
+def test_channels_space_scales_rotations_by_reach(sample_clip):
+    poses = pose_matrix(sample_clip, space="channels", nodes=["LeftElbow"], time_scale=0.5)
+    reach = node_reach(sample_clip)[sample_clip.node_index("LeftElbow")]
+    columns = sample_clip.node_channels("LeftElbow")
+    np.testing.assert_allclose(poses[:, :3], np.radians(sample_clip.channels[:, columns]) * reach)
+    np.testing.assert_allclose(poses[:, 3], 0.5 * np.arange(sample_clip.n_frames))
+    # the elbow reaches the finger tips: forearm + hand + fingers, longer than the forearm alone
+    rest = sample_clip.rest_positions()
+    forearm = np.linalg.norm(rest[sample_clip.node_index("LeftWrist")]
+                             - rest[sample_clip.node_index("LeftElbow")])
+    assert reach > forearm
+
+
+def test_from_clip_uses_host_frames(sample_clip):
+    clip = sample_clip.with_channels(sample_clip.channels)
+    clip.first_frame = 1001
+    space = SelectionSpace.from_clip(clip, frame_range=(1101, 1300), stride=4, pins=[1200])
+    frames = space.keyframes(space.min_keys + 3)
+    assert frames[0] == 1101 and frames[-1] == 1300 and 1200 in frames
+    assert all(f % 4 == 0 for f in frames[1:-1])
+
+
+# ---------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(poses=np.zeros((1, 3))), SelectionError, "at least 2 frames"),
+    (dict(poses=np.array([[0.0], [np.nan], [1.0]]), first_frame=1001), SelectionError,
+     "not finite .* at frame 1002"),
+    (dict(pins=[50]), SelectionError, "pinned frame 50 is outside the range 0..19"),
+    (dict(pins=[5], stride=4), SelectionError, "pinned frame 5 is not a candidate"),
+    (dict(cost="spline"), OptionError, "unknown cost 'spline'; available: line-max"),
+    (dict(cost="line-max", cost_options={"sigma": 1}), OptionError, "has no option 'sigma'"),
+    (dict(compose="mean"), SelectionError, "compose must be"),
+    (dict(max_span=2, stride=4), SelectionError, "max_span of 2 frames is shorter"),
+    (dict(stride=0), SelectionError, "stride must be"),
+    (dict(memory_limit=1000), CapacityError, "needs .* GB .* Use a stride"),
+])
+def test_bad_input_raises_specific_errors(kwargs, error, message):
+    args = dict(poses=random_poses(1, 20))
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        SelectionSpace(**args)
+
+
+def test_k_out_of_range():
+    space = SelectionSpace(random_poses(2, 20), max_keys=6)
+    with pytest.raises(SelectionError, match="K = 7 is out of range: .* 2 to 6 keys"):
+        space.keyframes(7)
+    with pytest.raises(SelectionError, match="K = 1 is out of range"):
+        space.error(1)
+
+
+def test_capacity_error_states_numbers_and_fix():
+    with pytest.raises(CapacityError) as info:
+        SelectionSpace(np.zeros((20_000, 3)), memory_limit=10**9)
+    message = str(info.value)
+    assert "20,000 frames" in message and "limit of 1.00 GB" in message and "max_span" in message
+
+
+def test_registry_declares_options_as_data():
+    assert set(COSTS) <= set(available_costs())
+    for cls in available_costs().values():
+        assert cls.name and cls.description
+        assert isinstance(cls.options, tuple)
+
+
+# ----------------------------------------------------------------- real clip properties
+def test_sample_space_is_sensible(sample_clip):
+    space = SelectionSpace.from_clip(sample_clip)
+    assert space.min_keys == 2 and space.max_keys == sample_clip.n_frames // 2
+    errors = space.errors
+    assert errors[-1] < 0.02 * errors[0]
+    # more keys never hurts much: the best of K+1 is at most a little above the best of K
+    assert np.all(np.minimum.accumulate(errors) <= errors + 1e-12)
+    suggested = space.suggestions()
+    assert space.min_keys <= suggested["threshold"] <= space.max_keys
+    assert all(space.min_keys < k <= space.max_keys for k in suggested["cliffs"])
+    assert space.normalised_errors()[space.threshold_choice() - space.min_keys] <= 0.2
+
+
+@pytest.mark.parametrize("accuracy, significance", [(0.1, 0.1), (0.2, 0.1), (0.3, 0.05),
+                                                     (1e-6, 0.1)])
+def test_threshold_choice_rule(accuracy, significance):
+    space = SelectionSpace(random_poses(4, 60), max_keys=30)
+    e = space.normalised_errors()
+    accurate = [i for i in range(len(e)) if e[i] <= accuracy]
+    significant = [i for i in accurate if i == 0 or e[i] <= (1 - significance) * e[i - 1]]
+    if significant:
+        expected = significant[0]
+    elif accurate:
+        expected = accurate[0]
+    else:
+        expected = int(np.argmin(e))
+    assert space.threshold_choice(accuracy, significance) == space.min_keys + expected

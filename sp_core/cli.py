@@ -17,8 +17,11 @@ from typing import Any
 import numpy as np
 
 from sp_core.clip import Clip
+from sp_core.costs import available_costs
 from sp_core.errors import SalientPosesError
 from sp_core.io.bvh import read_bvh
+from sp_core.poses import POSE_SPACES
+from sp_core.selection import COMPOSITIONS, SelectionSpace
 
 PROG = "salient-poses"
 SAMPLE_CLIP = Path(__file__).resolve().parents[1] / "examples" / "cmu_131_01.bvh"
@@ -106,6 +109,134 @@ def _output_path(target: str) -> Path:
     return path
 
 
+# ------------------------------------------------------------------------- option parsing
+def _names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--nodes needs at least one node name")
+    return names
+
+
+def _frames(text: str | None, option: str) -> list[int]:
+    if not text:
+        return []
+    try:
+        return [int(f) for f in text.split(",") if f.strip()]
+    except ValueError:
+        raise UsageError(f"{option} takes whole frame numbers separated by commas, got "
+                         f"{text!r}") from None
+
+
+def _weights(text: str | None) -> dict[str, float] | None:
+    if not text:
+        return None
+    weights = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise UsageError(f"--weights takes NODE=WEIGHT pairs separated by commas, got "
+                             f"{item!r}")
+    return weights
+
+
+def _range(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    start, sep, end = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return int(start), int(end)
+    except ValueError:
+        raise UsageError(f"--range takes START:END host frames, got {text!r}") from None
+
+
+def add_selection_options(parser: argparse.ArgumentParser) -> None:
+    """The options of an analysis, shared by ``analyze`` and the commands built on it."""
+    group = parser.add_argument_group("analysis")
+    group.add_argument("--pose", choices=POSE_SPACES, default="positions",
+                       help="pose space: world positions (default) or channel values")
+    group.add_argument("--nodes", metavar="N1,N2,..", help="nodes that count (default all)")
+    group.add_argument("--weights", metavar="N=W,..", help="per-node weights (default 1)")
+    group.add_argument("--cost", choices=sorted(available_costs()), default="line-max")
+    group.add_argument("--compose", choices=COMPOSITIONS, default="max",
+                       help="minimise the largest segment cost (max) or their sum (sum)")
+    group.add_argument("--time-scale", type=float, default=0.0, metavar="S",
+                       help="add a time coordinate: S scene units per frame (default 0)")
+    group.add_argument("--range", metavar="START:END", help="host frames, inclusive")
+    group.add_argument("--pins", metavar="F,F,..", help="frames that must be keyframes")
+    group.add_argument("--stride", type=int, default=1, metavar="S",
+                       help="interior keys only on frames divisible by S (default 1)")
+    group.add_argument("--max-span", type=int, metavar="F",
+                       help="longest gap between keyframes, frames")
+    group.add_argument("--max-keys", type=int, metavar="K",
+                       help="largest K solved (default half the candidate frames)")
+    group.add_argument("--first-frame", type=int, default=0, metavar="N",
+                       help="host frame number of the clip's first frame (default 0)")
+
+
+def analyse(args: argparse.Namespace) -> tuple[Clip, SelectionSpace]:
+    """Load the clip named in ``args`` and build its selection space."""
+    clip = load_clip(args.clip, first_frame=args.first_frame)
+    space = SelectionSpace.from_clip(
+        clip, pose=args.pose, nodes=_names(args.nodes), weights=_weights(args.weights),
+        time_scale=args.time_scale, frame_range=_range(args.range), cost=args.cost,
+        compose=args.compose, pins=_frames(args.pins, "--pins"), stride=args.stride,
+        max_span=args.max_span, max_keys=args.max_keys)
+    return clip, space
+
+
+def space_record(clip: Clip, space: SelectionSpace, source: str,
+                 options: dict[str, Any]) -> dict[str, Any]:
+    """The ``analyze`` JSON record (schema in docs/formats.md)."""
+    errors = space.errors
+    return {
+        "clip": source,
+        "fps": clip.fps,
+        "first_frame": space.first_frame,
+        "last_frame": space.last_frame,
+        "cost": space.cost.name,
+        "compose": space.compose,
+        "options": options,
+        "timings": {k: round(v, 6) for k, v in space.timings.items()},
+        "space": [{"keys": int(k), "error": float(e) if np.isfinite(e) else None,
+                   "frames": space.keyframes(int(k)).tolist() if np.isfinite(e) else None}
+                  for k, e in zip(space.key_counts, errors, strict=True)],
+        "suggested": space.suggestions(),
+    }
+
+
+def _save_plot(space: SelectionSpace, target: str, log: bool, title: str) -> None:
+    try:
+        from sp_core.ui.error_plot import save_error_plot
+    except ImportError as exc:
+        raise UsageError(f"--plot needs the ui extra (PySide6, pyqtgraph): {exc}") from None
+    save_error_plot(space, _output_path(target), log=log, title=title)
+
+
+def _space_summary(clip: Clip, space: SelectionSpace) -> str:
+    s = space.suggestions()
+    k = s["threshold"]
+    share = space.normalised_errors()[k - space.min_keys]
+    return "\n".join([
+        f"Analysis   {space.cost.name}, compose={space.compose}, frames "
+        f"{space.first_frame}..{space.last_frame}, {len(space.candidates)} candidates, "
+        f"K {space.min_keys}..{space.max_keys}",
+        f"Time       table {space.timings['table_s']:.3f} s, selection "
+        f"{space.timings['select_s']:.3f} s",
+        f"Suggested  threshold rule K = {k}: error {space.error(k):.4g} pose units ("
+        f"{100 * share:.1f} % of the largest pose distance), keys "
+        f"{', '.join(map(str, space.keyframes(k)))}",
+        f"           cliffs at K = {', '.join(map(str, s['cliffs'])) or 'none'}",
+    ])
+
+
 # ------------------------------------------------------------------------------------ commands
 def cmd_info(args: argparse.Namespace) -> int:
     clip = load_clip(args.clip, first_frame=args.first_frame)
@@ -118,13 +249,38 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_analyze(args: argparse.Namespace) -> int:
+    clip, space = analyse(args)
+    options = {k: getattr(args, k) for k in ("pose", "nodes", "weights", "time_scale", "range",
+                                             "pins", "stride", "max_span", "max_keys")}
+    options["max_keys"] = space.max_keys
+    if args.json != "-":
+        print(_space_summary(clip, space))
+    if args.json:
+        _write_json(space_record(clip, space, args.clip, options), args.json)
+    if args.plot:
+        _save_plot(space, args.plot, log=not args.linear, title=f"{clip.name}: {space.cost.name}"
+                   f", compose={space.compose}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     if not SAMPLE_CLIP.exists():
         raise UsageError(f"the sample clip {SAMPLE_CLIP} is missing; run from a checkout of "
                          "Salient Poses (it ships in examples/)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    source = str(SAMPLE_CLIP.relative_to(SAMPLE_CLIP.parents[1]))
     clip = load_clip(str(SAMPLE_CLIP))
     print("Salient Poses demo: the bundled sample clip (CMU mocap, subject 131, trial 1)\n")
-    print(format_summary(clip, str(SAMPLE_CLIP.relative_to(SAMPLE_CLIP.parents[1]))))
+    print(format_summary(clip, source))
+    space = SelectionSpace.from_clip(clip)
+    print(_space_summary(clip, space))
+    options = {"pose": "positions", "stride": 1, "max_keys": space.max_keys}
+    _write_json(space_record(clip, space, source, options), str(out / "analysis.json"))
+    _save_plot(space, str(out / "error_vs_k.png"), log=True,
+               title=f"{clip.name}: line-max, compose=max")
+    print(f"\nWrote {out / 'analysis.json'} and {out / 'error_vs_k.png'}")
     return 0
 
 
@@ -151,8 +307,23 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--tree", action="store_true", help="also print the hierarchy")
     info.set_defaults(func=cmd_info)
 
+    analyze = sub.add_parser(
+        "analyze", parents=[common], help="optimal keyframes for every K",
+        description="Build the selection space of a clip: the optimal keyframes and their error "
+                    "for every keyframe count K, with suggested K values.")
+    analyze.add_argument("clip", metavar="CLIP", help="a .bvh file")
+    add_selection_options(analyze)
+    output = analyze.add_argument_group("output")
+    output.add_argument("--json", metavar="OUT", help="write the space as JSON ('-': stdout)")
+    output.add_argument("--plot", metavar="OUT.png", help="save the error-against-K graph")
+    output.add_argument("--linear", action="store_true", help="linear error axis in --plot")
+    analyze.set_defaults(func=cmd_analyze)
+
     demo = sub.add_parser("demo", parents=[common], help="run the demo on the bundled sample clip",
-                          description="Load the bundled sample clip and print its summary.")
+                          description="Analyse the bundled sample clip: print its summary and "
+                                      "suggested keyframes, write the JSON and the graph.")
+    demo.add_argument("--out", default="demo_out", metavar="DIR",
+                      help="folder for the outputs (default demo_out)")
     demo.set_defaults(func=cmd_demo)
     return parser
 

@@ -24,6 +24,11 @@ from sp_core.poses import pose_matrix
 COMPOSITIONS = ("max", "sum")
 #: Default memory allowed for one analysis (tables, Gram bands, DP arrays), bytes.
 DEFAULT_MEMORY_LIMIT = 2 * 1024**3
+#: Threshold rule defaults. The thesis uses 20 % for its coarse first layer; applied to a whole
+#: clip as one layer that keeps only 3 keys of an 8 s walk, so whole-clip analyses use 5 %,
+#: which lands next to the first clear cliffs of real clips (docs/selection.md).
+ACCURACY = 0.05
+SIGNIFICANCE = 0.1
 
 
 class SelectionSpace:
@@ -293,7 +298,8 @@ class SelectionSpace:
             scale = scale * scale * self.n_frames
         return self.errors / scale if scale > 0 else np.zeros_like(self.errors)
 
-    def threshold_choice(self, accuracy: float = 0.2, significance: float = 0.1) -> int:
+    def threshold_choice(self, accuracy: float = ACCURACY,
+                         significance: float = SIGNIFICANCE) -> int:
         """The thesis' automatic choice of K.
 
         Drop every K whose normalised error is above ``accuracy``; keep those that improve on
@@ -342,7 +348,8 @@ class SelectionSpace:
         scores.sort(reverse=True)
         return [k for _, k in scores[:count]]
 
-    def suggestions(self, accuracy: float = 0.2, significance: float = 0.1) -> dict[str, Any]:
+    def suggestions(self, accuracy: float = ACCURACY,
+                    significance: float = SIGNIFICANCE) -> dict[str, Any]:
         """``{"cliffs": [...], "threshold": K}`` as in the ``analyze`` JSON."""
         return {"cliffs": sorted(self.cliffs()),
                 "threshold": self.threshold_choice(accuracy, significance)}

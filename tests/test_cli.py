@@ -70,16 +70,65 @@ def test_debug_shows_the_traceback(tmp_path):
         main(["info", str(bad), "--debug"])
 
 
-def test_demo_runs_in_process(capsys):
-    assert main(["demo"]) == 0
-    assert "cmu_131_01" in capsys.readouterr().out
-
-
-def test_console_script_demo_and_help():
+def test_console_script_demo_and_help(tmp_path):
     script = Path(sys.executable).with_name("salient-poses")
-    result = subprocess.run([str(script), "demo"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([str(script), "demo", "--out", str(tmp_path)], capture_output=True,
+                            text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "994" in result.stdout
     for command in (["--help"], ["info", "--help"], ["demo", "--help"]):
         help_run = subprocess.run([str(script), *command], capture_output=True, text=True)
         assert help_run.returncode == 0 and "usage: salient-poses" in help_run.stdout
+
+
+def test_analyze_json_schema_and_plot(sample_path, tmp_path, capsys):
+    out_json, out_png = tmp_path / "a.json", tmp_path / "a.png"
+    code = main(["analyze", str(sample_path), "--range", "1100:1400", "--first-frame", "1001",
+                 "--stride", "2", "--pins", "1200", "--max-span", "120", "--cost", "line-time",
+                 "--compose", "sum", "--nodes", "Hips,LeftWrist,RightWrist,Head",
+                 "--weights", "Head=2", "--max-keys", "40", "--json", str(out_json),
+                 "--plot", str(out_png)])
+    assert code == 0, capsys.readouterr().err
+    record = json.loads(out_json.read_text())
+    assert set(record) == {"clip", "fps", "first_frame", "last_frame", "cost", "compose",
+                           "options", "timings", "space", "suggested"}
+    assert record["first_frame"] == 1100 and record["last_frame"] == 1400
+    assert record["cost"] == "line-time" and record["compose"] == "sum"
+    assert set(record["timings"]) == {"table_s", "select_s"}
+    space = record["space"]
+    assert [e["keys"] for e in space] == list(range(space[0]["keys"], 41))
+    for entry in space:
+        if entry["frames"] is not None:
+            frames = entry["frames"]
+            assert len(frames) == entry["keys"] and frames[0] == 1100 and frames[-1] == 1400
+            assert 1200 in frames and all(f % 2 == 0 for f in frames)
+            assert max(np.diff(frames)) <= 120
+    assert set(record["suggested"]) == {"cliffs", "threshold"}
+    assert out_png.stat().st_size > 10_000
+    from PySide6 import QtGui
+
+    image = QtGui.QImage(str(out_png))
+    assert image.width() == 1200 and image.height() > 300
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--range", "10:5"], "frame range 10:5 is not inside"),
+    (["--pins", "5000"], "pinned frame 5000 is outside"),
+    (["--pins", "a,b"], "--pins takes whole frame numbers"),
+    (["--weights", "Head"], "--weights takes NODE=WEIGHT"),
+    (["--nodes", "Hed"], "did you mean Head"),
+    (["--range", "5"], "--range takes START:END"),
+    (["--stride", "4", "--pins", "3"], "not a candidate"),
+])
+def test_analyze_bad_options_exit_2(sample_path, args, message, capsys):
+    assert main(["analyze", str(sample_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_demo_writes_analysis_and_plot(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "analysis.json").read_text())
+    assert record["space"][0]["keys"] == 2 and len(record["space"]) == 496
+    assert (tmp_path / "error_vs_k.png").stat().st_size > 10_000
+    assert "threshold rule K =" in capsys.readouterr().out

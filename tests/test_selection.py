@@ -220,7 +220,7 @@ def test_sample_space_is_sensible(sample_clip):
     suggested = space.suggestions()
     assert space.min_keys <= suggested["threshold"] <= space.max_keys
     assert all(space.min_keys < k <= space.max_keys for k in suggested["cliffs"])
-    assert space.normalised_errors()[space.threshold_choice() - space.min_keys] <= 0.2
+    assert space.normalised_errors()[space.threshold_choice() - space.min_keys] <= 0.05
 
 
 @pytest.mark.parametrize("accuracy, significance", [(0.1, 0.1), (0.2, 0.1), (0.3, 0.05),

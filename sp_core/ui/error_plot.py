@@ -1,0 +1,65 @@
+"""The error-against-K graph saved as a PNG (command line and docs); pyqtgraph, offscreen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sp_core.selection import SelectionSpace
+from sp_core.ui.app import ensure_qapp
+
+
+def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
+                    title: str = "", width: int = 1200) -> None:
+    """Plot error(K) for the whole selection space with the suggestions marked, save as PNG.
+
+    Parameters
+    ----------
+    space : SelectionSpace
+    path : str or Path
+        Output ``.png``.
+    log : bool
+        Logarithmic error axis (cliffs are easier to see).
+    title : str
+    width : int
+        Image width in pixels.
+    """
+    ensure_qapp()
+    import pyqtgraph as pg
+    import pyqtgraph.exporters  # noqa: F401 - registers ImageExporter
+
+    pg.setConfigOptions(antialias=True, background="w", foreground="k")
+    widget = pg.PlotWidget()
+    plot = widget.getPlotItem()
+    plot.setTitle(title or f"{space.cost.name}, compose={space.compose}: error against K",
+                  size="12pt")
+    plot.setContentsMargins(10, 10, 20, 10)
+    plot.setLabel("bottom", "keyframes K")
+    plot.setLabel("left", "error (pose units)")
+    plot.showGrid(x=True, y=True, alpha=0.3)
+    keys, errors = space.key_counts, space.errors
+    ok = np.isfinite(errors) & ((errors > 0) if log else True)
+    plot.setLogMode(x=False, y=log)
+    plot.plot(keys[ok], errors[ok], pen=pg.mkPen((40, 90, 160), width=2))
+    legend = plot.addLegend(offset=(-10, 10))
+    suggestions = space.suggestions()
+    cliffs = [k for k in suggestions["cliffs"] if ok[k - space.min_keys]]
+    if cliffs:
+        ys = [space.error(k) for k in cliffs]
+        item = pg.ScatterPlotItem(cliffs, np.log10(ys) if log else ys, symbol="o", size=10,
+                                  brush=pg.mkBrush(230, 140, 20), pen=pg.mkPen("k"))
+        plot.addItem(item)
+        legend.addItem(item, "cliffs: " + ", ".join(map(str, cliffs)))
+    k = suggestions["threshold"]
+    if ok[k - space.min_keys]:
+        y = space.error(k)
+        item = pg.ScatterPlotItem([k], [np.log10(y) if log else y], symbol="star", size=18,
+                                  brush=pg.mkBrush(200, 30, 30), pen=pg.mkPen("k"))
+        plot.addItem(item)
+        legend.addItem(item, f"threshold rule: K = {k}")
+    widget.resize(width, int(width * 0.55))
+    exporter = pg.exporters.ImageExporter(plot)
+    exporter.parameters()["width"] = width
+    exporter.export(str(path))
+    widget.deleteLater()

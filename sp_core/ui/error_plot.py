@@ -25,7 +25,7 @@ def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
     width : int
         Image width in pixels.
     """
-    ensure_qapp()
+    app = ensure_qapp()
     import pyqtgraph as pg
     import pyqtgraph.exporters  # noqa: F401 - registers ImageExporter
 
@@ -59,7 +59,10 @@ def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
         plot.addItem(item)
         legend.addItem(item, f"threshold rule: K = {k}")
     widget.resize(width, int(width * 0.55))
-    exporter = pg.exporters.ImageExporter(plot)
+    widget.show()  # offscreen when there is no display; lays the plot out at the final size
+    app.processEvents()
+    exporter = pg.exporters.ImageExporter(widget.scene())
     exporter.parameters()["width"] = width
     exporter.export(str(path))
+    widget.close()
     widget.deleteLater()

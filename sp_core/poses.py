@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from sp_core.clip import Clip
-from sp_core.errors import SelectionError
+from sp_core.errors import ClipError, SelectionError
 
 POSE_SPACES = ("positions", "channels")
 
@@ -119,5 +119,5 @@ def pose_matrix(
 def _node(clip: Clip, name: str) -> int:
     try:
         return clip.node_index(name)
-    except Exception as exc:  # ClipError -> the analysis' own error type, same message
+    except ClipError as exc:  # the analysis' own error type, same message
         raise SelectionError(str(exc)) from None

@@ -56,7 +56,8 @@ def line_table(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray
     For keys i < j and a frame k between them, with a = p_k - p_i and b = p_j - p_i:
     perpendicular distance^2 = |a|^2 - (a.b)^2 / |b|^2; time-aligned distance^2 =
     |a|^2 - 2 t a.b + t^2 |b|^2 with t = (k - i) / (j - i). Every term is a Gram entry, read
-    from contiguous rows so the inner loop vectorises.
+    from contiguous rows. (numba does not vectorise this loop's max reduction yet; see
+    docs/performance.md.)
     """
     m = candidates.shape[0]
     width = forward.shape[1] - 1

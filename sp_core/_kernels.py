@@ -4,10 +4,10 @@ Tables are *banded by the later key*: ``table[b, d]`` is the cost of candidates 
 ``b``. With ``max_span`` the band is narrow and long clips stay linear in length; without it the
 band is the whole triangle. Both kernels parallelise over the later key with ``prange``.
 
-The line costs need only dot products between poses, so they read a banded Gram matrix instead
-of the poses: each (i, k, j) triple then costs O(1) instead of O(n_dims), which is what makes the
-O(N^3) table fast. Two layouts of the same Gram band are kept so that both inner-loop reads are
-contiguous.
+The line costs need only dot products between poses, so they read a banded Gram matrix
+(:func:`sp_core.costs.line.gram_bands`) instead of the poses: each (i, k, j) triple then costs
+O(1) instead of O(n_dims), which is what makes the O(N^3) table fast. Two layouts of the same
+Gram band are kept so that both inner-loop reads are contiguous.
 """
 
 from __future__ import annotations
@@ -15,91 +15,99 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-
-@njit(cache=True, parallel=True)
-def gram_bands(poses: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dot products of poses at most ``width`` frames apart.
-
-    Parameters
-    ----------
-    poses : (n, n_dims) float64
-    width : int
-
-    Returns
-    -------
-    forward : (n, width + 1) float64
-        ``forward[i, e] = poses[i] . poses[i + e]`` (0 past the end).
-    backward : (n, width + 1) float64
-        ``backward[j, c] = poses[j] . poses[j - width + c]`` (0 before the start): row j holds
-        the products with the frames before j in ascending order, ending with j itself.
-    """
-    n, dims = poses.shape
-    forward = np.zeros((n, width + 1))
-    backward = np.zeros((n, width + 1))
-    for i in prange(n):
-        for e in range(min(width, n - 1 - i) + 1):
-            s = 0.0
-            for c in range(dims):
-                s += poses[i, c] * poses[i + e, c]
-            forward[i, e] = s
-    for j in prange(n):
-        for e in range(min(width, j) + 1):
-            backward[j, width - e] = forward[j - e, e]
-    return forward, backward
+# Reassociation and contraction only: the tables and the DP hold inf, so the "no inf / no NaN"
+# fast-math assumptions would be wrong.
+_FAST = {"nsz", "arcp", "contract", "reassoc"}
+_INF_BITS = 0x7FF0000000000000  # the bit pattern of +inf
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(cache=True, inline="always")
+def _bits_max(bits: np.ndarray, start: int, stop: int) -> int:
+    """max(0, bits[start:stop]); see :func:`line_table` for why integers."""
+    best = 0
+    for e in range(start, stop):
+        x = bits[e]
+        best = x if x > best else best
+    return best
+
+
+@njit(cache=True, inline="always")
+def _bits_min(bits: np.ndarray, stop: int) -> int:
+    """min(bits of +inf, bits[:stop])."""
+    best = np.int64(_INF_BITS)
+    for e in range(stop):
+        x = bits[e]
+        best = x if x < best else best
+    return best
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
 def line_table(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray, band: int,
                max_gap: int, timed: bool) -> np.ndarray:
     """``line-max`` (``timed=False``) or ``line-time`` (``timed=True``) table from Gram bands.
 
-    For keys i < j and a frame k between them, with a = p_k - p_i and b = p_j - p_i:
+    For keys i < j and a frame k = i + e between them, with a = p_k - p_i and b = p_j - p_i:
     perpendicular distance^2 = |a|^2 - (a.b)^2 / |b|^2; time-aligned distance^2 =
-    |a|^2 - 2 t a.b + t^2 |b|^2 with t = (k - i) / (j - i). Every term is a Gram entry, read
-    from contiguous rows. (numba does not vectorise this loop's max reduction yet; see
-    docs/performance.md.)
+    |a|^2 - 2 t a.b + t^2 |b|^2 with t = e / (j - i).
+
+    The loop runs over the *earlier* key i so that |a|^2 and p_k.p_i - |p_i|^2 are computed
+    once per (i, k) and shared by every j; then a.b = p_k.p_j - (p_k.p_i - |p_i|^2) - p_i.p_j
+    is one read per triple. Rows are taken in pairs from both ends (r and m - 1 - r) so the
+    threads get equal work. The distances of one span go to a buffer (a loop numba
+    vectorises) and their maximum is taken on the buffer's int64 view: non-negative doubles
+    order like their bit patterns, negative rounding noise falls below 0, and numba
+    vectorises an integer max reduction but not a floating-point one (about 2x overall).
     """
     m = candidates.shape[0]
+    n = forward.shape[0]
     width = forward.shape[1] - 1
     squares = forward[:, 0].copy()
     table = np.full((m, band + 1), np.inf)
-    for bi in prange(m):
-        table[bi, 0] = 0.0
-        j = candidates[bi]
-        gjj = squares[j]
-        to_j = backward[j]
-        for d in range(1, band + 1):
-            ai = bi - d
-            if ai < 0:
+    for r in prange((m + 1) // 2):
+        for side in range(2):
+            ai = np.int64(r) if side == 0 else m - 1 - np.int64(r)
+            if side == 1 and ai == r:
                 break
+            table[ai, 0] = 0.0
             i = candidates[ai]
-            span = j - i
-            if span > max_gap:
-                break
-            from_i = forward[i]
             gii = squares[i]
-            gij = from_i[span]
-            bb = gjj - 2.0 * gij + gii
-            worst = 0.0
-            if timed:
-                inv_span = 1.0 / span
-                for k in range(i + 1, j):
-                    gik = from_i[k - i]
-                    aa = squares[k] - 2.0 * gik + gii
-                    ab = to_j[k - j + width] - gik - gij + gii
-                    t = (k - i) * inv_span
-                    worst = max(worst, aa - 2.0 * t * ab + t * t * bb)
-            elif bb > 1e-300:
-                inv_bb = 1.0 / bb
-                for k in range(i + 1, j):
-                    gik = from_i[k - i]
-                    aa = squares[k] - 2.0 * gik + gii
-                    ab = to_j[k - j + width] - gik - gij + gii
-                    worst = max(worst, aa - ab * ab * inv_bb)
-            else:  # the keys coincide: distance to that point
-                for k in range(i + 1, j):
-                    worst = max(worst, squares[k] - 2.0 * from_i[k - i] + gii)
-            table[bi, d] = np.sqrt(max(worst, 0.0))
+            reach = min(max_gap, n - 1 - i, width)
+            from_i = forward[i]
+            aa = np.empty(reach + 1)  # |p_{i+e} - p_i|^2
+            cc = np.empty(reach + 1)  # p_{i+e}.p_i - |p_i|^2
+            for e in range(reach + 1):
+                aa[e] = squares[i + e] - 2.0 * from_i[e] + gii
+                cc[e] = from_i[e] - gii
+            dist = np.empty(reach + 1)  # squared distances of frames i + e, e >= 1
+            bits = dist.view(np.int64)
+            for d in range(1, band + 1):
+                bi = ai + d
+                if bi >= m:
+                    break
+                j = candidates[bi]
+                span = j - i
+                if span > reach:
+                    break
+                gij = from_i[span]
+                bb = aa[span]
+                to_j = backward[j]
+                shift = width - span  # backward[j, shift + e] = p_j . p_{i+e}
+                if timed:
+                    inv_span = 1.0 / span
+                    for e in range(1, span):
+                        ab = to_j[shift + e] - cc[e] - gij
+                        t = e * inv_span
+                        dist[e] = aa[e] - 2.0 * t * ab + t * t * bb
+                elif bb > 1e-300:
+                    inv_bb = 1.0 / bb
+                    for e in range(1, span):
+                        ab = to_j[shift + e] - cc[e] - gij
+                        dist[e] = aa[e] - ab * ab * inv_bb
+                else:  # the keys coincide: distance to that point
+                    for e in range(1, span):
+                        dist[e] = aa[e]
+                bits[0] = _bits_max(bits, 1, span)
+                table[bi, d] = np.sqrt(dist[0])
     return table
 
 
@@ -162,10 +170,16 @@ def sse_table(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int
     return table
 
 
-@njit(cache=True, parallel=True)
-def select(table: np.ndarray, lowest: np.ndarray, max_keys: int,
-           use_sum: bool) -> tuple[np.ndarray, np.ndarray]:
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def select(table: np.ndarray, lowest: np.ndarray, max_keys: int, use_sum: bool,
+           chunks: int) -> tuple[np.ndarray, np.ndarray]:
     """Optimal selections for every key count up to ``max_keys`` (one dynamic programme).
+
+    Each cell composes every allowed previous key into a buffer, takes the minimum on the
+    buffer's int64 view (costs are >= 0 or +inf, which order like their bit patterns; see
+    :func:`line_table`), then picks the nearest previous key reaching it, so ties go to the
+    latest previous key. The cells of one key count are dealt to a few chunks per thread in
+    turn (b, b + chunks, ...) so that every chunk gets long and short rows alike.
 
     Parameters
     ----------
@@ -176,6 +190,9 @@ def select(table: np.ndarray, lowest: np.ndarray, max_keys: int,
     max_keys : int
     use_sum : bool
         Compose segment costs by sum (True) or by max (False).
+    chunks : int
+        Work units per key count; a few per thread (``numba.get_num_threads()`` is not
+        callable from a cached kernel).
 
     Returns
     -------
@@ -190,17 +207,27 @@ def select(table: np.ndarray, lowest: np.ndarray, max_keys: int,
     previous = np.full((max_keys + 1, m), -1, dtype=np.int32)
     error[1, 0] = 0.0
     for keys in range(2, max_keys + 1):
-        for b in prange(keys - 1, m):
-            best = np.inf
-            arg = -1
-            low = max(lowest[b], keys - 2, b - width + 1)
-            for a in range(b - 1, low - 1, -1):
-                before = error[keys - 1, a]
-                cost = table[b, b - a]
-                value = before + cost if use_sum else max(before, cost)
-                if value < best:
-                    best = value
-                    arg = a
-            error[keys, b] = best
-            previous[keys, b] = arg
+        before = error[keys - 1]
+        for chunk in prange(chunks):
+            value = np.empty(width)  # value[d - 1]: composed error with previous key b - d
+            bits = value.view(np.int64)
+            for b in range(keys - 1 + chunk, m, chunks):
+                costs = table[b]
+                top = b - max(lowest[b], keys - 2, b - width + 1)
+                if use_sum:
+                    for d in range(1, top + 1):
+                        value[d - 1] = before[b - d] + costs[d]
+                else:
+                    for d in range(1, top + 1):
+                        x = before[b - d]
+                        y = costs[d]
+                        value[d - 1] = x if x > y else y
+                lowest_bits = _bits_min(bits, top)
+                if lowest_bits == _INF_BITS:
+                    continue  # unreachable with this many keys: stays inf, -1
+                for d in range(top):
+                    if bits[d] == lowest_bits:
+                        error[keys, b] = value[d]
+                        previous[keys, b] = b - 1 - d
+                        break
     return error, previous

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numba
 import numpy as np
 
 from sp_core import _kernels
@@ -131,7 +132,7 @@ class SelectionSpace:
         t1 = time.perf_counter()
         lowest = self._lowest_previous(band)
         error, self._previous = _kernels.select(self._table, lowest, self.max_keys,
-                                                compose == "sum")
+                                                compose == "sum", 4 * numba.get_num_threads())
         t2 = time.perf_counter()
         self.timings = {"table_s": t1 - t0, "select_s": t2 - t1}
         self._errors = error[:, m - 1].copy()

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_costs import brute_force, full_table, pair_cost
 
-from sp_core import _kernels
 from sp_core.costs import available_costs, get_cost
+from sp_core.costs.line import gram_bands
 from sp_core.errors import CapacityError, OptionError, SelectionError
 from sp_core.poses import node_reach, pose_matrix
 from sp_core.selection import SelectionSpace
@@ -77,15 +77,19 @@ def test_line_sse_equals_direct_sum_with_coincident_keys():
     assert perp[20, 15] == pytest.approx(pair_cost(poses, 5, 20, "line-max"), rel=1e-7)
 
 
-def test_gram_bands_equal_dot_products():
-    poses = random_poses(5, 30, dims=5)
-    forward, backward = _kernels.gram_bands(poses, 6)
-    for i in range(30):
-        for e in range(7):
-            if i + e < 30:
-                assert forward[i, e] == pytest.approx(poses[i] @ poses[i + e])
-            if i - e >= 0:
-                assert backward[i, 6 - e] == pytest.approx(poses[i] @ poses[i - e])
+@pytest.mark.parametrize(("n", "width", "block"), [(30, 6, 4), (30, 6, 256), (9, 20, 4),
+                                                     (1, 3, 2)])
+def test_gram_bands_equal_dot_products(n, width, block):
+    poses = random_poses(5, n, dims=5)
+    forward, backward = gram_bands(poses, width, block=block)
+    width = min(width, n - 1)
+    assert forward.shape == backward.shape == (n, width + 1)
+    for i in range(n):
+        for e in range(width + 1):
+            inside = poses[i] @ poses[i + e] if i + e < n else 0.0
+            assert forward[i, e] == pytest.approx(inside, abs=1e-12)
+            inside = poses[i] @ poses[i - e] if i - e >= 0 else 0.0
+            assert backward[i, width - e] == pytest.approx(inside, abs=1e-12)
 
 
 # --------------------------------------------------------------------- DP vs brute force
@@ -106,6 +110,34 @@ def test_dp_equals_brute_force_for_every_k(n, seed, compose, name):
         costs = [table[a, b] for a, b in itertools.pairwise(frames)]
         achieved = sum(costs) if compose == "sum" else max(costs)
         assert achieved == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 12), seed=st.integers(0, 10_000), compose=st.sampled_from(["max", "sum"]),
+       name=st.sampled_from(COSTS))
+def test_dp_with_exact_ties_and_zero_costs_equals_brute_force(n, seed, compose, name):
+    # poses on a coarse integer grid, often repeated or collinear: many costs are exactly equal
+    # or zero, which exercises the kernels' integer-ordered min/max and the tie-break. A line
+    # cost read from Gram entries is a square root of a difference of squares, so a true 0
+    # comes out as up to sqrt(machine epsilon) x the pose scale (here about 1e-8).
+    poses = np.random.default_rng(seed).integers(0, 2, size=(n, 2)).astype(float)
+    space = SelectionSpace(poses, cost=name, compose=compose, max_keys=n)
+    table = full_table(poses - poses.mean(axis=0), name)
+    np.fill_diagonal(table, 0.0)
+    for keys in range(2, n + 1):
+        expected = brute_force(table, keys, compose)
+        assert space.error(keys) == pytest.approx(expected, abs=1e-6)
+        frames = space.keyframes(keys)
+        costs = [table[a, b] for a, b in itertools.pairwise(frames)]
+        assert (sum(costs) if compose == "sum" else max(costs)) == pytest.approx(expected,
+                                                                               abs=1e-6)
+
+
+def test_collinear_motion_costs_nothing():
+    poses = np.linspace(0.0, 1.0, 40)[:, None] * np.array([[1.0, 2.0, -1.0]])
+    space = SelectionSpace(poses, max_keys=10)
+    assert space.errors.max() == pytest.approx(0.0, abs=1e-6)
+    assert space.keyframes(2).tolist() == [0, 39]
 
 
 @settings(max_examples=60, deadline=None)

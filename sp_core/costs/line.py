@@ -10,6 +10,53 @@ from sp_core import _kernels
 from sp_core.costs.base import Cost
 
 
+def gram_bands(poses: np.ndarray, width: int, block: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """Dot products of poses at most ``width`` frames apart, in two contiguous layouts.
+
+    Computed by BLAS one block of rows at a time: each block's products with the frames
+    around it form a small matrix whose diagonals are the band, so memory stays
+    O(block x (block + width)) however long the clip.
+
+    Parameters
+    ----------
+    poses : (n, n_dims) float64
+    width : int
+        Widest frame distance needed; clamped to n - 1.
+    block : int
+        Rows per matrix product.
+
+    Returns
+    -------
+    forward : (n, width + 1) float64
+        ``forward[i, e] = poses[i] . poses[i + e]`` (0 past the end).
+    backward : (n, width + 1) float64
+        ``backward[j, c] = poses[j] . poses[j - width + c]`` (0 before the start): row j holds
+        the products with the frames before j in ascending order, ending with j itself.
+    """
+    n, dims = poses.shape
+    width = max(0, min(width, n - 1))
+    # Zero rows on both sides make every block the same shape and supply the 0 entries.
+    padded = np.zeros((n + 2 * width, dims))
+    padded[width:width + n] = poses
+    forward = np.empty((n, width + 1))
+    backward = np.empty((n, width + 1))
+    product = np.zeros((block, block + width))
+    # product[r, r + e] for e = 0..width: a strided view along the diagonals.
+    diagonals = np.lib.stride_tricks.as_strided(
+        product, shape=(block, width + 1), strides=(product.strides[0] + product.strides[1],
+                                                    product.strides[1]), writeable=False)
+    for start in range(0, n, block):
+        rows = min(block, n - start)
+        mine = poses[start:start + rows]
+        # frames start .. start + rows + width - 1, then start - width .. start + rows - 1
+        np.matmul(mine, padded[start + width:start + 2 * width + rows].T,
+                  out=product[:rows, :rows + width])
+        forward[start:start + rows] = diagonals[:rows]
+        np.matmul(mine, padded[start:start + width + rows].T, out=product[:rows, :rows + width])
+        backward[start:start + rows] = diagonals[:rows]
+    return forward, backward
+
+
 class GramLineCost(Cost):
     """A line cost computed from Gram bands (see :func:`sp_core._kernels.line_table`).
 
@@ -21,5 +68,5 @@ class GramLineCost(Cost):
 
     def table(self, poses: np.ndarray, candidates: np.ndarray, band: int,
               max_gap: int) -> np.ndarray:
-        forward, backward = _kernels.gram_bands(poses, max_gap)
+        forward, backward = gram_bands(poses, max_gap)
         return _kernels.line_table(forward, backward, candidates, band, max_gap, self.timed)

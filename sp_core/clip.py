@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from sp_core.errors import ClipError
 from sp_core.euler import euler_matrices, unwrap_euler
@@ -304,6 +305,62 @@ class Clip:
                 out[:, i] = out[:, p] + np.matmul(parent_r, local_t[..., None])[..., 0]
                 world_rot[i] = parent_r if local_r is None else np.matmul(parent_r, local_r)
         return out
+
+    def position_jacobian(self, channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """World positions and their derivatives with respect to every channel.
+
+        The geometric Jacobian of the skeleton: a translation channel of node j moves j and its
+        descendants along the parent's world axis; a rotation channel turns them about its world
+        axis (the parent's world rotation times the Euler rotations listed before it) through
+        j's position.
+
+        Parameters
+        ----------
+        channels : (n_frames, n_channels) float64
+            Values in this clip's channel layout.
+
+        Returns
+        -------
+        positions : (n_frames, n_nodes, 3) float64, scene units
+        jacobian : (n_frames, n_nodes, 3, n_channels) float64
+            Scene units per channel unit (per degree for rotation channels).
+        """
+        channels = np.asarray(channels, dtype=np.float64)
+        n_frames = channels.shape[0]
+        positions = self.forward_kinematics(channels)
+        jacobian = np.zeros((n_frames, self.n_nodes, 3, self.n_channels))
+        below = self._subtrees()
+        world = np.empty((self.n_nodes, n_frames, 3, 3))
+        identity = np.broadcast_to(np.eye(3), (n_frames, 3, 3))
+        for i in range(self.n_nodes):
+            p = self.parents[i]
+            parent_r = identity if p < 0 else world[p]
+            nodes = below[i]
+            for axis in range(3):
+                c = self._translation_index[i, axis]
+                if c >= 0:
+                    jacobian[..., c][:, nodes] = parent_r[:, None, :, axis]
+            partial = parent_r
+            arms = positions[:, nodes] - positions[:, i:i + 1]
+            order = self.rotation_orders[i]
+            for k, c in enumerate(self._rotation_index[i]):
+                axis = AXES.index(order[k])
+                turn = np.cross(partial[:, None, :, axis], arms)
+                jacobian[..., c][:, nodes] = turn * (np.pi / 180.0)
+                single = Rotation.from_euler(order[k], channels[:, c:c + 1],
+                                             degrees=True).as_matrix()
+                partial = np.matmul(partial, single)
+            world[i] = partial
+        return positions, jacobian
+
+    def _subtrees(self) -> list[np.ndarray]:
+        """For every node, the indices of itself and all its descendants."""
+        members: list[list[int]] = [[i] for i in range(self.n_nodes)]
+        for i in range(self.n_nodes - 1, 0, -1):  # parents precede children
+            p = self.parents[i]
+            if p >= 0:
+                members[p].extend(members[i])
+        return [np.asarray(sorted(m), dtype=np.int64) for m in members]
 
     def rest_positions(self) -> np.ndarray:
         """(n_nodes, 3) float64 positions of the rest pose (offsets only), scene units."""

@@ -54,3 +54,7 @@ class OptionError(SalientPosesError, ValueError):
 
 class CapacityError(SalientPosesError, MemoryError):
     """An analysis would need more memory than allowed; the message says how much and the fix."""
+
+
+class ReductionError(SalientPosesError, ValueError):
+    """Bad input to a reduction: keyframes outside the clip, unknown tangent mode, NaN values..."""

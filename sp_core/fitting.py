@@ -1,0 +1,496 @@
+"""Piecewise cubic fits with fixed key times: the tangents that make in-betweens match the motion.
+
+Key values are the original values at the keyframes, so what is fitted is each key's tangent
+slopes (and, for ``weighted``, handle lengths). A segment's curve is linear in its two keys'
+slopes (see :class:`_Basis`), and only neighbouring keys share a segment, so with key times
+fixed every linear fit below is a block-tridiagonal least-squares problem solved exactly
+(:func:`sp_core.blocks.solve_block_tridiagonal`), vectorised over channels.
+
+Tangent modes
+    ``unified``: one slope per key (smooth curves, one-third handles). ``broken``: independent
+    in and out slopes. ``smooth``: broken plus ``smoothness × (in − out)²`` at each interior key.
+    ``weighted``: unified slopes with free handle lengths (0 to the whole segment).
+
+Fitting spaces
+    ``channel``: least squares on each channel's values. ``world``: starting from the channel
+    fit, Gauss–Newton/Levenberg–Marquardt on the world positions of all nodes through forward
+    kinematics with the analytic Jacobian (:meth:`sp_core.clip.Clip.position_jacobian`); it keeps
+    the mode's constraints and never returns a fit with a larger mean joint error than its start.
+
+Tangents nothing constrains (the first key's in, the last key's out, segments without
+in-betweens) take the slope of the dense motion at the key: a tiny ridge term pulls every slope
+towards that finite-difference slope, so the systems stay positive definite without visibly
+biasing slopes that the data determines.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sp_core.blocks import solve_block_tridiagonal
+from sp_core.clip import Clip
+from sp_core.curves import KeyedCurves, bernstein, solve_parameter
+from sp_core.errors import ReductionError
+
+TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
+FIT_SPACES = ("channel", "world")
+#: Default weight of the broken-tangent penalty of ``smooth``, (value/frame)^-2 per value^2.
+SMOOTHNESS = 1.0
+#: Relative weight of the ridge towards finite-difference slopes (see module docstring).
+RIDGE = 1e-9
+#: Shortest weighted handle, as a fraction of its segment.
+MIN_HANDLE = 0.02
+
+
+@dataclass
+class Fit:
+    """Fitted tangents in the solver's own form (see :func:`fit_curves` for the curves).
+
+    Attributes
+    ----------
+    slopes : (K, q, C) float64
+        q = 1 (unified, weighted: one slope) or 2 (broken, smooth: in, out), value per frame.
+    out_length, in_length : (K - 1, C) float64
+        Handle lengths in frames of each segment's out handle (of its first key) and in handle
+        (of its second key): one third of the segment unless weighted.
+    info : dict
+        Iterations and timings of the fit.
+    """
+
+    slopes: np.ndarray
+    out_length: np.ndarray
+    in_length: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    def copy(self) -> Fit:
+        return Fit(self.slopes.copy(), self.out_length.copy(), self.in_length.copy(),
+                   dict(self.info))
+
+    def curves(self, values: np.ndarray, key_rows: np.ndarray, first_frame: int,
+               channel_names: list[str], animated: np.ndarray, tangents: str) -> KeyedCurves:
+        """The fit as host-neutral keyed curves.
+
+        Parameters
+        ----------
+        values : (F, C) float64
+            The dense values the fit was made on (key values are read from it).
+        key_rows : (K,) int
+        first_frame : int
+            Host frame of row 0.
+        channel_names : list of str
+        animated : (C,) bool
+        tangents : str
+        """
+        q = self.slopes.shape[1]
+        ins, outs = self.slopes[:, 0], self.slopes[:, q - 1]
+        n_keys, n_channels = len(key_rows), values.shape[1]
+        out_dt = np.empty((n_keys, n_channels))
+        in_dt = np.empty((n_keys, n_channels))
+        out_dt[:-1] = self.out_length
+        out_dt[-1] = self.in_length[-1]  # the last key's out handle mirrors its in handle
+        in_dt[1:] = self.in_length
+        in_dt[0] = self.out_length[0]
+        out_handles = np.stack([out_dt, out_dt * outs], axis=-1)
+        in_handles = np.stack([-in_dt, -in_dt * ins], axis=-1)
+        return KeyedCurves(list(channel_names), np.asarray(key_rows, dtype=np.int64) + first_frame,
+                           values[key_rows].copy(), in_handles, out_handles,
+                           np.asarray(animated, dtype=bool), tangents)
+
+
+class _Basis:
+    """Every dense row as a linear function of its segment's two slopes.
+
+    For rows f of segment k (keys k and k + 1): value_f = base_f + w_out_f · out_k
+    + w_in_f · in_{k+1}, with Bernstein weights at the curve parameter where the Bézier reaches
+    that row's frame (y control points v_k, v_k + a·out_k, v_{k+1} − b·in_{k+1}, v_{k+1}).
+
+    Parameters
+    ----------
+    key_rows : (K,) int
+        Rows of the keys in ``values`` (ascending, first 0, last F - 1).
+    values : (F, C) float64
+    out_length, in_length : (K - 1, C) float64
+        Handle lengths a and b in frames.
+    """
+
+    def __init__(self, key_rows: np.ndarray, values: np.ndarray, out_length: np.ndarray,
+                 in_length: np.ndarray) -> None:
+        n_rows = values.shape[0]
+        rows = np.arange(n_rows)
+        self.segment = np.clip(np.searchsorted(key_rows, rows, side="right") - 1, 0,
+                               len(key_rows) - 2)
+        start = key_rows[self.segment]
+        length = (key_rows[self.segment + 1] - start).astype(np.float64)
+        u = solve_parameter((rows - start)[:, None], out_length[self.segment],
+                            in_length[self.segment], length[:, None])
+        self.u = u
+        self.length = length[:, None]
+        b0, b1, b2, b3 = bernstein(u)
+        v0 = values[key_rows[self.segment]]
+        v1 = values[key_rows[self.segment + 1]]
+        self.base = (b0 + b1) * v0 + (b2 + b3) * v1
+        self.w_out = b1 * out_length[self.segment]
+        self.w_in = -b2 * in_length[self.segment]
+        # first row of every segment, for per-segment sums (every segment owns its start row)
+        self.starts = key_rows[:-1]
+
+    def evaluate(self, slopes: np.ndarray, q: int) -> np.ndarray:
+        """Dense values (F, C) for slopes (K, q, C)."""
+        outs = slopes[:, q - 1]
+        ins = slopes[:, 0]
+        return self.base + self.w_out * outs[self.segment] + self.w_in * ins[self.segment + 1]
+
+    def segment_sums(self, rows: np.ndarray) -> np.ndarray:
+        """Sum of per-row arrays (F, ...) over each segment's rows: (K - 1, ...)."""
+        return np.add.reduceat(rows, self.starts, axis=0)
+
+
+def difference_slopes(values: np.ndarray, key_rows: np.ndarray) -> np.ndarray:
+    """Slopes of the dense motion at the keys by central differences: (K, C), value per frame.
+
+    This is the published plug-in's tangent rule, used as the ridge target and as the
+    quality baseline.
+    """
+    if values.shape[0] < 2:
+        return np.zeros((len(key_rows), values.shape[1]))
+    return np.gradient(values, axis=0)[key_rows]
+
+
+def _check(values: np.ndarray, key_rows: np.ndarray, tangents: str) -> None:
+    if tangents not in TANGENT_MODES:
+        raise ReductionError(f"unknown tangent mode {tangents!r}; choose one of "
+                             f"{', '.join(TANGENT_MODES)}")
+    if not np.all(np.isfinite(values)):
+        raise ReductionError("channel values contain NaN or infinity; clean the motion first")
+    if len(key_rows) < 2 or key_rows[0] != 0 or key_rows[-1] != values.shape[0] - 1 \
+            or np.any(np.diff(key_rows) <= 0):
+        raise ReductionError("keys must be strictly increasing rows, the first and last row "
+                             "of the range included")
+
+
+def _mode_width(tangents: str) -> int:
+    return 2 if tangents in ("broken", "smooth") else 1
+
+
+def _normal_blocks(basis: _Basis, residual: np.ndarray, q: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-channel normal equations of the channel-space fit: (C, K, q, q), (C, K-1, q, q),
+    (C, K, q) for residual = values - base."""
+    n_keys = len(basis.starts) + 1
+    n_channels = residual.shape[1]
+    oo = basis.segment_sums(basis.w_out * basis.w_out)
+    ii = basis.segment_sums(basis.w_in * basis.w_in)
+    oi = basis.segment_sums(basis.w_out * basis.w_in)
+    ro = basis.segment_sums(basis.w_out * residual)
+    ri = basis.segment_sums(basis.w_in * residual)
+    diagonal = np.zeros((n_channels, n_keys, q, q))
+    upper = np.zeros((n_channels, n_keys - 1, q, q))
+    rhs = np.zeros((n_channels, n_keys, q))
+    diagonal[:, :-1, q - 1, q - 1] += oo.T
+    diagonal[:, 1:, 0, 0] += ii.T
+    upper[:, :, q - 1, 0] += oi.T
+    rhs[:, :-1, q - 1] += ro.T
+    rhs[:, 1:, 0] += ri.T
+    return diagonal, upper, rhs
+
+
+def _add_penalties(diagonal: np.ndarray, rhs: np.ndarray, target: np.ndarray, q: int,
+                   smoothness: float, scale: np.ndarray) -> None:
+    """Add the smooth term (interior keys) and the ridge towards ``target`` (..., K, q).
+
+    ``scale`` (broadcasting to (..., 1)) sets the ridge relative to the data's own weights.
+    """
+    if q == 2 and smoothness > 0:
+        pair = smoothness * np.array([[1.0, -1.0], [-1.0, 1.0]])
+        diagonal[..., 1:-1, :, :] += pair
+    ridge = RIDGE * scale
+    eye = np.eye(q)
+    diagonal += ridge[..., None, None] * eye
+    rhs += ridge[..., None] * target
+
+
+def _solve_channel(basis: _Basis, values: np.ndarray, target: np.ndarray, q: int,
+                   smoothness: float) -> np.ndarray:
+    """Exact channel-space slopes (K, q, C) for a fixed basis."""
+    diagonal, upper, rhs = _normal_blocks(basis, values - basis.base, q)
+    scale = np.maximum(np.trace(diagonal, axis1=-2, axis2=-1).mean(axis=1), 1e-12)
+    _add_penalties(diagonal, rhs, np.moveaxis(target, -1, 0), q, smoothness, scale[:, None])
+    slopes = solve_block_tridiagonal(diagonal, upper, rhs)  # (C, K, q)
+    return np.moveaxis(slopes, 0, -1)
+
+
+def _target(values: np.ndarray, key_rows: np.ndarray, q: int) -> np.ndarray:
+    return np.repeat(difference_slopes(values, key_rows)[:, None, :], q, axis=1)
+
+
+def _third_lengths(key_rows: np.ndarray, n_channels: int) -> tuple[np.ndarray, np.ndarray]:
+    third = np.repeat((np.diff(key_rows) / 3.0)[:, None], n_channels, axis=1)
+    return third, third.copy()
+
+
+def fit_channels(values: np.ndarray, key_rows: np.ndarray, tangents: str = "unified",
+                 smoothness: float = SMOOTHNESS, rounds: int = 8) -> Fit:
+    """Channel-space fit: every channel's own least squares.
+
+    Parameters
+    ----------
+    values : (F, C) float64
+        Dense channel values over the range (rotations unwrapped), channel units.
+    key_rows : (K,) int
+        Rows of the keys, first 0 and last F - 1.
+    tangents : {"unified", "broken", "smooth", "weighted"}
+    smoothness : float
+        Weight of the broken-tangent penalty of ``smooth``.
+    rounds : int
+        ``weighted`` only: rounds of alternating slope and handle-length updates.
+
+    Returns
+    -------
+    Fit
+    """
+    key_rows = np.asarray(key_rows, dtype=np.int64)
+    _check(values, key_rows, tangents)
+    t0 = time.perf_counter()
+    q = _mode_width(tangents)
+    target = _target(values, key_rows, q)
+    out_length, in_length = _third_lengths(key_rows, values.shape[1])
+    basis = _Basis(key_rows, values, out_length, in_length)
+    slopes = _solve_channel(basis, values, target, q, smoothness if tangents == "smooth" else 0)
+    fit = Fit(slopes, out_length, in_length)
+    if tangents == "weighted":
+        fit = _fit_lengths(values, key_rows, fit, target, rounds)
+    _tidy_ends(fit, q)
+    fit.info["channel_s"] = time.perf_counter() - t0
+    return fit
+
+
+def _tidy_ends(fit: Fit, q: int) -> None:
+    """The first key's in slope and the last key's out slope shape nothing: mirror the other."""
+    if q == 2:
+        fit.slopes[0, 0] = fit.slopes[0, 1]
+        fit.slopes[-1, 1] = fit.slopes[-1, 0]
+
+
+def _segment_errors(basis: _Basis, values: np.ndarray, slopes: np.ndarray, q: int) -> np.ndarray:
+    """Sum of squared channel errors per segment and channel: (K - 1, C)."""
+    miss = basis.evaluate(slopes, q) - values
+    return basis.segment_sums(miss * miss)
+
+
+def _fit_lengths(values: np.ndarray, key_rows: np.ndarray, fit: Fit, target: np.ndarray,
+                 rounds: int) -> Fit:
+    """``weighted``: alternate exact slopes (lengths fixed) and damped Gauss–Newton steps on
+    each segment's two handle lengths (slopes fixed; segments and channels are independent).
+
+    Every accepted change lowers the channel's squared error, so the result is never worse than
+    the one-third-handle (unified) start.
+    """
+    lengths = np.diff(key_rows).astype(np.float64)[:, None]
+    low = MIN_HANDLE * lengths
+    damping = np.full(fit.out_length.shape, 1e-3)
+    basis = _Basis(key_rows, values, fit.out_length, fit.in_length)
+    errors = _segment_errors(basis, values, fit.slopes, 1)
+    for _ in range(rounds):
+        # lengths: Gauss–Newton on (a, b) per segment and channel; dy/da = B1 (out − y'),
+        # dy/db = −B2 (in − y'), y' the curve's slope in value per frame at that row
+        outs = fit.slopes[:-1, 0][basis.segment]
+        ins = fit.slopes[1:, 0][basis.segment]
+        miss = basis.evaluate(fit.slopes, 1) - values
+        slope = _curve_slope(basis, key_rows, fit, values)
+        _, b1, b2, _ = bernstein(basis.u)
+        ja = b1 * (outs - slope)
+        jb = -b2 * (ins - slope)
+        haa = basis.segment_sums(ja * ja)
+        hbb = basis.segment_sums(jb * jb)
+        hab = basis.segment_sums(ja * jb)
+        ga = basis.segment_sums(ja * miss)
+        gb = basis.segment_sums(jb * miss)
+        for _attempt in range(4):
+            daa = haa * (1 + damping) + 1e-12
+            dbb = hbb * (1 + damping) + 1e-12
+            det = daa * dbb - hab * hab
+            step_a = -(dbb * ga - hab * gb) / det
+            step_b = -(daa * gb - hab * ga) / det
+            trial = Fit(fit.slopes, np.clip(fit.out_length + step_a, low, lengths),
+                        np.clip(fit.in_length + step_b, low, lengths))
+            trial_basis = _Basis(key_rows, values, trial.out_length, trial.in_length)
+            trial_errors = _segment_errors(trial_basis, values, fit.slopes, 1)
+            better = trial_errors < errors
+            fit.out_length = np.where(better, trial.out_length, fit.out_length)
+            fit.in_length = np.where(better, trial.in_length, fit.in_length)
+            errors = np.where(better, trial_errors, errors)
+            damping = np.where(better, damping * 0.3, damping * 10)
+            if better.mean() > 0.5:
+                break
+        # slopes: exact for the new lengths; keep them per channel only if better
+        basis = _Basis(key_rows, values, fit.out_length, fit.in_length)
+        slopes = _solve_channel(basis, values, target, 1, 0.0)
+        new_errors = _segment_errors(basis, values, slopes, 1)
+        better = new_errors.sum(axis=0) <= errors.sum(axis=0)
+        fit.slopes = np.where(better[None, None, :], slopes, fit.slopes)
+        errors = np.where(better[None, :], new_errors, errors)
+    fit.info["weighted_rounds"] = rounds
+    return fit
+
+
+def _curve_slope(basis: _Basis, key_rows: np.ndarray, fit: Fit,
+                 values: np.ndarray) -> np.ndarray:
+    """dvalue/dframe of the current (unified-slope) curves at every row: (F, C)."""
+    seg = basis.segment
+    u = basis.u
+    v = 1.0 - u
+    length = basis.length
+    a = fit.out_length[seg]
+    b = fit.in_length[seg]
+    v0 = values[key_rows[seg]]
+    v1 = values[key_rows[seg + 1]]
+    y1 = v0 + a * fit.slopes[:-1, 0][seg]
+    y2 = v1 - b * fit.slopes[1:, 0][seg]
+    dx = 3.0 * (a * v * v + 2.0 * (length - a - b) * u * v + b * u * u)
+    dy = 3.0 * ((y1 - v0) * v * v + 2.0 * (y2 - y1) * u * v + (v1 - y2) * u * u)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(dx > 1e-12, dy / dx, 0.0)
+
+
+# ----------------------------------------------------------------------------- world space
+def joint_errors(clip: Clip, channels: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Distances (F, n_nodes) between the nodes posed by ``channels`` and ``reference``."""
+    return np.linalg.norm(clip.forward_kinematics(channels) - reference, axis=-1)
+
+
+def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
+                 smoothness: float = SMOOTHNESS, iterations: int = 12,
+                 tolerance: float = 1e-4) -> Fit:
+    """Refine a channel-space fit to minimise the world position error of every node.
+
+    Parameters
+    ----------
+    clip : Clip
+        The range being reduced (channels unwrapped); its FK is the target.
+    key_rows : (K,) int
+    fit : Fit
+        The channel-space start (not modified).
+    tangents : str
+        The mode's constraints are kept: unified stays unified, weighted keeps its lengths.
+    smoothness : float
+    iterations : int
+        Most Levenberg–Marquardt iterations.
+    tolerance : float
+        Stop when an accepted step lowers the squared error by less than this fraction.
+
+    Returns
+    -------
+    Fit
+        Never has a larger mean joint error than ``fit``.
+    """
+    t0 = time.perf_counter()
+    values = clip.channels
+    key_rows = np.asarray(key_rows, dtype=np.int64)
+    q = _mode_width(tangents)
+    lam = smoothness if tangents == "smooth" else 0.0
+    target = np.moveaxis(_target(values, key_rows, q), -1, 0).reshape(len(key_rows), -1)
+    basis = _Basis(key_rows, values, fit.out_length, fit.in_length)
+    reference = clip.positions
+    n_keys, n_channels = len(key_rows), values.shape[1]
+
+    def objective(slopes: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        channels = basis.evaluate(slopes, q)
+        miss = clip.forward_kinematics(channels) - reference
+        total = float(np.sum(miss * miss))
+        if lam:
+            total += lam * float(np.sum((slopes[1:-1, 0] - slopes[1:-1, 1]) ** 2))
+        return total, channels, miss
+
+    start = fit.copy()
+    slopes = fit.slopes.copy()
+    current, channels, miss = objective(slopes)
+    damping = 1e-3
+    done = 0
+    for iteration in range(1, iterations + 1):
+        done = iteration
+        diagonal, upper, rhs = _world_normal_blocks(clip, basis, channels, miss, q)
+        # penalties act on each key's flattened block: in slopes, then out slopes
+        flat = slopes.reshape(n_keys, q * n_channels)
+        scale = max(float(np.trace(diagonal, axis1=-2, axis2=-1).mean()) / (q * n_channels),
+                    1e-12)
+        if lam:
+            eye = np.eye(n_channels)
+            pair = lam * np.block([[eye, -eye], [-eye, eye]])
+            diagonal[1:-1] += pair
+            rhs[1:-1] -= (pair @ flat[1:-1, :, None])[..., 0]
+        ridge = RIDGE * scale
+        diagonal += ridge * np.eye(q * n_channels)
+        rhs -= ridge * (flat - target)
+        accepted = False
+        for _attempt in range(6):
+            damped = diagonal + damping * np.einsum(
+                "kii->ki", diagonal)[..., None] * np.eye(q * n_channels)
+            step = solve_block_tridiagonal(damped, upper, rhs)
+            trial = slopes + step.reshape(n_keys, q, n_channels)
+            value, trial_channels, trial_miss = objective(trial)
+            if value < current:
+                gain = (current - value) / max(current, 1e-300)
+                slopes, current, channels, miss = trial, value, trial_channels, trial_miss
+                damping = max(damping * 0.3, 1e-9)
+                accepted = True
+                break
+            damping *= 10.0
+        if not accepted or gain < tolerance:
+            break
+    result = Fit(slopes, fit.out_length, fit.in_length, dict(fit.info))
+    _tidy_ends(result, q)
+    before = joint_errors(clip, basis.evaluate(start.slopes, q), reference).mean()
+    after = joint_errors(clip, basis.evaluate(result.slopes, q), reference).mean()
+    if after > before:
+        result = start
+    result.info["world_iterations"] = done
+    result.info["world_s"] = time.perf_counter() - t0
+    return result
+
+
+def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: np.ndarray,
+                         q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gauss–Newton normal equations for the slopes in world space.
+
+    Per row f the position Jacobian J_f (3 n_nodes × C) gives G_f = J_fᵀ J_f and g_f = J_fᵀ r_f;
+    a slope of channel c moves only channel c's values, scaled by the basis weights, so the key
+    blocks are segment sums of w_c G_f[c, c'] w_c' (blocks of size q C, key order in, out).
+    """
+    n_rows, n_channels = channels.shape
+    n_keys = len(basis.starts) + 1
+    size = q * n_channels
+    diagonal = np.zeros((n_keys, size, size))
+    upper = np.zeros((n_keys - 1, size, size))
+    rhs = np.zeros((n_keys, size))
+    o = slice((q - 1) * n_channels, q * n_channels)
+    i = slice(0, n_channels)
+    # whole segments at a time, about 2e7 Jacobian entries per batch
+    per_row = clip.n_nodes * 3 * n_channels
+    first = 0
+    while first < n_keys - 1:
+        last = first + 1
+        while last < n_keys - 1 and (basis.starts[last] + 1 - basis.starts[first]) * per_row < 2e7:
+            last += 1
+        lo = basis.starts[first]
+        hi = basis.starts[last] if last < n_keys - 1 else n_rows
+        _, jac = clip.position_jacobian(channels[lo:hi])
+        jac = jac.reshape(hi - lo, -1, n_channels)
+        grad = np.einsum("fnc,fn->fc", jac, miss[lo:hi].reshape(hi - lo, -1))
+        # J_f diag(w_f) stacked over a segment's rows: its Gram matrix is the block
+        jo = jac * basis.w_out[lo:hi, None, :]
+        ji = jac * basis.w_in[lo:hi, None, :]
+        for k in range(first, last):
+            r0 = basis.starts[k] - lo
+            r1 = (basis.starts[k + 1] if k + 1 < n_keys - 1 else n_rows) - lo
+            ao = jo[r0:r1].reshape(-1, n_channels)
+            ai = ji[r0:r1].reshape(-1, n_channels)
+            diagonal[k, o, o] += ao.T @ ao
+            diagonal[k + 1, i, i] += ai.T @ ai
+            upper[k, o, i] += ao.T @ ai
+            rhs[k, o] -= np.einsum("fc,fc->c", basis.w_out[lo + r0:lo + r1], grad[r0:r1])
+            rhs[k + 1, i] -= np.einsum("fc,fc->c", basis.w_in[lo + r0:lo + r1], grad[r0:r1])
+        first = last
+    return diagonal, upper, rhs

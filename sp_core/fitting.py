@@ -363,7 +363,7 @@ def joint_errors(clip: Clip, channels: np.ndarray, reference: np.ndarray) -> np.
 
 def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                  smoothness: float = SMOOTHNESS, iterations: int = 12,
-                 tolerance: float = 1e-4) -> Fit:
+                 tolerance: float = 1e-4, free: np.ndarray | None = None) -> Fit:
     """Refine a channel-space fit to minimise the world position error of every node.
 
     Parameters
@@ -380,6 +380,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         Most Levenberg–Marquardt iterations.
     tolerance : float
         Stop when an accepted step lowers the squared error by less than this fraction.
+    free : (C,) bool, optional
+        Channels whose slopes may change (default all); constant channels stay flat.
 
     Returns
     -------
@@ -394,7 +396,9 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     target = np.moveaxis(_target(values, key_rows, q), -1, 0).reshape(len(key_rows), -1)
     basis = _Basis(key_rows, values, fit.out_length, fit.in_length)
     reference = clip.positions
-    n_keys, n_channels = len(key_rows), values.shape[1]
+    columns = np.flatnonzero(np.ones(values.shape[1], bool) if free is None else free)
+    n_keys, n_channels = len(key_rows), len(columns)
+    target = target.reshape(n_keys, q, -1)[:, :, columns].reshape(n_keys, -1)
 
     def objective(slopes: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         channels = basis.evaluate(slopes, q)
@@ -411,9 +415,9 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     done = 0
     for iteration in range(1, iterations + 1):
         done = iteration
-        diagonal, upper, rhs = _world_normal_blocks(clip, basis, channels, miss, q)
+        diagonal, upper, rhs = _world_normal_blocks(clip, basis, channels, miss, q, columns)
         # penalties act on each key's flattened block: in slopes, then out slopes
-        flat = slopes.reshape(n_keys, q * n_channels)
+        flat = slopes[:, :, columns].reshape(n_keys, q * n_channels)
         scale = max(float(np.trace(diagonal, axis1=-2, axis2=-1).mean()) / (q * n_channels),
                     1e-12)
         if lam:
@@ -429,7 +433,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             damped = diagonal + damping * np.einsum(
                 "kii->ki", diagonal)[..., None] * np.eye(q * n_channels)
             step = solve_block_tridiagonal(damped, upper, rhs)
-            trial = slopes + step.reshape(n_keys, q, n_channels)
+            trial = slopes.copy()
+            trial[:, :, columns] += step.reshape(n_keys, q, n_channels)
             value, trial_channels, trial_miss = objective(trial)
             if value < current:
                 gain = (current - value) / max(current, 1e-300)
@@ -452,16 +457,20 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
 
 
 def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: np.ndarray,
-                         q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                         q: int, columns: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gauss–Newton normal equations for the slopes in world space.
 
     Per row f the position Jacobian J_f (3 n_nodes × C) gives G_f = J_fᵀ J_f and g_f = J_fᵀ r_f;
     a slope of channel c moves only channel c's values, scaled by the basis weights, so the key
     blocks are segment sums of w_c G_f[c, c'] w_c' (blocks of size q C, key order in, out).
     """
-    n_rows, n_channels = channels.shape
+    n_rows = channels.shape[0]
+    n_channels = len(columns)
     n_keys = len(basis.starts) + 1
     size = q * n_channels
+    w_out = basis.w_out[:, columns]
+    w_in = basis.w_in[:, columns]
     diagonal = np.zeros((n_keys, size, size))
     upper = np.zeros((n_keys - 1, size, size))
     rhs = np.zeros((n_keys, size))
@@ -477,11 +486,11 @@ def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: 
         lo = basis.starts[first]
         hi = basis.starts[last] if last < n_keys - 1 else n_rows
         _, jac = clip.position_jacobian(channels[lo:hi])
-        jac = jac.reshape(hi - lo, -1, n_channels)
+        jac = jac.reshape(hi - lo, -1, channels.shape[1])[:, :, columns]
         grad = np.einsum("fnc,fn->fc", jac, miss[lo:hi].reshape(hi - lo, -1))
         # J_f diag(w_f) stacked over a segment's rows: its Gram matrix is the block
-        jo = jac * basis.w_out[lo:hi, None, :]
-        ji = jac * basis.w_in[lo:hi, None, :]
+        jo = jac * w_out[lo:hi, None, :]
+        ji = jac * w_in[lo:hi, None, :]
         for k in range(first, last):
             r0 = basis.starts[k] - lo
             r1 = (basis.starts[k + 1] if k + 1 < n_keys - 1 else n_rows) - lo
@@ -490,7 +499,7 @@ def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: 
             diagonal[k, o, o] += ao.T @ ao
             diagonal[k + 1, i, i] += ai.T @ ai
             upper[k, o, i] += ao.T @ ai
-            rhs[k, o] -= np.einsum("fc,fc->c", basis.w_out[lo + r0:lo + r1], grad[r0:r1])
-            rhs[k + 1, i] -= np.einsum("fc,fc->c", basis.w_in[lo + r0:lo + r1], grad[r0:r1])
+            rhs[k, o] -= np.einsum("fc,fc->c", w_out[lo + r0:lo + r1], grad[r0:r1])
+            rhs[k + 1, i] -= np.einsum("fc,fc->c", w_in[lo + r0:lo + r1], grad[r0:r1])
         first = last
     return diagonal, upper, rhs

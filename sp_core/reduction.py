@@ -1,0 +1,158 @@
+"""reduce(): the editable animation from a set of keyframes, plus the residual and its errors.
+
+The reduction covers the frames from the first to the last keyframe. Every animated channel is
+keyed at the keyframes with fitted tangents (:mod:`sp_core.fitting`); channels constant over
+that range are reported, not keyed. The residual is original − reduced on every frame and
+channel, so reduced + residual gives back the original channels (to rounding).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from sp_core.clip import Clip
+from sp_core.curves import KeyedCurves
+from sp_core.errors import ClipError, ReductionError
+from sp_core.fitting import (
+    FIT_SPACES,
+    SMOOTHNESS,
+    TANGENT_MODES,
+    fit_channels,
+    refine_world,
+)
+from sp_core.metrics import Metrics, measure
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """Result of :func:`reduce`.
+
+    Attributes
+    ----------
+    curves : KeyedCurves
+    reduced : (n_frames, n_channels) float64
+        The curves evaluated on every frame of the range, channel units.
+    residual : (n_frames, n_channels) float64
+        Original − reduced.
+    frames : (n_frames,) int
+        Host frames of the rows.
+    metrics : Metrics
+    timings : dict of str to float
+        Seconds: ``channel_s``, ``world_s`` (0 in channel space), ``total_s``.
+    tangents, space : str
+    """
+
+    curves: KeyedCurves
+    reduced: np.ndarray
+    residual: np.ndarray
+    frames: np.ndarray
+    metrics: Metrics
+    timings: dict[str, float]
+    tangents: str
+    space: str
+
+
+def constant_channels(values: np.ndarray) -> np.ndarray:
+    """(C,) bool: channels whose values do not change over the rows (to 1e-9 relative)."""
+    if len(values) == 0:
+        return np.ones(values.shape[1], dtype=bool)
+    spread = np.ptp(values, axis=0)
+    return spread <= 1e-9 * np.maximum(1.0, np.abs(values).max(axis=0))
+
+
+def _key_rows(clip: Clip, frames: Iterable[int]) -> np.ndarray:
+    try:
+        keys = np.asarray(sorted({int(f) for f in frames}), dtype=np.int64)
+    except (TypeError, ValueError) as error:
+        raise ReductionError(f"keyframes must be whole frame numbers: {error}") from None
+    if len(keys) == 0:
+        raise ReductionError("no keyframes given")
+    outside = keys[(keys < clip.first_frame) | (keys > clip.last_frame)]
+    if len(outside):
+        raise ReductionError(f"keyframe {int(outside[0])} is outside the clip (frames "
+                             f"{clip.first_frame} to {clip.last_frame})")
+    if len(keys) == 1 and clip.n_frames > 1:
+        raise ReductionError("one keyframe cannot span a range; give at least the first and "
+                             "last frame to reduce")
+    return keys
+
+
+def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
+           smoothness: float = SMOOTHNESS, space: str = "world",
+           world_iterations: int = 12) -> Reduction:
+    """Rebuild the clip's animation from keys at ``frames`` only.
+
+    Parameters
+    ----------
+    clip : Clip
+    frames : iterable of int
+        Host frames of the keyframes; the reduction covers the first to the last.
+    tangents : {"unified", "broken", "smooth", "weighted"}
+    smoothness : float
+        Broken-tangent penalty of ``smooth``.
+    space : {"world", "channel"}
+        ``world`` (default) refines the channel fit on world joint positions.
+    world_iterations : int
+
+    Returns
+    -------
+    Reduction
+
+    Raises
+    ------
+    ReductionError
+        Unknown mode or space, keyframes outside the clip, non-finite channel values.
+    """
+    if tangents not in TANGENT_MODES:
+        raise ReductionError(f"unknown tangent mode {tangents!r}; choose one of "
+                             f"{', '.join(TANGENT_MODES)}")
+    if space not in FIT_SPACES:
+        raise ReductionError(f"unknown fitting space {space!r}; choose one of "
+                             f"{', '.join(FIT_SPACES)}")
+    if not np.isfinite(smoothness) or smoothness < 0:
+        raise ReductionError(f"smoothness must be a finite number >= 0, got {smoothness}")
+    keys = _key_rows(clip, frames)
+    started = time.perf_counter()
+    original = clip.sub_range(int(keys[0]), int(keys[-1]))
+    if not np.all(np.isfinite(original.channels)):
+        raise ReductionError("the clip's channel values contain NaN or infinity in frames "
+                             f"{keys[0]} to {keys[-1]}; clean the motion first")
+    work = original.unwrapped()
+    values = work.channels
+    rows = keys - original.first_frame
+    animated = ~constant_channels(values)
+    timings = {"channel_s": 0.0, "world_s": 0.0}
+    if len(rows) == 1:  # a one-frame clip: one key, nothing to fit
+        curves = KeyedCurves(list(work.channel_names), keys.copy(), values[:1].copy(),
+                             np.zeros((1, values.shape[1], 2)), np.zeros((1, values.shape[1], 2)),
+                             animated, tangents)
+    else:
+        fit = fit_channels(values, rows, tangents, smoothness)
+        fit.slopes[:, :, ~animated] = 0.0
+        timings["channel_s"] = fit.info["channel_s"]
+        if space == "world" and animated.any():
+            fit = refine_world(work, rows, fit, tangents, smoothness,
+                               iterations=world_iterations, free=animated)
+            timings["world_s"] = fit.info["world_s"]
+        curves = fit.curves(values, rows, original.first_frame, list(work.channel_names),
+                            animated, tangents)
+    reduced = curves.dense()
+    reduced[:, ~animated] = values[:1, ~animated]
+    residual = original.channels - reduced
+    metrics = measure(original, reduced, len(keys), animated,
+                      mm_per_unit=_mm_per_unit(clip))
+    timings["total_s"] = time.perf_counter() - started
+    return Reduction(curves, reduced, residual, original.frames, metrics, timings, tangents,
+                     space)
+
+
+def _mm_per_unit(clip: Clip) -> float:
+    """The whole clip's scale (a sub-range has the same skeleton); 1 when unmeasurable."""
+    try:
+        return clip.mm_per_unit()
+    except ClipError:
+        return 1.0

@@ -19,8 +19,11 @@ import numpy as np
 from sp_core.clip import Clip
 from sp_core.costs import available_costs
 from sp_core.errors import SalientPosesError
+from sp_core.fitting import FIT_SPACES, SMOOTHNESS, TANGENT_MODES
 from sp_core.io.bvh import read_bvh
+from sp_core.io.keys import reduction_record, write_reduced_bvh, write_reduction_json
 from sp_core.poses import POSE_SPACES
+from sp_core.reduction import Reduction, reduce
 from sp_core.selection import COMPOSITIONS, SelectionSpace
 
 PROG = "salient-poses"
@@ -237,6 +240,77 @@ def _space_summary(clip: Clip, space: SelectionSpace) -> str:
     ])
 
 
+def add_reduce_options(parser: argparse.ArgumentParser) -> None:
+    """How many keys and how to fit them, shared by ``reduce`` and ``batch``."""
+    group = parser.add_argument_group("keyframes (default: --suggested)")
+    which = group.add_mutually_exclusive_group()
+    which.add_argument("--keys", type=int, metavar="K", help="the optimal K keyframes")
+    which.add_argument("--ratio", type=float, metavar="R",
+                       help="K = round(R × frames of the range), e.g. 0.05")
+    which.add_argument("--suggested", action="store_true",
+                       help="the suggested K of the threshold rule (the default)")
+    which.add_argument("--frames", metavar="F,F,..",
+                       help="these host frames (no analysis); the first and last bound the range")
+    fit = parser.add_argument_group("fitting")
+    fit.add_argument("--tangents", choices=TANGENT_MODES, default="unified")
+    fit.add_argument("--smoothness", type=float, default=SMOOTHNESS, metavar="X",
+                     help=f"broken-tangent penalty of --tangents smooth (default {SMOOTHNESS})")
+    fit.add_argument("--space", choices=FIT_SPACES, default="world",
+                     help="fit world joint positions (default) or channel values (fast)")
+
+
+def _range_frames(clip: Clip, args: argparse.Namespace) -> int:
+    bounds = _range(args.range)
+    if bounds is None:
+        return clip.n_frames
+    return bounds[1] - bounds[0] + 1
+
+
+def reduce_from_args(args: argparse.Namespace, path: str
+                     ) -> tuple[Clip, Reduction, SelectionSpace | None]:
+    """Load ``path``, choose the keyframes the options ask for and reduce."""
+    clip = load_clip(path, first_frame=args.first_frame)
+    space = None
+    if args.frames:
+        frames = _frames(args.frames, "--frames")
+    else:
+        wanted = None
+        if args.keys is not None:
+            wanted = args.keys
+        elif args.ratio is not None:
+            if not 0 < args.ratio <= 1:
+                raise UsageError(f"--ratio must be in (0, 1], got {args.ratio}")
+            wanted = max(2, round(args.ratio * _range_frames(clip, args)))
+        if wanted is not None and (args.max_keys is None or args.max_keys < wanted):
+            args.max_keys = wanted
+        space = SelectionSpace.from_clip(
+            clip, pose=args.pose, nodes=_names(args.nodes), weights=_weights(args.weights),
+            time_scale=args.time_scale, frame_range=_range(args.range), cost=args.cost,
+            compose=args.compose, pins=_frames(args.pins, "--pins"), stride=args.stride,
+            max_span=args.max_span, max_keys=args.max_keys)
+        if wanted is None:
+            wanted = space.suggestions()["threshold"]
+        wanted = min(max(wanted, space.min_keys), space.max_keys)
+        frames = space.keyframes(wanted).tolist()
+    reduction = reduce(clip, frames, tangents=args.tangents, smoothness=args.smoothness,
+                       space=args.space)
+    return clip, reduction, space
+
+
+def _reduction_summary(clip: Clip, reduction: Reduction) -> str:
+    m = reduction.metrics
+    t = reduction.timings
+    return "\n".join([
+        f"Reduction  {len(reduction.curves.frames)} keys ({m.keys} on "
+        f"{int(reduction.curves.animated.sum())} animated channels, original {m.original_keys}), "
+        f"tangents {reduction.tangents}, {reduction.space} space",
+        f"Error      mean {m.mean_mm:.2f} mm, max {m.max_mm:.2f} mm (character scaled to 1.7 m; "
+        f"{m.mean:.4g} / {m.max:.4g} scene units), worst {m.worst_node} at frame "
+        f"{m.worst_frame}",
+        f"Time       channel fit {t['channel_s']:.3f} s, world refinement {t['world_s']:.2f} s",
+    ])
+
+
 # ------------------------------------------------------------------------------------ commands
 def cmd_info(args: argparse.Namespace) -> int:
     clip = load_clip(args.clip, first_frame=args.first_frame)
@@ -264,6 +338,27 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reduce(args: argparse.Namespace) -> int:
+    clip, reduction, _ = reduce_from_args(args, args.clip)
+    if args.json != "-":
+        print(_reduction_summary(clip, reduction))
+    if args.json:
+        if args.json == "-":
+            _write_json(reduction_record(reduction, args.clip, clip.fps), "-")
+        else:
+            write_reduction_json(reduction, _output_path(args.json), args.clip, clip.fps)
+    if args.bvh:
+        write_reduced_bvh(clip, reduction, _output_path(args.bvh))
+    if args.residual:
+        np.save(_output_path(args.residual), reduction.residual)
+    return 0
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from sp_core.batch import run_batch
+    return run_batch(args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     if not SAMPLE_CLIP.exists():
         raise UsageError(f"the sample clip {SAMPLE_CLIP} is missing; run from a checkout of "
@@ -280,7 +375,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _write_json(space_record(clip, space, source, options), str(out / "analysis.json"))
     _save_plot(space, str(out / "error_vs_k.png"), log=True,
                title=f"{clip.name}: line-max, compose=max")
-    print(f"\nWrote {out / 'analysis.json'} and {out / 'error_vs_k.png'}")
+    keys = space.suggestions()["threshold"]
+    print(f"\nReducing to the suggested K = {keys} (unified tangents, world-space fit)...")
+    reduction = reduce(clip, space.keyframes(keys))
+    print(_reduction_summary(clip, reduction))
+    write_reduction_json(reduction, out / "reduced_keys.json", source, clip.fps)
+    write_reduced_bvh(clip, reduction, out / "reduced.bvh")
+    try:
+        from sp_core.ui.curve_plot import save_curve_plot
+    except ImportError as exc:
+        raise UsageError(f"the demo's plots need the ui extra (PySide6, pyqtgraph): {exc}") \
+            from None
+    save_curve_plot(clip, reduction, out / "before_after.png")
+    written = ", ".join(str(out / name) for name in (
+        "analysis.json", "error_vs_k.png", "reduced_keys.json", "reduced.bvh",
+        "before_after.png"))
+    print(f"\nWrote {written}")
     return 0
 
 
@@ -318,6 +428,35 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--plot", metavar="OUT.png", help="save the error-against-K graph")
     output.add_argument("--linear", action="store_true", help="linear error axis in --plot")
     analyze.set_defaults(func=cmd_analyze)
+
+    reduce_cmd = sub.add_parser(
+        "reduce", parents=[common], help="rebuild a clip from its keyframes",
+        description="Choose keyframes (the optimal K, a ratio, the suggested K or given frames), "
+                    "fit tangents and write the keyed curves, the reduced motion and the "
+                    "residual.")
+    reduce_cmd.add_argument("clip", metavar="CLIP", help="a .bvh file")
+    add_reduce_options(reduce_cmd)
+    add_selection_options(reduce_cmd)
+    output = reduce_cmd.add_argument_group("output")
+    output.add_argument("--json", metavar="OUT", help="keys, tangents and metrics as JSON "
+                                                      "('-': stdout)")
+    output.add_argument("--bvh", metavar="OUT.bvh", help="the reduced motion on every frame")
+    output.add_argument("--residual", metavar="OUT.npy",
+                        help="original − reduced channel values (n_frames, n_channels)")
+    reduce_cmd.set_defaults(func=cmd_reduce)
+
+    batch = sub.add_parser(
+        "batch", parents=[common], help="reduce many clips",
+        description="Reduce every clip into DIR (keys JSON and reduced BVH per clip) and write "
+                    "DIR/summary.csv. A clip that fails is recorded and the rest continue; the "
+                    "exit status is 1 if any failed.")
+    batch.add_argument("inputs", nargs="+", metavar="INPUT", help=".bvh files or folders")
+    batch.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    batch.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="processes (default: one per core)")
+    add_reduce_options(batch)
+    add_selection_options(batch)
+    batch.set_defaults(func=cmd_batch)
 
     demo = sub.add_parser("demo", parents=[common], help="run the demo on the bundled sample clip",
                           description="Analyse the bundled sample clip: print its summary and "

@@ -41,6 +41,8 @@ FIT_SPACES = ("channel", "world")
 SMOOTHNESS = 1.0
 #: Relative weight of the ridge towards finite-difference slopes (see module docstring).
 RIDGE = 1e-9
+#: Weight of channel errors (as distances) in the world fit, next to position errors.
+ANCHOR = 0.01
 #: Shortest weighted handle, as a fraction of its segment.
 MIN_HANDLE = 0.02
 
@@ -363,7 +365,8 @@ def joint_errors(clip: Clip, channels: np.ndarray, reference: np.ndarray) -> np.
 
 def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                  smoothness: float = SMOOTHNESS, iterations: int = 12,
-                 tolerance: float = 1e-4, free: np.ndarray | None = None) -> Fit:
+                 tolerance: float = 1e-4, free: np.ndarray | None = None,
+                 anchor: float = ANCHOR) -> Fit:
     """Refine a channel-space fit to minimise the world position error of every node.
 
     Parameters
@@ -382,6 +385,9 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         Stop when an accepted step lowers the squared error by less than this fraction.
     free : (C,) bool, optional
         Channels whose slopes may change (default all); constant channels stay flat.
+    anchor : float
+        Weight of the channel-value error (as distance, see :func:`channel_distance_scale`)
+        next to the world position error.
 
     Returns
     -------
@@ -399,11 +405,19 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     columns = np.flatnonzero(np.ones(values.shape[1], bool) if free is None else free)
     n_keys, n_channels = len(key_rows), len(columns)
     target = target.reshape(n_keys, q, -1)[:, :, columns].reshape(n_keys, -1)
+    # The anchor: channel errors converted to distances (degrees x reach) and weighted by
+    # `anchor`. Without it, channels that barely move any node (fingers, twist) are free to
+    # overshoot wildly, which no animator wants to edit.
+    weight = anchor * channel_distance_scale(clip)[columns] ** 2
+    c_diag, c_upper, c_rhs = _normal_blocks(basis, values - basis.base, q)
+    c_diag, c_upper, c_rhs = c_diag[columns], c_upper[columns], c_rhs[columns]
 
     def objective(slopes: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         channels = basis.evaluate(slopes, q)
         miss = clip.forward_kinematics(channels) - reference
         total = float(np.sum(miss * miss))
+        drift = (channels - values)[:, columns]
+        total += float(np.sum(weight * np.sum(drift * drift, axis=0)))
         if lam:
             total += lam * float(np.sum((slopes[1:-1, 0] - slopes[1:-1, 1]) ** 2))
         return total, channels, miss
@@ -428,6 +442,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         ridge = RIDGE * scale
         diagonal += ridge * np.eye(q * n_channels)
         rhs -= ridge * (flat - target)
+        _add_channel_term(diagonal, upper, rhs, c_diag, c_upper, c_rhs, weight,
+                          slopes[:, :, columns])
         accepted = False
         for _attempt in range(6):
             damped = diagonal + damping * np.einsum(
@@ -454,6 +470,41 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     result.info["world_iterations"] = done
     result.info["world_s"] = time.perf_counter() - t0
     return result
+
+
+def channel_distance_scale(clip: Clip) -> np.ndarray:
+    """(C,) scene units per channel unit: the node's rest reach per degree for rotations
+    (the arc its subtree sweeps), 1 for translations."""
+    from sp_core.poses import node_reach
+
+    reach = node_reach(clip)[clip.channel_nodes]
+    return np.where(clip.is_rotation_channel(), reach * np.pi / 180.0, 1.0)
+
+
+def _add_channel_term(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
+                      c_diag: np.ndarray, c_upper: np.ndarray, c_rhs: np.ndarray,
+                      weight: np.ndarray, slopes: np.ndarray) -> None:
+    """Add weight_c x (channel c's squared error) to the world normal equations.
+
+    ``c_*`` are the per-channel blocks (C, K, q, q), (C, K-1, q, q), (C, K, q) of the channel
+    fit; ``slopes`` (K, q, C) the current slopes (the term is quadratic, so its Gauss–Newton
+    step is exact). World blocks index a key's unknowns as j * C + c.
+    """
+    n_channels = len(weight)
+    q = c_diag.shape[-1]
+    idx = np.arange(n_channels)
+    theta = np.moveaxis(slopes, -1, 0)  # (C, K, q)
+    product = (c_diag @ theta[..., None])[..., 0]
+    product[:, :-1] += (c_upper @ theta[:, 1:, :, None])[..., 0]
+    product[:, 1:] += (np.swapaxes(c_upper, -1, -2) @ theta[:, :-1, :, None])[..., 0]
+    gradient = weight[:, None, None] * (product - c_rhs)  # (C, K, q)
+    for j1 in range(q):
+        rhs[:, j1 * n_channels + idx] -= gradient[:, :, j1].T
+        for j2 in range(q):
+            diagonal[:, j1 * n_channels + idx, j2 * n_channels + idx] += \
+                (weight[:, None] * c_diag[:, :, j1, j2]).T
+            upper[:, j1 * n_channels + idx, j2 * n_channels + idx] += \
+                (weight[:, None] * c_upper[:, :, j1, j2]).T
 
 
 def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: np.ndarray,

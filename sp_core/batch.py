@@ -1,0 +1,110 @@
+"""``salient-poses batch``: reduce many clips in parallel processes, one summary row each."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from sp_core.errors import SalientPosesError
+
+SUMMARY_FIELDS = ("clip", "frames", "keys", "mean_mm", "max_mm", "seconds", "status")
+
+
+def collect_inputs(inputs: list[str]) -> list[Path]:
+    """The .bvh files named, and those inside named folders (sorted), without repeats."""
+    found: list[Path] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*") if p.suffix.lower() == ".bvh"))
+        else:
+            found.append(path)
+    unique: dict[Path, None] = dict.fromkeys(found)
+    return list(unique)
+
+
+def _output_stem(path: Path, taken: set[str]) -> str:
+    stem = path.stem
+    name, n = stem, 2
+    while name in taken:  # two inputs with one name in different folders
+        name = f"{stem}_{n}"
+        n += 1
+    taken.add(name)
+    return name
+
+
+def reduce_one(path: str, stem: str, out: str, args: argparse.Namespace) -> dict[str, object]:
+    """Reduce one clip and write its outputs; never raises (failures become a status)."""
+    from sp_core.cli import reduce_from_args
+    from sp_core.io.keys import write_reduced_bvh, write_reduction_json
+
+    started = time.perf_counter()
+    row: dict[str, object] = {"clip": path, "frames": "", "keys": "", "mean_mm": "",
+                              "max_mm": "", "seconds": "", "status": "ok"}
+    try:
+        clip, reduction, _ = reduce_from_args(argparse.Namespace(**vars(args)), path)
+        write_reduction_json(reduction, Path(out) / f"{stem}.keys.json", path, clip.fps)
+        write_reduced_bvh(clip, reduction, Path(out) / f"{stem}.reduced.bvh")
+        row.update(frames=len(reduction.frames), keys=len(reduction.curves.frames),
+                   mean_mm=f"{reduction.metrics.mean_mm:.4f}",
+                   max_mm=f"{reduction.metrics.max_mm:.4f}")
+    except (SalientPosesError, OSError) as exc:
+        message = str(exc) if isinstance(exc, SalientPosesError) else f"{exc.strerror}: " \
+            f"{exc.filename}"
+        row["status"] = f"failed: {message}"
+    except Exception as exc:  # noqa: BLE001 - one bad clip must not stop the batch
+        row["status"] = f"failed: internal error {type(exc).__name__}: {exc}"
+    row["seconds"] = f"{time.perf_counter() - started:.3f}"
+    return row
+
+
+def _progress(done: int, total: int, failed: int) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+                     f"{f', {failed} failed' if failed else ''}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def run_batch(args: argparse.Namespace) -> int:
+    """Reduce every input; write DIR/summary.csv; 1 if any clip failed, else 0."""
+    from sp_core.cli import UsageError
+
+    paths = collect_inputs(args.inputs)
+    if not paths:
+        raise UsageError("no .bvh files found in the inputs")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    taken: set[str] = set()
+    jobs = [(str(p), _output_stem(p, taken)) for p in paths]
+    options = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})
+    workers = args.workers if args.workers else None
+    rows: dict[str, dict[str, object]] = {}
+    failed = 0
+    _progress(0, len(jobs), 0)
+    if workers == 1 or len(jobs) == 1:
+        for path, stem in jobs:
+            rows[path] = reduce_one(path, stem, str(out), options)
+            failed += rows[path]["status"] != "ok"
+            _progress(len(rows), len(jobs), failed)
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(reduce_one, path, stem, str(out), options): path
+                       for path, stem in jobs}
+            for future in as_completed(futures):
+                rows[futures[future]] = future.result()
+                failed += rows[futures[future]]["status"] != "ok"
+                _progress(len(rows), len(jobs), failed)
+    with open(out / "summary.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=SUMMARY_FIELDS)
+        writer.writeheader()
+        for path, _ in jobs:
+            writer.writerow(rows[path])
+    print(f"{len(jobs) - failed} of {len(jobs)} clips reduced; summary in {out / 'summary.csv'}")
+    return 1 if failed else 0

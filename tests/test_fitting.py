@@ -1,0 +1,285 @@
+"""Curves, block solver, channel and world fits, reduce(): exactness, identities and quality."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sp_core import fitting
+from sp_core.blocks import solve_block_tridiagonal
+from sp_core.curves import KeyedCurves, solve_parameter
+from sp_core.errors import ReductionError
+from sp_core.fitting import difference_slopes, fit_channels, joint_errors
+from sp_core.reduction import reduce
+from sp_core.selection import SelectionSpace
+
+
+# ------------------------------------------------------------------------- building blocks
+@pytest.mark.parametrize(("keys", "q", "batch"), [(1, 2, (3,)), (2, 1, ()), (7, 3, (4,)),
+                                                  (5, 2, (2, 3))])
+def test_block_tridiagonal_equals_dense_solve(keys, q, batch):
+    rng = np.random.default_rng(keys * 10 + q)
+    n = keys * q
+    full = rng.normal(size=batch + (n, n))
+    full = full @ np.swapaxes(full, -1, -2) + n * np.eye(n)
+    band = np.kron(np.eye(keys) + np.eye(keys, k=1) + np.eye(keys, k=-1), np.ones((q, q)))
+    full = full * band
+    diagonal = np.stack([full[..., k * q:(k + 1) * q, k * q:(k + 1) * q] for k in range(keys)],
+                        axis=-3)
+    upper = np.stack([full[..., k * q:(k + 1) * q, (k + 1) * q:(k + 2) * q]
+                      for k in range(keys - 1)], axis=-3) if keys > 1 else \
+        np.zeros(batch + (0, q, q))
+    rhs = rng.normal(size=batch + (keys, q))
+    expected = np.linalg.solve(full, rhs.reshape(batch + (n,))[..., None])[..., 0]
+    got = solve_block_tridiagonal(diagonal, upper, rhs).reshape(batch + (n,))
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=50, deadline=None)
+@given(a=st.floats(0.0, 1.0), b=st.floats(0.0, 1.0), length=st.floats(0.5, 50.0),
+       t=st.floats(0.0, 1.0))
+def test_bezier_parameter_reaches_the_time(a, b, length, t):
+    u = solve_parameter(np.array([t * length]), a * length, b * length, length)
+    x = 3 * a * length * u * (1 - u) ** 2 + 3 * (length - b * length) * u ** 2 * (1 - u) \
+        + length * u ** 3
+    assert x[0] == pytest.approx(t * length, abs=1e-9 * length)
+    assert 0.0 <= u[0] <= 1.0
+
+
+def hermite(v0, v1, m0, m1, u):
+    """The textbook cubic Hermite (tangents m per unit parameter), written out."""
+    return ((2 * u**3 - 3 * u**2 + 1) * v0 + (u**3 - 2 * u**2 + u) * m0
+            + (-2 * u**3 + 3 * u**2) * v1 + (u**3 - u**2) * m1)
+
+
+def test_unweighted_curves_are_cubic_hermite():
+    frames = np.array([10, 16, 30])
+    values = np.array([[0.0], [5.0], [-2.0]])
+    slopes = np.array([1.0, -0.5, 0.25])
+    # one-third handles: segment lengths 6 and 14
+    out_dt = np.array([2.0, 14 / 3, 14 / 3])
+    in_dt = np.array([2.0, 2.0, 14 / 3])
+    out = np.stack([out_dt, out_dt * slopes], axis=-1)[:, None, :]
+    ins = np.stack([-in_dt, -in_dt * slopes], axis=-1)[:, None, :]
+    curves = KeyedCurves(["a.Xrotation"], frames, values, ins, out, np.array([True]))
+    assert not curves.weighted
+    t = np.linspace(10, 30, 81)
+    got = curves.evaluate(t)[:, 0]
+    first = t <= 16
+    u = (t - 10) / 6
+    np.testing.assert_allclose(got[first], hermite(0, 5, 6 * 1.0, 6 * -0.5, u[first]),
+                               atol=1e-12)
+    u = (t - 16) / 14
+    np.testing.assert_allclose(got[~first], hermite(5, -2, 14 * -0.5, 14 * 0.25, u[~first]),
+                               atol=1e-12)
+    np.testing.assert_allclose(curves.evaluate([5, 10, 16, 30, 40])[:, 0], [0, 0, 5, -2, -2])
+
+
+# ------------------------------------------------------------------------- channel fits
+def synthetic(tangents: str, seed: int = 0):
+    """Dense values made of Hermite segments with known key slopes, and their key rows."""
+    rng = np.random.default_rng(seed)
+    rows = np.array([0, 7, 15, 19, 30])
+    values = rng.normal(size=(len(rows), 3)) * 10
+    ins = rng.normal(size=(len(rows), 3))
+    outs = ins.copy() if tangents == "unified" else rng.normal(size=(len(rows), 3))
+    dense = np.empty((rows[-1] + 1, 3))
+    for k in range(len(rows) - 1):
+        length = rows[k + 1] - rows[k]
+        u = (np.arange(rows[k], rows[k + 1] + 1) - rows[k]) / length
+        dense[rows[k]:rows[k + 1] + 1] = hermite(values[k], values[k + 1], length * outs[k],
+                                                 length * ins[k + 1], u[:, None])
+    return dense, rows, ins, outs
+
+
+@pytest.mark.parametrize("tangents", ["unified", "broken"])
+def test_channel_fit_recovers_known_slopes(tangents):
+    dense, rows, ins, outs = synthetic(tangents)
+    fit = fit_channels(dense, rows, tangents)
+    q = fit.slopes.shape[1]
+    np.testing.assert_allclose(fit.slopes[1:, 0], ins[1:], atol=1e-6)
+    np.testing.assert_allclose(fit.slopes[:-1, q - 1], outs[:-1], atol=1e-6)
+
+
+def test_smooth_lies_between_broken_and_unified():
+    dense, rows, _, _ = synthetic("broken", seed=3)
+
+    def error(tangents, smoothness=1.0):
+        fit = fit_channels(dense, rows, tangents, smoothness=smoothness)
+        basis = fitting._Basis(rows, dense, fit.out_length, fit.in_length)
+        return float(np.sum((basis.evaluate(fit.slopes, fit.slopes.shape[1]) - dense) ** 2))
+
+    broken, unified = error("broken"), error("unified")
+    assert broken < 1e-12 < unified
+    errors = [error("smooth", s) for s in (1e-3, 1e-1, 10.0, 1e6)]
+    assert all(broken - 1e-12 <= e <= unified + 1e-9 for e in errors)
+    assert errors == sorted(errors)
+    assert errors[-1] == pytest.approx(unified, rel=1e-3)
+
+
+def test_weighted_handles_stay_in_their_segments_and_fit_better(sample_clip):
+    clip = sample_clip.sub_range(200, 400).unwrapped()
+    rows = np.array([0, 30, 70, 90, 140, 200])
+    unified = fit_channels(clip.channels, rows, "unified")
+    weighted = fit_channels(clip.channels, rows, "weighted")
+    lengths = np.diff(rows)[:, None]
+    for handle in (weighted.out_length, weighted.in_length):
+        assert np.all(handle > 0) and np.all(handle <= lengths + 1e-12)
+    assert not np.allclose(weighted.out_length, lengths / 3)
+
+    def sse(fit):
+        basis = fitting._Basis(rows, clip.channels, fit.out_length, fit.in_length)
+        return ((basis.evaluate(fit.slopes, 1) - clip.channels) ** 2).sum(axis=0)
+
+    assert np.all(sse(weighted) <= sse(unified) + 1e-9)
+    assert sse(weighted).sum() < 0.9 * sse(unified).sum()
+    curves = weighted.curves(clip.channels, rows, 200, clip.channel_names,
+                             np.ones(clip.n_channels, bool), "weighted")
+    assert curves.weighted
+    fine = np.linspace(200, 400, 2001)
+    # a function of time: evaluating on a fine grid reproduces the fitted rows exactly
+    np.testing.assert_allclose(curves.evaluate(np.arange(200, 401)),
+                               fitting._Basis(rows, clip.channels, weighted.out_length,
+                                              weighted.in_length).evaluate(weighted.slopes, 1),
+                               atol=1e-8)
+    assert np.all(np.isfinite(curves.evaluate(fine)))
+
+
+# ------------------------------------------------------------------------- world space
+def test_world_gradient_equals_finite_differences(sample_clip):
+    clip = sample_clip.sub_range(100, 140).unwrapped()
+    rows = np.array([0, 12, 25, 40])
+    for tangents in ("unified", "broken"):
+        fit = fit_channels(clip.channels, rows, tangents)
+        q = fit.slopes.shape[1]
+        basis = fitting._Basis(rows, clip.channels, fit.out_length, fit.in_length)
+        channels = basis.evaluate(fit.slopes, q)
+        miss = clip.forward_kinematics(channels) - clip.positions
+        columns = np.arange(clip.n_channels)
+        _, _, rhs = fitting._world_normal_blocks(clip, basis, channels, miss, q, columns)
+
+        def half_sse(slopes, basis=basis, q=q):
+            m = clip.forward_kinematics(basis.evaluate(slopes, q)) - clip.positions
+            return 0.5 * np.sum(m * m)
+
+        rng = np.random.default_rng(1)
+        for _ in range(12):
+            idx = (rng.integers(len(rows)), rng.integers(q), rng.integers(clip.n_channels))
+            up, down = fit.slopes.copy(), fit.slopes.copy()
+            up[idx] += 1e-5
+            down[idx] -= 1e-5
+            numeric = (half_sse(up) - half_sse(down)) / 2e-5
+            assert -rhs[idx[0], idx[1] * clip.n_channels + idx[2]] == pytest.approx(
+                numeric, rel=1e-4, abs=1e-9)
+
+
+def test_position_jacobian_equals_finite_differences(sample_clip):
+    channels = sample_clip.channels[300:302]
+    _, jacobian = sample_clip.position_jacobian(channels)
+    for c in range(0, sample_clip.n_channels, 7):
+        up, down = channels.copy(), channels.copy()
+        up[:, c] += 1e-6
+        down[:, c] -= 1e-6
+        numeric = (sample_clip.forward_kinematics(up) - sample_clip.forward_kinematics(down)) / 2e-6
+        np.testing.assert_allclose(jacobian[..., c], numeric, atol=1e-7)
+
+
+# ------------------------------------------------------------------------- reduce()
+@pytest.fixture(scope="module")
+def sample_space(sample_clip):
+    return SelectionSpace.from_clip(sample_clip, max_keys=110)
+
+
+def test_residual_identity_and_host_frames(sample_clip):
+    clip = sample_clip.with_channels(sample_clip.channels)
+    clip = type(clip)(clip.node_names, clip.parents, clip.offsets, clip.end_sites,
+                      clip.channel_names, clip.channels, clip.fps, first_frame=1001)
+    frames = [1001, 1100, 1180, 1400, 1994]
+    result = reduce(clip, frames, "broken", space="channel")
+    np.testing.assert_allclose(result.reduced + result.residual, clip.channels, atol=1e-9)
+    assert result.curves.frames.tolist() == frames
+    assert result.frames[0] == 1001 and result.frames[-1] == 1994
+    np.testing.assert_allclose(result.curves.values, clip.channels[np.array(frames) - 1001])
+    assert result.metrics.original_keys == clip.n_frames * int(result.curves.animated.sum())
+    assert 1001 <= result.metrics.worst_frame <= 1994
+
+
+def test_every_frame_a_key_reproduces_the_clip(sample_clip):
+    clip = sample_clip.sub_range(0, 60)
+    result = reduce(clip, range(0, 61), "unified", space="world")
+    assert np.abs(result.residual).max() < 1e-9
+    assert result.metrics.max < 1e-9
+
+
+def test_constant_channels_are_reported_not_keyed(sample_clip):
+    result = reduce(sample_clip, [0, 500, 993], space="channel")
+    flat = np.ptp(sample_clip.channels, axis=0) == 0
+    assert flat.any()
+    np.testing.assert_array_equal(result.curves.animated, ~flat)
+    ins, outs = result.curves.slopes()
+    assert np.all(ins[:, flat] == 0) and np.all(outs[:, flat] == 0)
+    np.testing.assert_array_equal(result.reduced[:, flat], sample_clip.channels[:, flat])
+
+
+def test_short_clips_reduce_sensibly(sample_clip):
+    one = sample_clip.sub_range(5, 5)
+    result = reduce(one, [5])
+    assert result.curves.n_keys == 1 and np.all(result.residual == 0)
+    two = sample_clip.sub_range(5, 6)
+    result = reduce(two, [5, 6])
+    assert np.abs(result.residual).max() < 1e-9
+    three = sample_clip.sub_range(5, 7)
+    result = reduce(three, [5, 7], "broken")
+    assert np.isfinite(result.residual).all()
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"frames": [0, 2000]}, "keyframe 2000 is outside the clip (frames 0 to 993)"),
+    ({"frames": []}, "no keyframes given"),
+    ({"frames": [10]}, "one keyframe cannot span a range"),
+    ({"frames": [0, 993], "tangents": "bent"}, "unknown tangent mode 'bent'"),
+    ({"frames": [0, 993], "space": "screen"}, "unknown fitting space 'screen'"),
+    ({"frames": [0, 993], "smoothness": -1.0}, "smoothness must be a finite number >= 0"),
+])
+def test_bad_reduce_input(sample_clip, kwargs, message):
+    with pytest.raises(ReductionError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        reduce(sample_clip, **kwargs)
+
+
+def test_nan_channels_are_refused(sample_clip):
+    values = sample_clip.channels.copy()
+    values[40, 5] = np.nan
+    with pytest.raises(ReductionError, match="NaN or infinity in frames 0 to 100"):
+        reduce(sample_clip.with_channels(values), [0, 50, 100])
+
+
+# ------------------------------------------------------------------------- quality targets
+def baseline(clip, frames):
+    """The published plug-in: keys at the same frames, slopes from finite differences."""
+    rows = np.asarray(frames) - clip.first_frame
+    values = clip.unwrapped().channels
+    fit = fitting.Fit(difference_slopes(values, rows)[:, None, :],
+                      *fitting._third_lengths(rows, values.shape[1]))
+    basis = fitting._Basis(rows, values, fit.out_length, fit.in_length)
+    return joint_errors(clip, basis.evaluate(fit.slopes, 1), clip.positions)
+
+
+@pytest.mark.parametrize("ratio", [0.05, 0.10])
+def test_quality_against_finite_difference_baseline(sample_clip, sample_space, ratio):
+    frames = sample_space.keyframes(round(ratio * sample_clip.n_frames))
+    base = baseline(sample_clip, frames)
+    broken = reduce(sample_clip, frames, "broken", space="channel").metrics
+    assert broken.mean <= 0.45 * base.mean()
+    unified = reduce(sample_clip, frames, "unified", space="world").metrics
+    assert unified.mean <= 0.6 * base.mean()
+    assert unified.max <= base.max()
+
+
+@pytest.mark.parametrize("tangents", ["unified", "broken", "smooth", "weighted"])
+def test_world_never_worse_than_channel(sample_clip, sample_space, tangents):
+    frames = sample_space.keyframes(99)
+    channel = reduce(sample_clip, frames, tangents, space="channel").metrics
+    world = reduce(sample_clip, frames, tangents, space="world").metrics
+    assert world.mean <= channel.mean

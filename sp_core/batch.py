@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import multiprocessing
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -94,15 +95,22 @@ def run_batch(args: argparse.Namespace) -> int:
             failed += rows[path]["status"] != "ok"
             _progress(len(rows), len(jobs), failed)
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # spawn, not fork: numba's OpenMP threads do not survive a fork
+        with ProcessPoolExecutor(max_workers=workers,
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {pool.submit(reduce_one, path, stem, str(out), options): path
                        for path, stem in jobs}
             for future in as_completed(futures):
-                rows[futures[future]] = future.result()
-                failed += rows[futures[future]]["status"] != "ok"
+                path = futures[future]
+                try:
+                    rows[path] = future.result()
+                except Exception as exc:  # noqa: BLE001 - a crashed worker fails its clip only
+                    rows[path] = {"clip": path, "status": f"failed: worker crashed "
+                                                          f"({type(exc).__name__}: {exc})"}
+                failed += rows[path]["status"] != "ok"
                 _progress(len(rows), len(jobs), failed)
     with open(out / "summary.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=SUMMARY_FIELDS)
+        writer = csv.DictWriter(handle, fieldnames=SUMMARY_FIELDS, restval="")
         writer.writeheader()
         for path, _ in jobs:
             writer.writerow(rows[path])

@@ -131,4 +131,64 @@ def test_demo_writes_analysis_and_plot(tmp_path, capsys):
     record = json.loads((tmp_path / "analysis.json").read_text())
     assert record["space"][0]["keys"] == 2 and len(record["space"]) == 496
     assert (tmp_path / "error_vs_k.png").stat().st_size > 10_000
-    assert "threshold rule K =" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "threshold rule K =" in out and "Reduction  15 keys" in out
+    keys = json.loads((tmp_path / "reduced_keys.json").read_text())
+    assert len(keys["frames"]) == 15 and keys["space"] == "world"
+    assert read_bvh(tmp_path / "reduced.bvh").n_frames == 994
+    assert (tmp_path / "before_after.png").stat().st_size > 20_000
+
+
+def test_reduce_writes_keys_bvh_and_residual(sample_path, tmp_path, capsys):
+    out_json, out_bvh, out_npy = tmp_path / "k.json", tmp_path / "r.bvh", tmp_path / "res.npy"
+    assert main(["reduce", str(sample_path), "--first-frame", "1001", "--ratio", "0.05",
+                 "--tangents", "broken", "--space", "channel", "--json", str(out_json),
+                 "--bvh", str(out_bvh), "--residual", str(out_npy)]) == 0
+    assert "mean" in capsys.readouterr().out
+    record = json.loads(out_json.read_text())
+    assert set(record) >= {"frames", "tangents", "channels", "metrics", "timings"}
+    assert len(record["frames"]) == round(0.05 * 994) and record["frames"][0] == 1001
+    assert set(record["metrics"]) == {"mean_mm", "max_mm", "mean", "max", "worst_node",
+                                      "worst_frame", "keys", "original_keys"}
+    animated = [c for c in record["channels"] if c["animated"]]
+    assert all(len(c["keys"]) == 50 and len(c["keys"][0]) == 6 for c in animated)
+    assert all(c["keys"] == [] and "value" in c for c in record["channels"]
+               if not c["animated"])
+    original = read_bvh(sample_path, first_frame=1001)
+    reduced = read_bvh(out_bvh, first_frame=1001)
+    residual = np.load(out_npy)
+    assert residual.shape == original.channels.shape
+    # the BVH holds 6 decimals; the residual is exact
+    np.testing.assert_allclose(reduced.channels + residual, original.channels, atol=2e-6)
+    hips = original.channel_names.index("Hips.Xrotation")
+    key = animated[[c["name"] for c in animated].index("Hips.Xrotation")]["keys"][3]
+    assert key[1] == pytest.approx(original.channels[key[0] - 1001, hips])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--ratio", "2"], "--ratio must be in (0, 1], got 2.0"),
+    (["--frames", "0,5000"], "keyframe 5000 is outside the clip (frames 0 to 993)"),
+    (["--frames", "0,x"], "--frames takes whole frame numbers"),
+])
+def test_reduce_bad_options(sample_path, args, message, capsys):
+    assert main(["reduce", str(sample_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_batch_continues_past_a_bad_file(sample_path, tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    text = sample_path.read_text()
+    (inputs / "walk.bvh").write_text(text)
+    (inputs / "cut.bvh").write_text(text[:3000])
+    out = tmp_path / "out"
+    code = main(["batch", str(inputs), "--out", str(out), "--keys", "20", "--space", "channel",
+                 "--workers", "2"])
+    assert code == 1
+    rows = (out / "summary.csv").read_text().splitlines()
+    assert rows[0] == "clip,frames,keys,mean_mm,max_mm,seconds,status"
+    by_name = {Path(r.split(",")[0]).name: r for r in rows[1:]}
+    assert by_name["walk.bvh"].endswith(",ok") and ",994,20," in by_name["walk.bvh"]
+    assert "failed: " in by_name["cut.bvh"] and "found the end of the file" in by_name["cut.bvh"]
+    assert (out / "walk.keys.json").exists() and (out / "walk.reduced.bvh").exists()

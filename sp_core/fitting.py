@@ -16,6 +16,9 @@ Fitting spaces
     fit, Gauss–Newton/Levenberg–Marquardt on the world positions of all nodes through forward
     kinematics with the analytic Jacobian (:meth:`sp_core.clip.Clip.position_jacobian`); it keeps
     the mode's constraints and never returns a fit with a larger mean joint error than its start.
+    Channel values and the smooth term enter the world objective as distances (degrees × the
+    node's reach, :func:`channel_distance_scale`); a small weight on channel errors (``ANCHOR``)
+    stops channels that barely move the body (fingers, twists) from overshooting.
 
 Tangents nothing constrains (the first key's in, the last key's out, segments without
 in-betweens) take the slope of the dense motion at the key: a tiny ridge term pulls every slope
@@ -408,7 +411,10 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     # The anchor: channel errors converted to distances (degrees x reach) and weighted by
     # `anchor`. Without it, channels that barely move any node (fingers, twist) are free to
     # overshoot wildly, which no animator wants to edit.
-    weight = anchor * channel_distance_scale(clip)[columns] ** 2
+    distance = channel_distance_scale(clip)[columns] ** 2
+    weight = anchor * distance
+    # the smooth term is measured like the errors it trades against: slopes as distances
+    bend = lam * distance
     c_diag, c_upper, c_rhs = _normal_blocks(basis, values - basis.base, q)
     c_diag, c_upper, c_rhs = c_diag[columns], c_upper[columns], c_rhs[columns]
 
@@ -419,7 +425,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         drift = (channels - values)[:, columns]
         total += float(np.sum(weight * np.sum(drift * drift, axis=0)))
         if lam:
-            total += lam * float(np.sum((slopes[1:-1, 0] - slopes[1:-1, 1]) ** 2))
+            bent = slopes[1:-1, 0, columns] - slopes[1:-1, 1, columns]
+            total += float(np.sum(bend * bent * bent))
         return total, channels, miss
 
     start = fit.copy()
@@ -435,8 +442,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         scale = max(float(np.trace(diagonal, axis1=-2, axis2=-1).mean()) / (q * n_channels),
                     1e-12)
         if lam:
-            eye = np.eye(n_channels)
-            pair = lam * np.block([[eye, -eye], [-eye, eye]])
+            eye = np.diag(bend)
+            pair = np.block([[eye, -eye], [-eye, eye]])
             diagonal[1:-1] += pair
             rhs[1:-1] -= (pair @ flat[1:-1, :, None])[..., 0]
         ridge = RIDGE * scale

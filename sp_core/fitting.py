@@ -527,8 +527,13 @@ def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: 
     n_channels = len(columns)
     n_keys = len(basis.starts) + 1
     size = q * n_channels
-    w_out = basis.w_out[:, columns]
-    w_in = basis.w_in[:, columns]
+    # Products run over all channels (indexing the big Jacobian would copy it); fixed channels
+    # get zero weight and their rows and columns are dropped from the small results.
+    fixed = np.ones(channels.shape[1], dtype=bool)
+    fixed[columns] = False
+    w_out = np.where(fixed, 0.0, basis.w_out)
+    w_in = np.where(fixed, 0.0, basis.w_in)
+    pick = np.ix_(columns, columns)
     diagonal = np.zeros((n_keys, size, size))
     upper = np.zeros((n_keys - 1, size, size))
     rhs = np.zeros((n_keys, size))
@@ -544,7 +549,7 @@ def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: 
         lo = basis.starts[first]
         hi = basis.starts[last] if last < n_keys - 1 else n_rows
         _, jac = clip.position_jacobian(channels[lo:hi])
-        jac = jac.reshape(hi - lo, -1, channels.shape[1])[:, :, columns]
+        jac = jac.reshape(hi - lo, -1, channels.shape[1])
         grad = np.einsum("fnc,fn->fc", jac, miss[lo:hi].reshape(hi - lo, -1))
         # J_f diag(w_f) stacked over a segment's rows: its Gram matrix is the block
         jo = jac * w_out[lo:hi, None, :]
@@ -552,12 +557,12 @@ def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: 
         for k in range(first, last):
             r0 = basis.starts[k] - lo
             r1 = (basis.starts[k + 1] if k + 1 < n_keys - 1 else n_rows) - lo
-            ao = jo[r0:r1].reshape(-1, n_channels)
-            ai = ji[r0:r1].reshape(-1, n_channels)
-            diagonal[k, o, o] += ao.T @ ao
-            diagonal[k + 1, i, i] += ai.T @ ai
-            upper[k, o, i] += ao.T @ ai
-            rhs[k, o] -= np.einsum("fc,fc->c", w_out[lo + r0:lo + r1], grad[r0:r1])
-            rhs[k + 1, i] -= np.einsum("fc,fc->c", w_in[lo + r0:lo + r1], grad[r0:r1])
+            ao = jo[r0:r1].reshape(-1, jac.shape[2])
+            ai = ji[r0:r1].reshape(-1, jac.shape[2])
+            diagonal[k, o, o] += (ao.T @ ao)[pick]
+            diagonal[k + 1, i, i] += (ai.T @ ai)[pick]
+            upper[k, o, i] += (ao.T @ ai)[pick]
+            rhs[k, o] -= np.einsum("fc,fc->c", w_out[lo + r0:lo + r1], grad[r0:r1])[columns]
+            rhs[k + 1, i] -= np.einsum("fc,fc->c", w_in[lo + r0:lo + r1], grad[r0:r1])[columns]
         first = last
     return diagonal, upper, rhs

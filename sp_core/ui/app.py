@@ -15,3 +15,17 @@ def ensure_qapp():  # -> QtWidgets.QApplication
 
     app = QtWidgets.QApplication.instance()
     return app if app is not None else QtWidgets.QApplication([])
+
+
+def save_widget_png(widget, path: str, width: int) -> None:
+    """Show a pyqtgraph widget at its final size (offscreen without a display), export its scene
+    as a PNG ``width`` pixels wide, and dispose of it."""
+    import pyqtgraph.exporters
+
+    widget.show()  # lays the plot out at its final size before export
+    ensure_qapp().processEvents()
+    exporter = pyqtgraph.exporters.ImageExporter(widget.scene())
+    exporter.parameters()["width"] = width
+    exporter.export(path)
+    widget.close()
+    widget.deleteLater()

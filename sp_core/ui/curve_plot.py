@@ -8,7 +8,7 @@ import numpy as np
 
 from sp_core.clip import Clip
 from sp_core.reduction import Reduction
-from sp_core.ui.app import ensure_qapp
+from sp_core.ui.app import ensure_qapp, save_widget_png
 
 
 def busiest_channels(reduction: Reduction, clip: Clip, count: int = 4) -> list[int]:
@@ -38,9 +38,8 @@ def save_curve_plot(clip: Clip, reduction: Reduction, path: str | Path,
     width : int
         Image width in pixels.
     """
-    app = ensure_qapp()
+    ensure_qapp()
     import pyqtgraph as pg
-    import pyqtgraph.exporters  # noqa: F401 - registers ImageExporter
 
     pg.setConfigOptions(antialias=True, background="w", foreground="k")
     channels = busiest_channels(reduction, clip) if channels is None else channels
@@ -72,10 +71,4 @@ def save_curve_plot(clip: Clip, reduction: Reduction, path: str | Path,
         if row == len(channels) - 1:
             plot.setLabel("bottom", "frame")
     layout.resize(width, 220 * len(channels) + 40)
-    layout.show()
-    app.processEvents()
-    exporter = pg.exporters.ImageExporter(layout.scene())
-    exporter.parameters()["width"] = width
-    exporter.export(str(path))
-    layout.close()
-    layout.deleteLater()
+    save_widget_png(layout, str(path), width)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from sp_core.selection import SelectionSpace
-from sp_core.ui.app import ensure_qapp
+from sp_core.ui.app import ensure_qapp, save_widget_png
 
 
 def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
@@ -25,9 +25,8 @@ def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
     width : int
         Image width in pixels.
     """
-    app = ensure_qapp()
+    ensure_qapp()
     import pyqtgraph as pg
-    import pyqtgraph.exporters  # noqa: F401 - registers ImageExporter
 
     pg.setConfigOptions(antialias=True, background="w", foreground="k")
     widget = pg.PlotWidget()
@@ -59,10 +58,4 @@ def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
         plot.addItem(item)
         legend.addItem(item, f"threshold rule: K = {k}")
     widget.resize(width, int(width * 0.55))
-    widget.show()  # offscreen when there is no display; lays the plot out at the final size
-    app.processEvents()
-    exporter = pg.exporters.ImageExporter(widget.scene())
-    exporter.parameters()["width"] = width
-    exporter.export(str(path))
-    widget.close()
-    widget.deleteLater()
+    save_widget_png(widget, str(path), width)

@@ -10,7 +10,7 @@ candidate frames and no gap longer than ``max_span``. Lookups afterwards are arr
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numba
@@ -59,6 +59,9 @@ class SelectionSpace:
         Largest K solved (default half the candidates; clamped to the number of candidates).
     memory_limit : int, optional
         Bytes an analysis may use before :class:`CapacityError` is raised.
+    progress : callable, optional
+        ``progress(fraction, message)`` before the cost table and before the selection; it may
+        raise (e.g. to cancel), which aborts the analysis.
 
     Raises
     ------
@@ -84,7 +87,9 @@ class SelectionSpace:
         max_span: int | None = None,
         max_keys: int | None = None,
         memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        progress: Callable[[float, str], None] | None = None,
     ) -> None:
+        report = progress or (lambda fraction, message: None)
         poses = np.asarray(poses, dtype=np.float64)
         if poses.ndim != 2:
             raise SelectionError(f"poses must be a (n_frames, n_dims) array, got {poses.shape}")
@@ -127,9 +132,11 @@ class SelectionSpace:
 
         # costs are translation invariant; centring keeps Gram-based sums well conditioned
         centred = np.ascontiguousarray(poses - poses.mean(axis=0))
+        report(0.05, f"{self.cost.name} table, {m} candidate frames")
         t0 = time.perf_counter()
         self._table = self.cost.table(centred, self._candidates, band, self.max_span)
         t1 = time.perf_counter()
+        report(0.6, f"optimal selections for K up to {self.max_keys}")
         lowest = self._lowest_previous(band)
         error, self._previous = _kernels.select(self._table, lowest, self.max_keys,
                                                 compose == "sum", 4 * numba.get_num_threads())
@@ -166,6 +173,8 @@ class SelectionSpace:
             if end < start or start < clip.first_frame or end > clip.last_frame:
                 raise SelectionError(f"frame range {start}:{end} is not inside clip {clip.name!r}"
                                      f" (frames {clip.first_frame}..{clip.last_frame})")
+        if options.get("progress"):
+            options["progress"](0.0, "poses")
         poses = pose_matrix(clip, pose, nodes, weights, time_scale, frame_range)
         first = clip.first_frame if frame_range is None else frame_range[0]
         return cls(poses, first_frame=first, **options)

@@ -1,0 +1,128 @@
+"""The Host protocol: what the session and the panel need from an application.
+
+Every adapter (``StandaloneHost`` for BVH files, ``MayaHost``, ``MobuHost``, a ``FakeHost`` in
+tests) implements :class:`Host`. Frames are host frame numbers; values are in the host's channel
+units with rotations in degrees. Optional abilities (ghost poses, ...) are separate small
+protocols checked with ``isinstance``.
+
+Host writes go through :meth:`Host.undo_chunk` so that one Apply is one undo step, and through
+:func:`host_step` so that an error says what was being done (which node, which channel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from sp_core.clip import Clip
+from sp_core.curves import KeyedCurves
+from sp_core.errors import SalientPosesError
+
+
+class HostError(SalientPosesError, RuntimeError):
+    """The application refused or failed an operation; the message says what was being done."""
+
+
+@contextmanager
+def host_step(what: str) -> Iterator[None]:
+    """Wrap any failure inside the block as a :class:`HostError` starting with ``what``.
+
+    ``SalientPosesError`` subclasses pass through unchanged (they already read well).
+    """
+    try:
+        yield
+    except SalientPosesError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - host APIs raise anything; say what we were doing
+        raise HostError(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class LayerHandle:
+    """What a host returns for a layer it created, so the layer can be removed again.
+
+    Attributes
+    ----------
+    name : str
+        The layer's name in the host.
+    kind : {"override", "additive"}
+    token : object
+        Host-specific identity (a node name, an object); opaque to the session.
+    """
+
+    name: str
+    kind: str
+    token: object = field(default=None, compare=False)
+
+
+@runtime_checkable
+class Host(Protocol):
+    """What every application adapter implements."""
+
+    @property
+    def name(self) -> str:
+        """Application name shown in the panel (``"Maya"``, ``"Standalone"``...)."""
+
+    @property
+    def fps(self) -> float:
+        """Scene frame rate, frames per second."""
+
+    def playback_range(self) -> tuple[int, int]:
+        """First and last frame of the playback range (inclusive)."""
+
+    def current_frame(self) -> int:
+        """The frame the scene shows."""
+
+    def set_current_frame(self, frame: int) -> None:
+        """Show ``frame``."""
+
+    def selected_nodes(self) -> list[str]:
+        """Selected nodes, in selection order (may be empty)."""
+
+    def hierarchy(self, roots: Sequence[str]) -> list[tuple[str, str | None]]:
+        """(node, parent) for ``roots`` and every node under them, parents first."""
+
+    def world_positions(self, nodes: Sequence[str], frames: Sequence[int]) -> np.ndarray:
+        """(n_frames, n_nodes, 3) float64 world positions, scene units."""
+
+    def animated_channels(self, nodes: Sequence[str]) -> list[str]:
+        """``"<node>.<attribute>"`` of the animated, unlocked channels of ``nodes``."""
+
+    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
+        """(last - first + 1, n_channels) float64 dense values; rotations in degrees."""
+
+    def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
+        """The skeleton under ``roots`` with its animated channels over the range, as a clip
+        starting at ``first`` (the engine's model for analysis, fitting and errors)."""
+
+    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+        """Key ``curves`` into a new override layer named ``layer``; the original curves stay
+        untouched."""
+
+    def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
+                       layer: str, weight: float) -> LayerHandle:
+        """Key ``residual`` (n_frames, n_channels) on every frame into a new additive layer."""
+
+    def remove_layer(self, handle: LayerHandle) -> None:
+        """Delete a layer this tool created."""
+
+    def undo_chunk(self, label: str) -> AbstractContextManager[None]:
+        """Everything inside is one undo step; on an exception the host rolls it back."""
+
+    def preview_keyframes(self, frames: Sequence[int]) -> None:
+        """Show ``frames`` as keyframe markers (and ghost poses where the host can)."""
+
+    def clear_preview(self) -> None:
+        """Remove the preview."""
+
+
+@runtime_checkable
+class GhostPoses(Protocol):
+    """Optional: a host that can draw ghosted poses at chosen frames."""
+
+    def show_ghosts(self, frames: Sequence[int]) -> None:
+        """Draw the poses at ``frames`` as ghosts (replacing earlier ghosts)."""

@@ -1,0 +1,303 @@
+"""The session: everything the panel shows and does, without Qt (usable from scripts and batch).
+
+A :class:`Session` holds a host, the analysis options, the selection space, the current K, the
+reduction options and what was applied. Views subscribe to its events::
+
+    session = Session(host)
+    session.subscribe("k_changed", lambda k, frames: ...)
+    session.analyze()                 # in the caller's thread; progress and cancel optional
+    session.set_k(session.suggested_k)
+    session.apply()                   # one undo step in the host
+    session.remove()
+
+Events and their arguments: ``analysis_started()``, ``analysis_progress(fraction, message)``,
+``analysis_finished(space)``, ``analysis_failed(error)``, ``analysis_cancelled()``,
+``k_changed(k, frames)``, ``applied(handles, reduction)``, ``removed(handles)``. Callbacks run in
+the thread that caused the event (the analysis worker for the analysis events).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sp_core.clip import Clip
+from sp_core.errors import SalientPosesError, SelectionError
+from sp_core.fitting import SMOOTHNESS
+from sp_core.host import Host, LayerHandle, host_step
+from sp_core.reduction import Reduction, reduce
+from sp_core.selection import SelectionSpace
+
+EVENTS = ("analysis_started", "analysis_progress", "analysis_finished", "analysis_failed",
+          "analysis_cancelled", "k_changed", "applied", "removed")
+
+
+class AnalysisCancelled(SalientPosesError):
+    """The analysis was cancelled by the user."""
+
+
+class CancelToken:
+    """Shared between the thread that cancels and the analysis that checks."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        """Raise :class:`AnalysisCancelled` if cancelled."""
+        if self._event.is_set():
+            raise AnalysisCancelled("analysis cancelled")
+
+
+@dataclass
+class Pin:
+    """A frame that must be a keyframe, with an optional name and note."""
+
+    frame: int
+    name: str = ""
+    note: str = ""
+
+
+@dataclass
+class AnalysisOptions:
+    """What to analyse and how (see :class:`sp_core.selection.SelectionSpace`).
+
+    ``roots`` are the nodes whose hierarchies are analysed (None: the host's selection, or its
+    whole scene when nothing is selected); ``nodes`` the nodes whose poses count (None: all
+    under the roots) with per-node ``weights``; ``frame_range`` None means the host's playback
+    range.
+    """
+
+    roots: list[str] | None = None
+    nodes: list[str] | None = None
+    weights: dict[str, float] = field(default_factory=dict)
+    pose: str = "positions"
+    cost: str = "line-max"
+    cost_options: dict[str, Any] = field(default_factory=dict)
+    compose: str = "max"
+    frame_range: tuple[int, int] | None = None
+    pins: list[Pin] = field(default_factory=list)
+    stride: int = 1
+    max_span: int | None = None
+    max_keys: int | None = None
+    time_scale: float = 0.0
+
+
+@dataclass
+class ReductionOptions:
+    """How Apply rebuilds the animation (see :func:`sp_core.reduction.reduce`)."""
+
+    tangents: str = "unified"
+    smoothness: float = SMOOTHNESS
+    space: str = "world"
+    layer: str = "salientPoses"
+    residual: bool = False
+    residual_weight: float = 1.0
+
+
+class Session:
+    """State and actions of one Salient Poses panel.
+
+    Parameters
+    ----------
+    host : Host
+    """
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.analysis = AnalysisOptions()
+        self.reduction = ReductionOptions()
+        self.space: SelectionSpace | None = None
+        self.motion: Clip | None = None
+        self.k: int | None = None
+        self.applied: list[LayerHandle] = []
+        self.last_reduction: Reduction | None = None
+        self._subscribers: dict[str, list[Callable[..., None]]] = {e: [] for e in EVENTS}
+
+    # ------------------------------------------------------------------ events
+    def subscribe(self, event: str, callback: Callable[..., None]) -> Callable[[], None]:
+        """Call ``callback(*args)`` on ``event``; returns a function that unsubscribes."""
+        if event not in self._subscribers:
+            raise ValueError(f"unknown event {event!r}; events are {', '.join(EVENTS)}")
+        self._subscribers[event].append(callback)
+        return lambda: self._subscribers[event].remove(callback)
+
+    def _emit(self, event: str, *args: Any) -> None:
+        for callback in list(self._subscribers[event]):
+            callback(*args)
+
+    # ------------------------------------------------------------------ analysis
+    def roots(self) -> list[str]:
+        """The hierarchies to analyse: the option, else the host selection, else everything."""
+        if self.analysis.roots:
+            return list(self.analysis.roots)
+        with host_step("reading the selection"):
+            selected = self.host.selected_nodes()
+        if selected:
+            return selected
+        with host_step("reading the scene's root nodes"):
+            everything = self.host.hierarchy([])
+        return [name for name, parent in everything if parent is None]
+
+    def frame_range(self) -> tuple[int, int]:
+        if self.analysis.frame_range is not None:
+            return self.analysis.frame_range
+        with host_step("reading the playback range"):
+            return self.host.playback_range()
+
+    def analyze(self, progress: Callable[[float, str], None] | None = None,
+                cancel: CancelToken | None = None) -> SelectionSpace:
+        """Read the motion from the host and build the selection space (caller's thread).
+
+        Parameters
+        ----------
+        progress : callable, optional
+            ``progress(fraction, message)``; also emitted as ``analysis_progress``.
+        cancel : CancelToken, optional
+            Checked between stages; a cancelled analysis raises :class:`AnalysisCancelled` and
+            leaves the previous space in place.
+        """
+        token = cancel or CancelToken()
+
+        def report(fraction: float, message: str) -> None:
+            token.check()
+            if progress is not None:
+                progress(fraction, message)
+            self._emit("analysis_progress", fraction, message)
+
+        self._emit("analysis_started")
+        try:
+            options = self.analysis
+            first, last = self.frame_range()
+            if last <= first:
+                raise SelectionError(f"the range {first}..{last} has fewer than 2 frames; "
+                                     "choose a longer range")
+            report(0.0, "reading the motion from " + self.host.name)
+            roots = self.roots()
+            with host_step(f"reading the motion of {', '.join(roots)} over frames "
+                           f"{first}..{last}"):
+                motion = self.host.motion(roots, first, last)
+            report(0.02, "poses")
+            space = SelectionSpace.from_clip(
+                motion, pose=options.pose, nodes=options.nodes, weights=options.weights or None,
+                time_scale=options.time_scale, cost=options.cost,
+                cost_options=options.cost_options, compose=options.compose,
+                pins=[p.frame for p in options.pins], stride=options.stride,
+                max_span=options.max_span, max_keys=options.max_keys,
+                progress=lambda f, m: report(0.05 + 0.95 * f, m))
+            token.check()
+        except AnalysisCancelled:
+            self._emit("analysis_cancelled")
+            raise
+        except Exception as exc:
+            self._emit("analysis_failed", exc)
+            raise
+        self.motion, self.space = motion, space
+        report(1.0, "done")
+        self._emit("analysis_finished", space)
+        self.set_k(self.suggested_k if self.k is None else self.k)
+        return space
+
+    @property
+    def suggestions(self) -> dict[str, Any]:
+        return self._require_space().suggestions()
+
+    @property
+    def suggested_k(self) -> int:
+        return int(self.suggestions["threshold"])
+
+    def keyframes(self, k: int | None = None) -> np.ndarray:
+        """Host frames of the optimal selection with ``k`` (default the current K) keys."""
+        space = self._require_space()
+        return space.keyframes(self.k if k is None else k)
+
+    def set_k(self, k: int) -> int:
+        """Choose K (clamped to the space), preview its keyframes in the host; returns K."""
+        space = self._require_space()
+        k = int(min(max(int(k), space.min_keys), space.max_keys))
+        frames = space.keyframes(k)
+        changed = k != self.k
+        self.k = k
+        with host_step("previewing keyframes"):
+            self.host.preview_keyframes(frames.tolist())
+        if changed:
+            self._emit("k_changed", k, frames)
+        return k
+
+    def _require_space(self) -> SelectionSpace:
+        if self.space is None:
+            raise SelectionError("analyse first: there is no selection space yet")
+        return self.space
+
+    # ------------------------------------------------------------------ apply / remove
+    def apply(self) -> Reduction:
+        """Reduce at the current K and write it into the host: one undo step, all or nothing."""
+        space = self._require_space()
+        assert self.motion is not None and self.k is not None
+        options = self.reduction
+        reduction = reduce(self.motion, space.keyframes(self.k), tangents=options.tangents,
+                           smoothness=options.smoothness, space=options.space)
+        handles: list[LayerHandle] = []
+        with host_step("opening an undo chunk"):
+            chunk = self.host.undo_chunk(f"Salient Poses: apply {self.k} keys")
+        with chunk:
+            with host_step(f"writing layer {options.layer!r}"):
+                handles.append(self.host.write_curves(reduction.curves, options.layer))
+            if options.residual:
+                animated = reduction.curves.animated
+                names = [n for n, a in zip(reduction.curves.channel_names, animated, strict=True)
+                         if a]
+                with host_step(f"writing the residual layer {options.layer + '_residual'!r}"):
+                    handles.append(self.host.write_residual(
+                        names, reduction.frames, reduction.residual[:, animated],
+                        options.layer + "_residual", options.residual_weight))
+        self.applied.extend(handles)
+        self.last_reduction = reduction
+        self._emit("applied", handles, reduction)
+        return reduction
+
+    def remove(self) -> list[LayerHandle]:
+        """Take every applied layer away again (one undo step)."""
+        handles = list(self.applied)
+        if not handles:
+            return []
+        with host_step("opening an undo chunk"):
+            chunk = self.host.undo_chunk("Salient Poses: remove layers")
+        with chunk:
+            for handle in reversed(handles):
+                with host_step(f"removing layer {handle.name!r}"):
+                    self.host.remove_layer(handle)
+        self.applied.clear()
+        self._emit("removed", handles)
+        return handles
+
+    # ------------------------------------------------------------------ pins
+    def export_pins(self, path: str | Path) -> None:
+        """Write the pins as JSON: ``{"pins": [{"frame", "name", "note"}, ...]}``."""
+        Path(path).write_text(json.dumps({"pins": [asdict(p) for p in self.analysis.pins]},
+                                         indent=1) + "\n")
+
+    def import_pins(self, path: str | Path) -> list[Pin]:
+        """Replace the pins with those in a JSON file written by :meth:`export_pins`."""
+        try:
+            record = json.loads(Path(path).read_text())
+            pins = [Pin(int(p["frame"]), str(p.get("name", "")), str(p.get("note", "")))
+                    for p in record["pins"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SelectionError(f"cannot read pins from {path}: expected "
+                                 f'{{"pins": [{{"frame": N, "name": "", "note": ""}}]}} '
+                                 f"({type(exc).__name__}: {exc})") from None
+        self.analysis.pins = sorted(pins, key=lambda p: p.frame)
+        return self.analysis.pins

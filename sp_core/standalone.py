@@ -1,0 +1,219 @@
+"""StandaloneHost: a BVH clip as the host (the embedded default, no application needed).
+
+Layers live in memory: an override layer replaces the keyed channels over its frames with the
+curves' values; an additive layer adds ``weight × residual``. :meth:`StandaloneHost.evaluated`
+gives what the viewer shows. The original clip is never modified.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sp_core.clip import Clip
+from sp_core.curves import KeyedCurves
+from sp_core.errors import ClipError
+from sp_core.host import HostError, LayerHandle
+from sp_core.io.bvh import read_bvh, write_bvh
+
+
+@dataclass
+class _Layer:
+    handle: LayerHandle
+    columns: np.ndarray  # channel indices in the clip
+    rows: np.ndarray  # row indices in the clip
+    values: np.ndarray  # (len(rows), len(columns))
+    weight: float = 1.0
+    curves: KeyedCurves | None = None
+
+
+class StandaloneHost:
+    """A clip in memory behaving like an application scene.
+
+    Parameters
+    ----------
+    clip : Clip
+    source : str, optional
+        Where the clip came from (shown in the window title and saved files).
+
+    Attributes
+    ----------
+    preview : list of int
+        Frames of the current keyframe preview (the viewer draws them).
+    listeners : list of callables
+        Called with an event name (``"frame"``, ``"preview"``, ``"layers"``) when the scene
+        changes, so a viewer can redraw.
+    """
+
+    name = "Standalone"
+
+    def __init__(self, clip: Clip, source: str = "") -> None:
+        self.clip = clip
+        self.source = source or clip.name
+        self.preview: list[int] = []
+        self.listeners: list[Callable[[str], None]] = []
+        self._frame = clip.first_frame
+        self._layers: list[_Layer] = []
+        self._selection: list[str] = list(clip.root_names)
+
+    @classmethod
+    def from_file(cls, path: str | Path, first_frame: int = 0) -> StandaloneHost:
+        return cls(read_bvh(path, first_frame=first_frame), source=str(path))
+
+    # ------------------------------------------------------------------ scene queries
+    @property
+    def fps(self) -> float:
+        return self.clip.fps
+
+    def playback_range(self) -> tuple[int, int]:
+        return self.clip.first_frame, self.clip.last_frame
+
+    def current_frame(self) -> int:
+        return self._frame
+
+    def set_current_frame(self, frame: int) -> None:
+        self._frame = int(min(max(frame, self.clip.first_frame), self.clip.last_frame))
+        self._notify("frame")
+
+    def selected_nodes(self) -> list[str]:
+        return list(self._selection)
+
+    def select(self, nodes: Sequence[str]) -> None:
+        for node in nodes:
+            self.clip.node_index(node)  # raises with suggestions for unknown names
+        self._selection = list(nodes)
+
+    def hierarchy(self, roots: Sequence[str]) -> list[tuple[str, str | None]]:
+        wanted = {self.clip.node_index(r) for r in roots}
+        result = []
+        inside: set[int] = set()
+        for i, name in enumerate(self.clip.node_names):
+            p = int(self.clip.parents[i])
+            if i in wanted or p in inside:
+                inside.add(i)
+                result.append((name, self.clip.node_names[p] if p >= 0 else None))
+        return result
+
+    def world_positions(self, nodes: Sequence[str], frames: Sequence[int]) -> np.ndarray:
+        rows = [self.clip.frame_index(int(f)) for f in frames]
+        index = [self.clip.node_index(n) for n in nodes]
+        return self.evaluated_positions()[np.ix_(rows, index)]
+
+    def animated_channels(self, nodes: Sequence[str]) -> list[str]:
+        wanted = set(nodes)
+        spread = np.ptp(self.clip.channels, axis=0) if self.clip.n_frames else \
+            np.zeros(self.clip.n_channels)
+        return [c for c, s in zip(self.clip.channel_names, spread, strict=True)
+                if c.rpartition(".")[0] in wanted and s > 0]
+
+    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
+        part = self.clip.sub_range(first, last)
+        columns = [self._column(c) for c in channels]
+        return part.channels[:, columns].copy()
+
+    def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
+        names = [n for n, _ in self.hierarchy(roots)]
+        return self.clip.sub_nodes(names).sub_range(first, last)
+
+    # ------------------------------------------------------------------ layers
+    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+        first, last = int(curves.frames[0]), int(curves.frames[-1])
+        rows = np.arange(self.clip.frame_index(first), self.clip.frame_index(last) + 1)
+        keep = np.flatnonzero(curves.animated)
+        columns = np.array([self._column(curves.channel_names[c]) for c in keep], dtype=int)
+        values = curves.dense()[:, keep]
+        handle = LayerHandle(self._unique(layer), "override", token=object())
+        self._layers.append(_Layer(handle, columns, rows, values, curves=curves))
+        self._notify("layers")
+        return handle
+
+    def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
+                       layer: str, weight: float) -> LayerHandle:
+        rows = np.array([self.clip.frame_index(int(f)) for f in frames], dtype=int)
+        columns = np.array([self._column(c) for c in channels], dtype=int)
+        handle = LayerHandle(self._unique(layer), "additive", token=object())
+        self._layers.append(_Layer(handle, columns, rows, np.asarray(residual, float),
+                                   weight=float(weight)))
+        self._notify("layers")
+        return handle
+
+    def remove_layer(self, handle: LayerHandle) -> None:
+        for layer in self._layers:
+            if layer.handle.token is handle.token:
+                self._layers.remove(layer)
+                self._notify("layers")
+                return
+        raise HostError(f"removing layer {handle.name!r}: no such layer")
+
+    @property
+    def layers(self) -> list[LayerHandle]:
+        return [layer.handle for layer in self._layers]
+
+    @contextmanager
+    def undo_chunk(self, label: str) -> Iterator[None]:
+        """All-or-nothing: if the block fails, the layers are as before it."""
+        saved = copy.copy(self._layers)
+        try:
+            yield
+        except BaseException:
+            self._layers = saved
+            self._notify("layers")
+            raise
+
+    # ------------------------------------------------------------------ preview
+    def preview_keyframes(self, frames: Sequence[int]) -> None:
+        self.preview = [int(f) for f in frames]
+        self._notify("preview")
+
+    def clear_preview(self) -> None:
+        self.preview = []
+        self._notify("preview")
+
+    def show_ghosts(self, frames: Sequence[int]) -> None:
+        self.preview_keyframes(frames)
+
+    # ------------------------------------------------------------------ results
+    def evaluated_channels(self) -> np.ndarray:
+        """(n_frames, n_channels): the clip with every layer applied (what the scene shows)."""
+        values = self.clip.channels.copy()
+        for layer in self._layers:
+            block = np.ix_(layer.rows, layer.columns)
+            if layer.handle.kind == "override":
+                values[block] = layer.values
+            else:
+                values[block] += layer.weight * layer.values
+        return values
+
+    def evaluated_positions(self) -> np.ndarray:
+        """(n_frames, n_nodes, 3) world positions of :meth:`evaluated_channels`."""
+        if not self._layers:
+            return self.clip.positions
+        return self.clip.forward_kinematics(self.evaluated_channels())
+
+    def save_bvh(self, path: str | Path) -> None:
+        """Write the evaluated scene (all layers applied) as a BVH."""
+        write_bvh(self.clip.with_channels(self.evaluated_channels()), path)
+
+    # ------------------------------------------------------------------ helpers
+    def _column(self, channel: str) -> int:
+        try:
+            return self.clip.channel_names.index(channel)
+        except ValueError:
+            raise ClipError(f"no channel {channel!r} in {self.source}") from None
+
+    def _unique(self, name: str) -> str:
+        taken = {layer.handle.name for layer in self._layers}
+        unique, n = name, 2
+        while unique in taken:
+            unique = f"{name}{n}"
+            n += 1
+        return unique
+
+    def _notify(self, event: str) -> None:
+        for listener in list(self.listeners):
+            listener(event)

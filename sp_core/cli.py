@@ -359,6 +359,17 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return run_batch(args)
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    try:
+        from sp_core.ui.main_window import run_viewer
+    except ImportError as exc:
+        raise UsageError(f"view needs the ui extra (PySide6, pyqtgraph): {exc}") from None
+    if args.screenshot:
+        _output_path(args.screenshot)
+    return run_viewer(args.clip, first_frame=args.first_frame, keys=args.keys,
+                      screenshot=args.screenshot, apply=args.apply)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     if not SAMPLE_CLIP.exists():
         raise UsageError(f"the sample clip {SAMPLE_CLIP} is missing; run from a checkout of "
@@ -457,6 +468,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_reduce_options(batch)
     add_selection_options(batch)
     batch.set_defaults(func=cmd_batch)
+
+    view = sub.add_parser(
+        "view", parents=[common], help="open the viewer and the panel on a clip",
+        description="The standalone Salient Poses window: a skeleton viewer with the panel "
+                    "docked beside it. With --screenshot it analyses, sets K, saves the window "
+                    "as a PNG and exits (works without a display).")
+    view.add_argument("clip", metavar="CLIP", help="a .bvh file")
+    view.add_argument("--first-frame", type=int, default=0, metavar="N",
+                      help="host frame number of the first frame (default 0)")
+    view.add_argument("--keys", type=int, metavar="K", help="analyse and set K")
+    view.add_argument("--apply", action="store_true", help="also Apply (with --keys)")
+    view.add_argument("--screenshot", metavar="OUT.png", help="save the window and exit")
+    view.set_defaults(func=cmd_view)
 
     demo = sub.add_parser("demo", parents=[common], help="run the demo on the bundled sample clip",
                           description="Analyse the bundled sample clip: print its summary and "

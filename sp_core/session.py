@@ -6,7 +6,7 @@ reduction options and what was applied. Views subscribe to its events::
     session = Session(host)
     session.subscribe("k_changed", lambda k, frames: ...)
     session.analyze()                 # in the caller's thread; progress and cancel optional
-    session.set_k(session.suggested_k)
+    session.set_k(session.suggested_k)  # previews the keyframes in the host
     session.apply()                   # one undo step in the host
     session.remove()
 
@@ -157,9 +157,23 @@ class Session:
         with host_step("reading the playback range"):
             return self.host.playback_range()
 
+    def read_motion(self) -> Clip:
+        """The motion to analyse, read from the host (call from the host's main thread)."""
+        first, last = self.frame_range()
+        if last <= first:
+            raise SelectionError(f"the range {first}..{last} has fewer than 2 frames; "
+                                 "choose a longer range")
+        roots = self.roots()
+        with host_step(f"reading the motion of {', '.join(roots)} over frames {first}..{last}"):
+            return self.host.motion(roots, first, last)
+
     def analyze(self, progress: Callable[[float, str], None] | None = None,
-                cancel: CancelToken | None = None) -> SelectionSpace:
-        """Read the motion from the host and build the selection space (caller's thread).
+                cancel: CancelToken | None = None, motion: Clip | None = None
+                ) -> SelectionSpace:
+        """Build the selection space (in the caller's thread).
+
+        The current K is kept (clamped) or set to the suggested K; call :meth:`set_k` to
+        preview it in the host.
 
         Parameters
         ----------
@@ -168,6 +182,9 @@ class Session:
         cancel : CancelToken, optional
             Checked between stages; a cancelled analysis raises :class:`AnalysisCancelled` and
             leaves the previous space in place.
+        motion : Clip, optional
+            Motion read beforehand with :meth:`read_motion` (hosts whose API must be called
+            from their main thread, while the analysis runs in a worker); default: read now.
         """
         token = cancel or CancelToken()
 
@@ -180,15 +197,9 @@ class Session:
         self._emit("analysis_started")
         try:
             options = self.analysis
-            first, last = self.frame_range()
-            if last <= first:
-                raise SelectionError(f"the range {first}..{last} has fewer than 2 frames; "
-                                     "choose a longer range")
-            report(0.0, "reading the motion from " + self.host.name)
-            roots = self.roots()
-            with host_step(f"reading the motion of {', '.join(roots)} over frames "
-                           f"{first}..{last}"):
-                motion = self.host.motion(roots, first, last)
+            if motion is None:
+                report(0.0, "reading the motion from " + self.host.name)
+                motion = self.read_motion()
             report(0.02, "poses")
             space = SelectionSpace.from_clip(
                 motion, pose=options.pose, nodes=options.nodes, weights=options.weights or None,
@@ -205,9 +216,11 @@ class Session:
             self._emit("analysis_failed", exc)
             raise
         self.motion, self.space = motion, space
-        report(1.0, "done")
+        wanted = self.suggested_k if self.k is None else self.k
+        self.k = int(min(max(wanted, space.min_keys), space.max_keys))
+        if progress is not None:
+            progress(1.0, "done")
         self._emit("analysis_finished", space)
-        self.set_k(self.suggested_k if self.k is None else self.k)
         return space
 
     @property
@@ -223,17 +236,16 @@ class Session:
         space = self._require_space()
         return space.keyframes(self.k if k is None else k)
 
-    def set_k(self, k: int) -> int:
-        """Choose K (clamped to the space), preview its keyframes in the host; returns K."""
+    def set_k(self, k: int | None = None) -> int:
+        """Choose K (clamped to the space; default the current K) and preview its keyframes
+        in the host; returns K."""
         space = self._require_space()
-        k = int(min(max(int(k), space.min_keys), space.max_keys))
+        k = int(min(max(int(self.k if k is None else k), space.min_keys), space.max_keys))
         frames = space.keyframes(k)
-        changed = k != self.k
         self.k = k
         with host_step("previewing keyframes"):
             self.host.preview_keyframes(frames.tolist())
-        if changed:
-            self._emit("k_changed", k, frames)
+        self._emit("k_changed", k, frames)
         return k
 
     def _require_space(self) -> SelectionSpace:

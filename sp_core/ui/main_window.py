@@ -1,0 +1,104 @@
+"""``salient-poses view``: the standalone main window (viewer + docked panel)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from sp_core.errors import SalientPosesError
+from sp_core.io.keys import write_reduction_json
+from sp_core.session import Session
+from sp_core.standalone import StandaloneHost
+from sp_core.ui.app import ensure_qapp
+from sp_core.ui.panel import SalientPosesPanel
+from sp_core.ui.viewer import SkeletonViewer
+
+
+class MainWindow(QtWidgets.QMainWindow):
+    """The skeleton viewer with the panel docked on the right, and a File menu to save."""
+
+    def __init__(self, host: StandaloneHost, settings: QtCore.QSettings | None = None) -> None:
+        super().__init__()
+        self.host = host
+        self.session = Session(host)
+        self.setWindowTitle(f"Salient Poses — {host.source}")
+        self.viewer = SkeletonViewer(host)
+        self.setCentralWidget(self.viewer)
+        self.panel = SalientPosesPanel(self.session, settings=settings)
+        dock = QtWidgets.QDockWidget("Salient Poses", self)
+        dock.setObjectName("salientPosesDock")
+        dock.setWidget(self.panel)
+        dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.addDockWidget(QtCore.Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.resizeDocks([dock], [470], QtCore.Qt.Orientation.Horizontal)
+        menu = self.menuBar().addMenu("&File")
+        save_keys = QtGui.QAction("Save keys JSON…", self)
+        save_keys.triggered.connect(self._save_keys)
+        save_bvh = QtGui.QAction("Save scene as BVH…", self)
+        save_bvh.triggered.connect(self._save_bvh)
+        menu.addAction(save_keys)
+        menu.addAction(save_bvh)
+
+    def _save_keys(self) -> None:
+        reduction = self.session.last_reduction
+        if reduction is None:
+            self.panel.show_error("Apply first: there are no keys to save")
+            return
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save keys", "keys.json",
+                                                        "JSON (*.json)")
+        if path:
+            write_reduction_json(reduction, path, self.host.source, self.host.fps)
+
+    def _save_bvh(self) -> None:
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save scene", "scene.bvh",
+                                                        "BVH (*.bvh)")
+        if path:
+            self.host.save_bvh(path)
+
+
+def wait_for_analysis(window: MainWindow, timeout: float = 120.0) -> None:
+    """Process events until the panel's analysis ends (for scripted runs)."""
+    app = ensure_qapp()
+    deadline = time.monotonic() + timeout
+    while window.panel.analysing and time.monotonic() < deadline:
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)
+        time.sleep(0.005)
+    app.processEvents()
+
+
+def run_viewer(path: str, first_frame: int = 0, keys: int | None = None,
+               screenshot: str | None = None, apply: bool = False) -> int:
+    """Open the viewer on a BVH; with ``screenshot``, analyse, set K, save the window and exit.
+
+    Returns the process exit status.
+    """
+    app = ensure_qapp()
+    host = StandaloneHost.from_file(path, first_frame=first_frame)
+    settings = None
+    if screenshot:  # a scripted run must not depend on (or change) the user's saved options
+        settings = QtCore.QSettings(str(Path(screenshot).with_suffix(".ini")),
+                                    QtCore.QSettings.Format.IniFormat)
+    window = MainWindow(host, settings=settings)
+    window.resize(1400, 900)
+    window.show()
+    if screenshot or keys is not None:
+        window.panel.start_analysis()
+        wait_for_analysis(window)
+        if window.session.space is None:
+            raise SalientPosesError(f"the analysis failed: {window.panel.status.text()}")
+        if keys is not None:
+            window.panel.request_k(keys, immediately=True)
+        if apply:
+            window.panel.apply()
+        middle = host.preview[len(host.preview) // 2] if host.preview else host.clip.first_frame
+        host.set_current_frame(middle)
+    if screenshot:
+        app.processEvents()
+        window.grab().save(screenshot)
+        Path(screenshot).with_suffix(".ini").unlink(missing_ok=True)
+        window.close()
+        return 0
+    return app.exec()

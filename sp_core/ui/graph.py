@@ -44,6 +44,9 @@ class ErrorGraph(QtWidgets.QWidget):
         self.plot.addItem(self.marker)
         self.readout = QtWidgets.QLabel(" ")
         self.readout.setObjectName("graphReadout")
+        # the text changes on every hover: it must never resize the plot under the mouse
+        self.readout.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored,
+                                   QtWidgets.QSizePolicy.Policy.Fixed)
         self.log_box = QtWidgets.QCheckBox("log error")
         self.log_box.setChecked(True)
         self.log_box.toggled.connect(self._redraw)

@@ -34,7 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=200)
     args = parser.parse_args()
-    app = ensure_qapp()
+    ensure_qapp()
     host = StandaloneHost.from_file(ROOT / "examples" / "cmu_131_01.bvh")
     settings = QtCore.QSettings(str(Path("/tmp") / "bench_panel.ini"),
                                 QtCore.QSettings.Format.IniFormat)

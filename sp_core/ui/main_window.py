@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.errors import SalientPosesError
@@ -39,8 +40,11 @@ class MainWindow(QtWidgets.QMainWindow):
         save_keys.triggered.connect(self._save_keys)
         save_bvh = QtGui.QAction("Save scene as BVH…", self)
         save_bvh.triggered.connect(self._save_bvh)
+        save_residual = QtGui.QAction("Save residual (.npy)…", self)
+        save_residual.triggered.connect(self._save_residual)
         menu.addAction(save_keys)
         menu.addAction(save_bvh)
+        menu.addAction(save_residual)
 
     def _save_keys(self) -> None:
         reduction = self.session.last_reduction
@@ -51,6 +55,16 @@ class MainWindow(QtWidgets.QMainWindow):
                                                         "JSON (*.json)")
         if path:
             write_reduction_json(reduction, path, self.host.source, self.host.fps)
+
+    def _save_residual(self) -> None:
+        reduction = self.session.last_reduction
+        if reduction is None:
+            self.panel.show_error("Apply first: there is no residual to save")
+            return
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save residual", "residual.npy",
+                                                        "NumPy (*.npy)")
+        if path:
+            np.save(path, reduction.residual)
 
     def _save_bvh(self) -> None:
         path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save scene", "scene.bvh",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.errors import SalientPosesError
 from sp_core.io.keys import write_reduction_json
+from sp_core.reduction import Reduction
 from sp_core.session import Session
 from sp_core.standalone import StandaloneHost
 from sp_core.ui.app import ensure_qapp
@@ -47,24 +49,24 @@ class MainWindow(QtWidgets.QMainWindow):
         menu.addAction(save_residual)
 
     def _save_keys(self) -> None:
-        reduction = self.session.last_reduction
-        if reduction is None:
-            self.panel.show_error("Apply first: there are no keys to save")
-            return
-        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save keys", "keys.json",
-                                                        "JSON (*.json)")
-        if path:
-            write_reduction_json(reduction, path, self.host.source, self.host.fps)
+        self._save_reduction("keys", "keys.json", "JSON (*.json)", lambda reduction, path:
+                             write_reduction_json(reduction, path, self.host.source,
+                                                  self.host.fps))
 
     def _save_residual(self) -> None:
+        self._save_reduction("residual", "residual.npy", "NumPy (*.npy)",
+                             lambda reduction, path: np.save(path, reduction.residual))
+
+    def _save_reduction(self, what: str, default: str, pattern: str,
+                        write: Callable[[Reduction, str], None]) -> None:
+        """Ask where, then write part of the last applied reduction."""
         reduction = self.session.last_reduction
         if reduction is None:
-            self.panel.show_error("Apply first: there is no residual to save")
+            self.panel.show_error(f"Apply first: there is no {what} to save")
             return
-        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save residual", "residual.npy",
-                                                        "NumPy (*.npy)")
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, f"Save {what}", default, pattern)
         if path:
-            np.save(path, reduction.residual)
+            write(reduction, path)
 
     def _save_bvh(self) -> None:
         path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save scene", "scene.bvh",

@@ -67,6 +67,9 @@ class Clip:
         Display name (the file stem for files).
     raw_channels : (n_frames, n_channels) float64, optional
         The values as stored in the source before unwrapping; defaults to ``channels``.
+    orients : (n_nodes, 3, 3) float64, optional
+        Constant rotation of each node applied before its channel rotations (Maya's
+        ``jointOrient``: local rotation = orient · R(channels)); identity by default (BVH).
 
     Notes
     -----
@@ -87,6 +90,7 @@ class Clip:
         first_frame: int = 0,
         name: str = "clip",
         raw_channels: np.ndarray | None = None,
+        orients: np.ndarray | None = None,
     ) -> None:
         self.name = name
         self.node_names: list[str] = list(node_names)
@@ -102,6 +106,14 @@ class Clip:
             raise ClipError(f"first frame must be an integer frame number, got {first_frame!r}")
         self.first_frame = int(first_frame)
         self._validate_hierarchy()
+        self.orients: np.ndarray | None = None
+        if orients is not None:
+            orients = np.asarray(orients, dtype=np.float64)
+            if orients.shape != (len(self.node_names), 3, 3) or not np.all(np.isfinite(orients)):
+                raise ClipError(f"orients must be finite (n_nodes, 3, 3) rotation matrices, got "
+                                f"shape {orients.shape}")
+            if not np.allclose(orients, np.eye(3)):
+                self.orients = _readonly(orients.copy())
         self._index_channels()
         self._positions: np.ndarray | None = None
         self._channels = self._checked_channels(channels)
@@ -292,6 +304,10 @@ class Clip:
             if self.rotation_orders[i] and n_frames:
                 local_r = euler_matrices(self.rotation_orders[i],
                                          channels[:, self._rotation_index[i]])
+            if self.orients is not None:
+                orient = self.orients[i]
+                local_r = (np.broadcast_to(orient, (n_frames, 3, 3)) if local_r is None
+                           else np.matmul(orient, local_r))
             p = self.parents[i]
             if p < 0:
                 out[:, i] = local_t
@@ -340,7 +356,7 @@ class Clip:
                 c = self._translation_index[i, axis]
                 if c >= 0:
                     jacobian[..., c][:, nodes] = parent_r[:, None, :, axis]
-            partial = parent_r
+            partial = parent_r if self.orients is None else np.matmul(parent_r, self.orients[i])
             arms = positions[:, nodes] - positions[:, i:i + 1]
             order = self.rotation_orders[i]
             for k, c in enumerate(self._rotation_index[i]):
@@ -363,10 +379,14 @@ class Clip:
         return [np.asarray(sorted(m), dtype=np.int64) for m in members]
 
     def rest_positions(self) -> np.ndarray:
-        """(n_nodes, 3) float64 positions of the rest pose (offsets only), scene units."""
+        """(n_nodes, 3) float64 positions of the rest pose (offsets and orients, no channels),
+        scene units."""
         rest = np.zeros((self.n_nodes, 3))
+        turn = np.zeros((self.n_nodes, 3, 3))
         for i, p in enumerate(self.parents):
-            rest[i] = self.offsets[i] + (rest[p] if p >= 0 else 0.0)
+            parent = np.eye(3) if p < 0 else turn[p]
+            rest[i] = parent @ self.offsets[i] + (rest[p] if p >= 0 else 0.0)
+            turn[i] = parent if self.orients is None else parent @ self.orients[i]
         return rest
 
     def height(self, up_axis: str = "y") -> float:
@@ -414,7 +434,7 @@ class Clip:
             node_names=self.node_names, parents=self.parents, offsets=self.offsets,
             end_sites=self.end_sites, channel_names=self.channel_names, channels=self._channels,
             fps=self.fps, frame_time=self.frame_time, first_frame=self.first_frame, name=self.name,
-            raw_channels=self.raw_channels)
+            raw_channels=self.raw_channels, orients=self.orients)
         fields.update(changes)
         return Clip(**fields)  # type: ignore[arg-type]
 
@@ -460,7 +480,8 @@ class Clip:
             parents=[remap[int(self.parents[i])] if self.parents[i] >= 0 else -1 for i in kept],
             offsets=self.offsets[kept], end_sites=self.end_sites[kept],
             channel_names=[self.channel_names[c] for c in columns],
-            channels=self._channels[:, columns], raw_channels=self.raw_channels[:, columns])
+            channels=self._channels[:, columns], raw_channels=self.raw_channels[:, columns],
+            orients=None if self.orients is None else self.orients[kept])
         if self._positions is not None:
             sub._positions = _readonly(self._positions[:, kept])
         return sub

@@ -283,3 +283,34 @@ def test_world_never_worse_than_channel(sample_clip, sample_space, tangents):
     channel = reduce(sample_clip, frames, tangents, space="channel").metrics
     world = reduce(sample_clip, frames, tangents, space="world").metrics
     assert world.mean <= channel.mean
+
+
+def test_joint_orients_turn_children_and_keep_the_jacobian_exact(sample_clip):
+    from scipy.spatial.transform import Rotation
+
+    from sp_core.clip import Clip
+
+    # a root turned 90 degrees about Z by its orient carries its child's offset along
+    simple = Clip(["root", "tip"], [-1, 0], [[0, 0, 0], [1, 0, 0]], [False, True],
+                  ["root.Zrotation"], np.zeros((1, 1)), 24.0,
+                  orients=np.stack([Rotation.from_euler("z", 90, degrees=True).as_matrix(),
+                                    np.eye(3)]))
+    np.testing.assert_allclose(simple.positions[0, 1], [0, 1, 0], atol=1e-12)
+    np.testing.assert_allclose(simple.rest_positions()[1], [0, 1, 0], atol=1e-12)
+    # orient then channel rotation: R = orient . Rz(30)
+    turned = simple.with_channels(np.array([[30.0]]))
+    angle = np.radians(120)
+    np.testing.assert_allclose(turned.positions[0, 1], [np.cos(angle), np.sin(angle), 0],
+                               atol=1e-12)
+    orients = Rotation.random(sample_clip.n_nodes, random_state=3).as_matrix()
+    clip = Clip(sample_clip.node_names, sample_clip.parents, sample_clip.offsets,
+                sample_clip.end_sites, sample_clip.channel_names, sample_clip.channels[400:402],
+                sample_clip.fps, orients=orients)
+    _, jacobian = clip.position_jacobian(clip.channels)
+    for c in range(0, clip.n_channels, 5):
+        up, down = clip.channels.copy(), clip.channels.copy()
+        up[:, c] += 1e-6
+        down[:, c] -= 1e-6
+        numeric = (clip.forward_kinematics(up) - clip.forward_kinematics(down)) / 2e-6
+        np.testing.assert_allclose(jacobian[..., c], numeric, atol=1e-7)
+    assert clip.sub_nodes(["LeftWrist"]).orients is not None

@@ -20,11 +20,11 @@ Maya's ``cmds`` is imported lazily so that ``import maya_plugin`` works outside 
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -63,10 +63,31 @@ def fps_from_unit(unit: str) -> float:
     return _NTSC.get(match.group(1), float(match.group(1)))
 
 
-def _cmds() -> ModuleType:
-    from maya import cmds
+class _Lazy:
+    """A module imported on first use, so ``import maya_plugin`` works outside Maya."""
 
-    return cmds
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+if TYPE_CHECKING:  # mypy checks every call against maya-stubs
+    from maya import cmds
+else:
+    cmds = _Lazy("maya.cmds")
+
+
+def _names(result: object) -> list[str]:
+    """A cmds query result (None, one name or a list of names) as a list of names."""
+    if result is None or result is False:
+        return []
+    if isinstance(result, str):
+        return [result]
+    if isinstance(result, list | tuple):
+        return [str(item) for item in result]
+    raise HostError(f"unexpected answer from Maya: {result!r}")
 
 
 class MayaHost:
@@ -81,7 +102,6 @@ class MayaHost:
     name = "Maya"
 
     def __init__(self) -> None:
-        self.cmds = _cmds()
         self.skipped: dict[str, str] = {}
         self._preview: list[int] = []
 
@@ -89,41 +109,40 @@ class MayaHost:
     @property
     def fps(self) -> float:
         with host_step("reading the scene frame rate"):
-            return fps_from_unit(str(self.cmds.currentUnit(query=True, time=True)))
+            return fps_from_unit(str(cmds.currentUnit(query=True, time=True)))
 
     def _cm_per_unit(self) -> float:
-        unit = str(self.cmds.currentUnit(query=True, linear=True))
+        unit = str(cmds.currentUnit(query=True, linear=True))
         if unit not in _CM_PER_UNIT:
             raise HostError(f"reading the scene units: unknown linear unit {unit!r}")
         return _CM_PER_UNIT[unit]
 
     def _degrees_per_unit(self) -> float:
-        unit = str(self.cmds.currentUnit(query=True, angle=True))
+        unit = str(cmds.currentUnit(query=True, angle=True))
         if unit not in _DEGREES_PER_UNIT:
             raise HostError(f"reading the scene units: unknown angle unit {unit!r}")
         return _DEGREES_PER_UNIT[unit]
 
     def playback_range(self) -> tuple[int, int]:
         with host_step("reading the playback range"):
-            first = float(self.cmds.playbackOptions(query=True, minTime=True))
-            last = float(self.cmds.playbackOptions(query=True, maxTime=True))
+            first = float(cmds.playbackOptions(query=True, minTime=True))
+            last = float(cmds.playbackOptions(query=True, maxTime=True))
         return int(np.ceil(first - 1e-6)), int(np.floor(last + 1e-6))
 
     def current_frame(self) -> int:
         with host_step("reading the current frame"):
-            return int(round(float(self.cmds.currentTime(query=True))))
+            return int(round(float(cmds.currentTime(query=True))))
 
     def set_current_frame(self, frame: int) -> None:
         with host_step(f"going to frame {frame}"):
-            self.cmds.currentTime(frame)
+            cmds.currentTime(frame)
 
     # ------------------------------------------------------------------ scene structure
     def selected_nodes(self) -> list[str]:
         with host_step("reading the selection"):
-            return list(self.cmds.ls(selection=True, type="transform") or [])
+            return list(cmds.ls(selection=True, type="transform") or [])
 
     def hierarchy(self, roots: Sequence[str]) -> list[tuple[str, str | None]]:
-        cmds = self.cmds
         with host_step("reading the hierarchy"):
             if not roots:
                 joints = cmds.ls(type="joint") or []
@@ -151,13 +170,12 @@ class MayaHost:
         for j, node in enumerate(nodes):
             with host_step(f"reading the world position of {node}"):
                 for i, frame in enumerate(frames):
-                    matrix = self.cmds.getAttr(f"{node}.worldMatrix[0]", time=frame)
+                    matrix = cmds.getAttr(f"{node}.worldMatrix[0]", time=frame)
                     out[i, j] = np.asarray(matrix, dtype=float)[12:15] * scale
         return out
 
     def _plug_state(self, plug: str) -> tuple[bool, bool, bool]:
         """(animated, keyable, locked) of a plug."""
-        cmds = self.cmds
         animated = bool(cmds.keyframe(plug, query=True, keyframeCount=True))
         keyable = bool(cmds.getAttr(plug, keyable=True))
         locked = bool(cmds.getAttr(plug, lock=True))
@@ -183,13 +201,12 @@ class MayaHost:
         for c, plug in enumerate(channels):
             scale = degrees if ".rotate" in plug else 1.0
             with host_step(f"reading {plug}"):
-                out[:, c] = [float(self.cmds.getAttr(plug, time=f)) * scale for f in frames]
+                out[:, c] = [float(cmds.getAttr(plug, time=f)) * scale for f in frames]
         return out
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         """The transforms under ``roots`` with translate and rotate as channels (composite
         values, UI units, rotations in degrees), joint orients and rotate orders."""
-        cmds = self.cmds
         nodes = self.hierarchy(roots)
         names = [n for n, _ in nodes]
         index = {n: i for i, n in enumerate(names)}
@@ -216,8 +233,7 @@ class MayaHost:
                     plugs.append(f"{node}.rotate{axis}")
                 for axis in "XYZ":
                     plug = f"{node}.rotate{axis}"
-                    curves = cmds.keyframe(plug, query=True, name=True) or []
-                    for curve in curves:
+                    for curve in _names(cmds.keyframe(plug, query=True, name=True)):
                         mode = str(cmds.rotationInterpolation(curve, query=True))
                         if mode in QUATERNION_MODES:
                             quaternion.append(f"{plug} ({mode})")
@@ -238,23 +254,21 @@ class MayaHost:
 
     # ------------------------------------------------------------------ writing
     def _layer(self, name: str, override: bool) -> str:
-        cmds = self.cmds
         layer = str(cmds.animLayer(name, override=override))
         if not override:
             # per component (Euler) accumulation: base + residual adds channel by channel
-            cmds.setAttr(f"{layer}.rotationAccumulationMode", 0)
+            cmds.setAttr(f"{layer}.rotationAccumulationMode", 0)  # type: ignore[arg-type]
+            # (maya-stubs types every setAttr argument as str; Maya takes the number)
         return layer
 
     def _layer_curve(self, layer: str, plug: str) -> str:
-        cmds = self.cmds
         cmds.animLayer(layer, edit=True, attribute=plug)
-        curves = cmds.animLayer(layer, query=True, findCurveForPlug=plug) or []
+        curves = _names(cmds.animLayer(layer, query=True, findCurveForPlug=plug))
         if not curves:
             raise HostError(f"adding {plug} to layer {layer}: Maya created no curve for it")
         return str(curves[0])
 
     def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
-        cmds = self.cmds
         degrees = self._degrees_per_unit()
         with host_step(f"creating override layer {layer!r}"):
             created = self._layer(layer, override=True)
@@ -289,7 +303,6 @@ class MayaHost:
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
                        layer: str, weight: float) -> LayerHandle:
-        cmds = self.cmds
         degrees = self._degrees_per_unit()
         with host_step(f"creating additive layer {layer!r}"):
             created = self._layer(layer, override=False)
@@ -309,13 +322,12 @@ class MayaHost:
 
     def remove_layer(self, handle: LayerHandle) -> None:
         with host_step(f"deleting layer {handle.name!r}"):
-            if self.cmds.objExists(str(handle.token)):
-                self.cmds.delete(str(handle.token))
+            if cmds.objExists(str(handle.token)):
+                cmds.delete(str(handle.token))
 
     @contextmanager
     def undo_chunk(self, label: str) -> Iterator[None]:
         """One undo step; if the block raises, everything it did is undone."""
-        cmds = self.cmds
         cmds.undoInfo(openChunk=True, chunkName=label)
         try:
             yield

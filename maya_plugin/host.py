@@ -274,7 +274,7 @@ class MayaHost:
             created = self._layer(layer, override=True)
         weighted = curves.weighted
         for c, channel in enumerate(curves.channel_names):
-            plug = self._plug(channel)
+            plug = self.plug_for(channel)
             if not curves.animated[c] or plug in self.skipped:
                 continue
             scale = 1.0 / degrees if ".rotate" in plug else 1.0
@@ -308,7 +308,7 @@ class MayaHost:
             created = self._layer(layer, override=False)
             cmds.animLayer(created, edit=True, weight=float(weight))
         for c, channel in enumerate(channels):
-            plug = self._plug(channel)
+            plug = self.plug_for(channel)
             if plug in self.skipped:
                 continue
             scale = 1.0 / degrees if ".rotate" in plug else 1.0
@@ -354,7 +354,8 @@ class MayaHost:
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
-    def _plug(channel: str) -> str:
+    def plug_for(channel: str) -> str:
+        """The Maya plug of an engine channel (``hips.Xrotation`` → ``hips.rotateX``)."""
         node, _, attribute = channel.rpartition(".")
         if attribute in ENGINE_ATTRIBUTES:
             return f"{node}.{ENGINE_ATTRIBUTES[attribute]}"

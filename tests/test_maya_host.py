@@ -85,7 +85,7 @@ def test_apply_composes_reduced_and_original(sample_clip, time_unit, tangents):
     session.reduction.tangents = tangents
     session.reduction.space = "channel"
     reduction = session.apply()
-    plugs = [host._plug(c) for c in reduction.curves.channel_names]
+    plugs = [host.plug_for(c) for c in reduction.curves.channel_names]
     assert cmds.calls.count("openChunk") == 1 and "undo" not in cmds.calls
     override = [layer for layer in cmds.scene.layers if layer.override]
     assert len(override) == 1 and LOCKED not in override[0].curves
@@ -163,3 +163,38 @@ def test_quaternion_curves_are_reported_before_anything_is_written(sample_clip):
     with pytest.raises(SalientPosesError, match="quaternion interpolation.*Hips.rotateX"):
         session.analyze()
     assert cmds.scene.layers == []
+
+
+def test_selftest_passes_on_the_fake_and_fails_when_apply_is_wrong(monkeypatch):
+    from maya_plugin import selftest
+
+    cmds.reset()
+    lines = []
+    assert selftest.run(lines.append)
+    assert lines[-1] == "Salient Poses self-test: PASS" and len(lines) == 7
+    assert all(line.startswith("PASS") for line in lines[:-1])
+    # a host that keys wrong values must be caught
+    real = cmds.setKeyframe
+
+    def off_by_one(curve, time, value):
+        return real(curve, time, value + (0.5 if "salientPoses" in curve else 0.0))
+
+    monkeypatch.setattr(cmds, "setKeyframe", off_by_one)
+    lines.clear()
+    assert not selftest.run(lines.append)
+    assert any(line.startswith("FAIL  override layer alone") for line in lines)
+    assert lines[-1] == "Salient Poses self-test: FAIL"
+
+
+def test_api_reduces_with_cli_options(sample_clip):
+    from maya_plugin import api
+
+    build_scene(sample_clip)
+    result = api.reduce(["Hips"], ratio=0.1, tangents="broken", space="channel",
+                        residual=True, layer="walk")
+    assert result.keys == round(0.1 * 121)
+    assert [h.name for h in result.layers] == ["walk", "walk_residual"]
+    api.remove(result)
+    assert cmds.scene.layers == []
+    with pytest.raises(TypeError, match="unknown option 'colour'"):
+        api.reduce(["Hips"], colour="red")

@@ -86,6 +86,7 @@ class Layer:
     override: bool
     weight: float = 1.0
     accumulation: int = 0
+    mute: bool = False
     curves: dict[str, str] = field(default_factory=dict)  # plug -> curve name
 
 
@@ -141,7 +142,7 @@ def evaluate(plug: str, t: float) -> float:
     value = (scene.curves[scene.base[plug]].evaluate(t) if plug in scene.base
              else scene.nodes[node].values[attribute])
     for layer in scene.layers:
-        if plug not in layer.curves:
+        if plug not in layer.curves or layer.mute:
             continue
         curve = scene.curves[layer.curves[plug]]
         if not curve.keys:
@@ -173,14 +174,38 @@ def world_matrix(node_name: str, t: float) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- cmds
-def currentUnit(query: bool = False, time: bool = False, linear: bool = False,  # noqa: N802
-                angle: bool = False) -> str:
+def currentUnit(query: bool = False, time=False, linear=False, angle=False) -> str:  # noqa: N802
+    if not query:
+        if isinstance(time, str):
+            scene.time_unit = time
+        return ""
     return scene.time_unit if time else scene.linear_unit if linear else scene.angle_unit
 
 
-def playbackOptions(query: bool = False, minTime: bool = False,  # noqa: N802, N803
-                    maxTime: bool = False) -> float:
+def playbackOptions(query: bool = False, minTime=False, maxTime=False) -> float:  # noqa: N802, N803
+    if not query:
+        scene.playback = (float(minTime), float(maxTime))
+        return 0.0
     return scene.playback[0] if minTime else scene.playback[1]
+
+
+def file(newFile: bool = False, force: bool = False) -> None:  # noqa: A001, N803
+    global scene
+    scene = Scene()
+
+
+def select(*names: str, clear: bool = False) -> None:
+    scene.selection = [] if clear else list(names)
+
+
+def joint(name: str, position=(0.0, 0.0, 0.0), relative: bool = False) -> str:
+    create_node(name, None, translate=position)
+    return name
+
+
+def parent(child: str, new_parent: str, relative: bool = False) -> list[str]:
+    scene.nodes[child].parent = new_parent
+    return [child]
 
 
 def currentTime(value: float | None = None, query: bool = False) -> float:  # noqa: N802
@@ -202,6 +227,8 @@ def objectType(name: str) -> str:  # noqa: N802
 
 
 def ls(selection: bool = False, type: str | None = None) -> list[str]:  # noqa: A002
+    if type == "animLayer":
+        return [layer.name for layer in scene.layers]
     names = scene.selection if selection else list(scene.nodes)
     return [n for n in names if type in (None, "transform") or scene.nodes[n].kind == type]
 
@@ -243,8 +270,16 @@ def getAttr(plug: str, time: float | None = None, keyable: bool = False,  # noqa
     return evaluate(plug, t)
 
 
-def setAttr(plug: str, value: float) -> None:  # noqa: N802
+def setAttr(plug: str, *values: float, type: str | None = None) -> None:  # noqa: N802, A002
     node_name, attribute = plug.split(".", 1)
+    if type == "double3":
+        for axis, v in zip(_AXES, values, strict=True):
+            setAttr(f"{plug}{axis}", v)
+        return
+    value = values[0]
+    if attribute == "rotateOrder":
+        scene.nodes[node_name].rotate_order = int(value)
+        return
     for layer in scene.layers:
         if layer.name == node_name and attribute == "rotationAccumulationMode":
             layer.accumulation = int(value)
@@ -271,7 +306,8 @@ def rotationInterpolation(curve: str, query: bool = False) -> str:  # noqa: N802
 
 def animLayer(name: str | None = None, edit: bool = False, query: bool = False,  # noqa: N802
               override: bool = False, attribute: str | None = None,
-              findCurveForPlug: str | None = None, weight: float | None = None):  # noqa: N803
+              findCurveForPlug: str | None = None, weight: float | None = None,  # noqa: N803
+              mute: bool | None = None):
     calls.append(f"animLayer {name}")
     if query:
         layer = _find_layer(name)
@@ -288,6 +324,8 @@ def animLayer(name: str | None = None, edit: bool = False, query: bool = False, 
             scene.curves.setdefault(layer.curves[attribute], Curve())
         if weight is not None:
             layer.weight = float(weight)
+        if mute is not None:
+            layer.mute = bool(mute)
         return None
     unique, n = name or "animLayer1", 1
     while objExists(unique):
@@ -306,6 +344,10 @@ def _find_layer(name: str | None) -> Layer:
 
 def setKeyframe(curve: str, time: float, value: float) -> int:  # noqa: N802
     calls.append("setKeyframe")
+    if curve not in scene.curves:  # a plug: key its base curve (linear, like dense mocap)
+        if curve not in scene.base:
+            key_base(curve, [], [])
+        curve = scene.base[curve]
     scene.curves[curve].keys[float(time)] = float(value)
     return 1
 

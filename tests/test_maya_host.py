@@ -198,3 +198,30 @@ def test_api_reduces_with_cli_options(sample_clip):
     assert cmds.scene.layers == []
     with pytest.raises(TypeError, match="unknown option 'colour'"):
         api.reduce(["Hips"], colour="red")
+
+
+def test_mayapy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):
+    from maya_plugin import batch
+
+    build_scene(sample_clip)
+    cmds.saved["walk.ma"] = __import__("copy").deepcopy(cmds.scene)
+    out = tmp_path / "out"
+    code = batch.run(["walk.ma", "missing.ma", "--out", str(out), "--ratio", "0.1",
+                      "--space", "channel", "--residual"])
+    assert code == 1
+    rows = (out / "summary.csv").read_text().splitlines()
+    assert rows[0] == "clip,frames,keys,mean_mm,max_mm,seconds,status"
+    assert rows[1].startswith("walk.ma,121,12,") and rows[1].endswith(",ok")
+    assert "failed: RuntimeError: File not found: missing.ma" in rows[2]
+    saved = cmds.saved[str(out / "walk.ma")]
+    assert [layer.name for layer in saved.layers] == ["salientPoses", "salientPoses_residual"]
+    assert (out / "walk.ma").exists()
+
+
+def test_maya_plugin_imports_outside_maya():
+    import subprocess
+
+    code = ("import sys, maya_plugin, maya_plugin.host, maya_plugin.api, maya_plugin.ui, "
+            "maya_plugin.batch, maya_plugin.selftest, maya_plugin.preview; "
+            "assert 'maya' not in sys.modules and 'maya.cmds' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])

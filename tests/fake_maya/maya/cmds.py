@@ -17,6 +17,7 @@ documentation and ../shared/reference/HOST_APIS.md:
 from __future__ import annotations
 
 import copy
+from builtins import open as builtins_open
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -113,6 +114,7 @@ calls: list[str] = []
 def reset() -> None:
     global scene
     scene = Scene()
+    saved.clear()
     _undo.clear()
     _open.clear()
     calls.clear()
@@ -189,9 +191,28 @@ def playbackOptions(query: bool = False, minTime=False, maxTime=False) -> float:
     return scene.playback[0] if minTime else scene.playback[1]
 
 
-def file(newFile: bool = False, force: bool = False) -> None:  # noqa: A001, N803
+saved: dict[str, Scene] = {}  # "files" on the fake disk
+_name: list[str] = [""]
+
+
+def file(path: str | None = None, newFile: bool = False, force: bool = False,  # noqa: A001, N803
+         open: bool = False, rename: str | None = None, save: bool = False,  # noqa: A002
+         type: str | None = None) -> str:  # noqa: A002
     global scene
-    scene = Scene()
+    if newFile:
+        scene = Scene()
+    elif open:
+        if path not in saved:
+            raise RuntimeError(f"File not found: {path}")
+        scene = copy.deepcopy(saved[path])
+        _name[0] = str(path)
+    elif rename is not None:
+        _name[0] = rename
+    elif save:
+        saved[_name[0]] = copy.deepcopy(scene)
+        with builtins_open(_name[0], "w") as handle:  # a marker file on the real disk
+            handle.write(f"// fake {type} scene\n")
+    return _name[0]
 
 
 def select(*names: str, clear: bool = False) -> None:

@@ -1,0 +1,117 @@
+"""Maya UI: the Salient Poses menu and the dockable panel (workspaceControl).
+
+Facts (HOST_APIS.md §7): the panel is parented into a ``workspaceControl`` through
+``MQtUtil.findControl`` + ``addWidgetToMayaLayout``; ``uiScript`` rebuilds it when Maya restores
+its layout; menus go under ``MayaWindow`` and are skipped in batch.
+"""
+
+from __future__ import annotations
+
+import webbrowser
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from maya_plugin.host import MayaHost, cmds
+
+if TYPE_CHECKING:
+    from sp_core.ui.panel import SalientPosesPanel
+
+WORKSPACE = "salientPosesWorkspaceControl"
+MENU = "salientPosesMenu"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "maya.md"
+_panels: list[SalientPosesPanel] = []  # keep the Python wrappers alive while docked
+
+
+def install_menu() -> None:
+    """Add the Salient Poses menu to Maya's main menu bar (once; nothing in batch)."""
+    if cmds.about(batch=True):
+        return
+    if cmds.menu(MENU, exists=True):
+        cmds.deleteUI(MENU)
+    menu = str(cmds.menu(MENU, label="Salient Poses", parent="MayaWindow", tearOff=True))
+    cmds.menuItem(parent=menu, label="Open Panel", command=lambda *_: show_panel())
+    cmds.menuItem(parent=menu, label="Reduce Selection with Last Settings",
+                  command=lambda *_: reduce_with_last_settings())
+    cmds.menuItem(parent=menu, divider=True)
+    cmds.menuItem(parent=menu, label="Run Self-Test (new scene)",
+                  command=lambda *_: run_selftest())
+    cmds.menuItem(parent=menu, label="Help", command=lambda *_: webbrowser.open(DOCS.as_uri()))
+
+
+def show_panel() -> None:
+    """Open (or re-open) the dockable panel, tabbed next to the Attribute Editor."""
+    if cmds.workspaceControl(WORKSPACE, exists=True):
+        cmds.deleteUI(WORKSPACE)
+    # uiScript must be a string: Maya stores it with the layout to rebuild the panel
+    # (maya-stubs types it as a callable)
+    restore_script: Any = "from maya_plugin import ui; ui.restore()"
+    cmds.workspaceControl(WORKSPACE, label="Salient Poses", retain=False, initialWidth=470,
+                          tabToControl=("AttributeEditor", -1), uiScript=restore_script)
+    restore()
+
+
+def restore() -> None:
+    """Build the panel inside the workspace control (also called by Maya on layout restore)."""
+    from maya import OpenMayaUI
+    from shiboken6 import getCppPointer
+
+    from sp_core.session import Session
+    from sp_core.ui.panel import SalientPosesPanel
+
+    control = OpenMayaUI.MQtUtil.findControl(WORKSPACE)
+    panel = SalientPosesPanel(Session(MayaHost()))
+    OpenMayaUI.MQtUtil.addWidgetToMayaLayout(int(getCppPointer(panel)[0]), int(control))
+    _panels[:] = [panel]
+
+
+def last_settings() -> dict[str, Any]:
+    """The options the panel saved last (QSettings "SalientPoses/panel")."""
+    from PySide6 import QtCore
+
+    settings = QtCore.QSettings("SalientPoses", "panel")
+    kinds = {"cost": str, "compose": str, "pose": str, "stride": int, "max_span": int,
+             "tangents": str, "smoothness": float, "space": str, "layer": str,
+             "residual": bool, "residual_weight": float}
+    options: dict[str, Any] = {}
+    for key, kind in kinds.items():
+        value = settings.value(key)
+        if value is None:
+            continue
+        options[key] = (str(value).lower() == "true") if kind is bool else kind(value)
+    if not options.get("max_span"):
+        options.pop("max_span", None)
+    return options
+
+
+def reduce_with_last_settings() -> None:
+    """Analyse the selection and apply the suggested K with the panel's last options."""
+    from maya_plugin import api
+    from sp_core.errors import SalientPosesError
+
+    try:
+        result = api.reduce(None, **last_settings())
+    except SalientPosesError as exc:
+        cmds.warning(f"Salient Poses: {exc}")
+        return
+    m = result.reduction.metrics
+    cmds.inViewMessage(assistMessage=f"Salient Poses: {result.keys} keys into "
+                                     f"{', '.join(h.name for h in result.layers)}; mean error "
+                                     f"{m.mean_mm:.1f} mm", position="topCenter", fade=True)
+
+
+def run_selftest() -> None:
+    """Run the self-test in a new scene after asking (it replaces the open scene)."""
+    answer = cmds.confirmDialog(title="Salient Poses self-test",
+                                message="The self-test opens a new scene. Continue?",
+                                button=["Run", "Cancel"], defaultButton="Run",
+                                cancelButton="Cancel", dismissString="Cancel")
+    if answer != "Run":
+        return
+    from maya_plugin import selftest
+
+    lines: list[str] = []
+    passed = selftest.run(lines.append)
+    for line in lines:
+        print(line)
+    cmds.confirmDialog(title="Salient Poses self-test", message="\n".join(lines),
+                       button=["OK"], icon="information" if passed else "critical")

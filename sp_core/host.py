@@ -126,3 +126,11 @@ class GhostPoses(Protocol):
 
     def show_ghosts(self, frames: Sequence[int]) -> None:
         """Draw the poses at ``frames`` as ghosts (replacing earlier ghosts)."""
+
+
+@runtime_checkable
+class SkipReport(Protocol):
+    """Optional: a host that leaves some animated channels alone and says why."""
+
+    skipped: dict[str, str]
+    """Channel (host name) → reason, e.g. ``{"arm.rotateY": "locked"}``."""

@@ -225,3 +225,20 @@ def test_maya_plugin_imports_outside_maya():
             "maya_plugin.batch, maya_plugin.selftest, maya_plugin.preview; "
             "assert 'maya' not in sys.modules and 'maya.cmds' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_panel_reports_the_channels_maya_left_alone(sample_clip, qtbot, tmp_path):
+    from PySide6 import QtCore
+
+    from sp_core.ui.panel import SalientPosesPanel
+
+    build_scene(sample_clip)
+    session = Session(MayaHost())
+    settings = QtCore.QSettings(str(tmp_path / "p.ini"), QtCore.QSettings.Format.IniFormat)
+    panel = SalientPosesPanel(session, settings=settings)
+    qtbot.addWidget(panel)
+    panel.start_analysis()
+    qtbot.waitUntil(lambda: not panel.analysing, timeout=60_000)
+    panel.space_combo.setCurrentText("channel")
+    panel.apply()
+    assert "Left alone: LeftWrist.rotateY (locked)." in panel.status.text()

@@ -72,6 +72,8 @@ class MobuHost:
 
     def __init__(self) -> None:
         self.skipped: dict[str, str] = {}
+        self._read: tuple[int, dict[str, np.ndarray]] = (0, {})
+        self._created: list[str] = []
 
     # ------------------------------------------------------------------ time
     @property
@@ -213,6 +215,8 @@ class MobuHost:
                         if prop.IsAnimated() and (prop.IsLocked() or prop.IsMemberLocked(a)):
                             self.skipped[f"{node}.{'XYZ'[a]}{kind}"] = "locked"
         values = self.channel_values(channel_names, first, last)
+        # the residual's rotations need these values once our layers change the composite
+        self._read = (first, dict(zip(channel_names, values.T, strict=True)))
         parents = [index[p] if p is not None else -1 for _, p in nodes]
         return Clip(names, parents, np.array(offsets), [False] * len(names), channel_names,
                     values, self.fps, first_frame=first, name=", ".join(roots),
@@ -317,11 +321,19 @@ class MobuHost:
         model = self._model(node)
         order = ROTATE_ORDERS[int(model.RotationOrder)]
         every = [f"{node}.{a}rotation" for a in order]
-        original = self.channel_values(every, first, last)
-        delta = np.zeros_like(original)
+        start, read = self._read
+        if any(c not in read for c in every) or first < start \
+                or last - start >= len(read[every[0]]):
+            raise HostError(f"writing the residual of {node}: its motion over frames "
+                            f"{first}..{last} was not read by this host")
+        original = np.column_stack([read[c][first - start:last - start + 1] for c in every])
+        delta = np.zeros_like(original)  # original − what the layers below now hold
         for j, channel in enumerate(every):
-            if channel in columns:
+            if channel in columns and channel not in self.skipped:
                 delta[:, j] = residual[:, columns[channel]]
+        if any(c in self.skipped for c in every):
+            # the turn needs all three angles; a locked axis cannot take its share
+            self.skipped[f"{node}.rotation residual"] = "inexact: a rotation axis is locked"
         reduced = Rotation.from_euler(order, original - delta, degrees=True)
         turn = reduced.inv() * Rotation.from_euler(order, original, degrees=True)
         angles = turn.as_euler(order, degrees=True)
@@ -339,7 +351,7 @@ class MobuHost:
     @contextmanager
     def undo_chunk(self, label: str) -> Iterator[None]:
         """If the block fails, every layer it created is removed again (all or nothing)."""
-        self._created: list[str] = []
+        self._created = []
         try:
             yield
         except BaseException:

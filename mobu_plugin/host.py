@@ -81,7 +81,8 @@ class MobuHost:
         with host_step("reading the transport frame rate"):
             return float(fb.FBPlayerControl().GetTransportFpsValue())
 
-    def _time(self, frame: float) -> Any:
+    def time_of(self, frame: float) -> Any:
+        """An ``FBTime`` for a (possibly fractional) frame at the transport rate."""
         time = fb.FBTime()
         time.SetSecondDouble(float(frame) / self.fps)
         return time
@@ -100,7 +101,7 @@ class MobuHost:
 
     def set_current_frame(self, frame: int) -> None:
         with host_step(f"going to frame {frame}"):
-            fb.FBPlayerControl().Goto(self._time(frame))
+            fb.FBPlayerControl().Goto(self.time_of(frame))
 
     # ------------------------------------------------------------------ scene structure
     def _model(self, name: str) -> Any:
@@ -137,7 +138,7 @@ class MobuHost:
 
         def visit() -> Iterator[int]:
             for frame in frames:
-                player.Goto(self._time(frame))
+                player.Goto(self.time_of(frame))
                 scene.Evaluate()
                 yield frame
 
@@ -263,7 +264,7 @@ class MobuHost:
                     unclamped = fb.FBTangentClampMode.kFBTangentClampModeNone
                     fcurve.EditBegin(curves.n_keys)
                     for k, frame in enumerate(curves.frames):
-                        i = fcurve.KeyAdd(self._time(frame), float(curves.values[k, c]),
+                        i = fcurve.KeyAdd(self.time_of(frame), float(curves.values[k, c]),
                                           fb.FBInterpolation.kFBInterpolationCubic,
                                           fb.FBTangentMode.kFBTangentModeBreak)
                         fcurve.KeySetTangentClampMode(i, unclamped)
@@ -307,7 +308,7 @@ class MobuHost:
                     fcurve = self._curve(node, kind, axis)
                     fcurve.EditBegin(len(frames))
                     for frame, value in zip(frames, curve_values, strict=True):
-                        fcurve.KeyAdd(self._time(frame), float(value),
+                        fcurve.KeyAdd(self.time_of(frame), float(value),
                                       fb.FBInterpolation.kFBInterpolationLinear)
                     fcurve.EditEnd(len(frames))
         finally:
@@ -371,7 +372,7 @@ class MobuHost:
         take = fb.FBSystem().CurrentTake
         with host_step("adding time marks"):
             for frame in frames:
-                index = take.AddTimeMark(self._time(frame))
+                index = take.AddTimeMark(self.time_of(frame))
                 take.SetTimeMarkName(index, MARK)
 
     def clear_preview(self) -> None:

@@ -196,3 +196,24 @@ def test_rotation_residual_is_the_turn_from_reduced_to_original():
     np.testing.assert_allclose(composed.as_matrix(),
                                Rotation.from_euler(order, original, degrees=True).as_matrix(),
                                atol=1e-12)
+
+
+def test_selftest_passes_on_the_fake_and_catches_a_wrong_residual(monkeypatch):
+    from mobu_plugin import selftest
+
+    monkeypatch.setattr(selftest, "FRAMES", 40)  # the fake evaluates curves in Python
+    fb.reset(30.0)
+    lines = []
+    assert selftest.run(lines.append), lines
+    assert lines[-1] == "Salient Poses self-test: PASS" and len(lines) == 7
+    real = MobuHost._rotation_residual
+
+    def wrong(self, *args):
+        angles = real(self, *args)
+        return {channel: values + 1.0 for channel, values in angles.items()}
+
+    monkeypatch.setattr(MobuHost, "_rotation_residual", wrong)
+    fb.reset(30.0)
+    lines.clear()
+    assert not selftest.run(lines.append)
+    assert any(line.startswith("FAIL  base + override + residual") for line in lines)

@@ -62,8 +62,10 @@ class FBTime:
 
 
 class FBVector3d(list):
-    def __init__(self, values=(0.0, 0.0, 0.0)) -> None:
-        super().__init__(float(v) for v in values)
+    def __init__(self, *values) -> None:
+        if len(values) == 1:
+            values = tuple(values[0])
+        super().__init__(float(v) for v in (values or (0.0, 0.0, 0.0)))
 
 
 @dataclass
@@ -187,6 +189,8 @@ class _Property:
         values = [b if b is not None else s for b, s in zip(base, self.static, strict=True)]
         order = ORDERS[self.model.RotationOrder]
         for index, layer in enumerate(scene.take.layers[1:], 1):
+            if layer.Mute:
+                continue
             mine = self.layer_values(index, t)
             if all(m is None for m in mine):
                 continue
@@ -212,20 +216,51 @@ class _Property:
 
 
 class FBModel:
-    def __init__(self, name: str, parent: FBModel | None, translation=(0, 0, 0),
+    def __init__(self, name: str, parent: FBModel | None = None, translation=(0, 0, 0),
                  rotation_order: int = 0, pre_rotation=(0.0, 0.0, 0.0)) -> None:
         self.Name = self.LongName = name
-        self.Parent = parent
+        self._parent: FBModel | None = None
         self.Children: list[FBModel] = []
-        if parent is not None:
-            parent.Children.append(self)
-        self.Translation = _Property(self, "translation", translation)
+        self.Parent = parent
+        self.Show = False
+        self._translation = _Property(self, "translation", translation)
         self.Rotation = _Property(self, "rotation", (0, 0, 0))
         self.RotationOrder = rotation_order
         self.RotationActive = any(pre_rotation)
         self.PreRotation = FBVector3d(pre_rotation)
         self.PostRotation = FBVector3d()
         scene.models[name] = self
+
+    @property
+    def Parent(self) -> FBModel | None:  # noqa: N802
+        return self._parent
+
+    @Parent.setter
+    def Parent(self, parent: FBModel | None) -> None:  # noqa: N802
+        if self._parent is not None:
+            self._parent.Children.remove(self)
+        self._parent = parent
+        if parent is not None:
+            parent.Children.append(self)
+
+    @property
+    def Translation(self) -> _Property:  # noqa: N802
+        return self._translation
+
+    @Translation.setter
+    def Translation(self, value) -> None:  # noqa: N802
+        self._translation.static = [float(v) for v in value]
+
+    @property
+    def Selected(self) -> bool:  # noqa: N802
+        return self.Name in scene.selection
+
+    @Selected.setter
+    def Selected(self, value: bool) -> None:  # noqa: N802
+        if value and self.Name not in scene.selection:
+            scene.selection.append(self.Name)
+        elif not value and self.Name in scene.selection:
+            scene.selection.remove(self.Name)
 
     def local(self, t: float) -> np.ndarray:
         order = ORDERS[self.RotationOrder]
@@ -252,6 +287,7 @@ class FBAnimationLayer:
     LayerMode: int = FBLayerMode.kFBLayerModeAdditive
     Weight: float = 100.0
     LayerRotationMode: int = 1
+    Mute: bool = False
 
 
 class _Span:
@@ -281,6 +317,9 @@ class FBTake:
 
     def GetLayer(self, index: int) -> FBAnimationLayer:  # noqa: N802
         return self.layers[index]
+
+    def GetLayerByName(self, name: str) -> FBAnimationLayer:  # noqa: N802
+        return next(layer for layer in self.layers if layer.Name == name)
 
     def SetCurrentLayer(self, index: int) -> None:  # noqa: N802
         self.current = index
@@ -372,6 +411,24 @@ class FBPlayerControl:
 
 class FBModelList(list):
     pass
+
+
+class FBModelSkeleton(FBModel):
+    pass
+
+
+def FBModelRotationOrder(value: int) -> int:  # noqa: N802
+    return int(value)
+
+
+def FBTimeSpan(start: FBTime, stop: FBTime) -> _Span:  # noqa: N802
+    return _Span(start.seconds, stop.seconds)
+
+
+class FBApplication:
+    def FileNew(self, ask: bool = False, clear_name: bool = True) -> bool:  # noqa: N802
+        reset(scene.fps)
+        return True
 
 
 def FBGetSelectedModels(models: FBModelList) -> None:  # noqa: N802

@@ -7,10 +7,16 @@ import csv
 import multiprocessing
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sp_core.errors import SalientPosesError
+
+if TYPE_CHECKING:
+    from sp_core.reduction import Reduction
+    from sp_core.selection import SelectionSpace
 
 SUMMARY_FIELDS = ("clip", "frames", "keys", "mean_mm", "max_mm", "seconds", "status")
 
@@ -116,3 +122,58 @@ def run_batch(args: argparse.Namespace) -> int:
             writer.writerow(rows[path])
     print(f"{len(jobs) - failed} of {len(jobs)} clips reduced; summary in {out / 'summary.csv'}")
     return 1 if failed else 0
+
+
+# ----------------------------------------------------------------- host batches (mayapy, mobupy)
+def add_host_batch_options(parser: argparse.ArgumentParser) -> None:
+    """Options of the in-host batch scripts (the keyframe choice and the fitting of ``reduce``,
+    plus the layer to create)."""
+    from sp_core.fitting import FIT_SPACES, SMOOTHNESS, TANGENT_MODES
+
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--keys", type=int, metavar="K")
+    which.add_argument("--ratio", type=float, metavar="R")
+    which.add_argument("--suggested", action="store_true", help="the default")
+    parser.add_argument("--nodes", metavar="N1,N2,..",
+                        help="roots of the hierarchies to reduce (default: the top level)")
+    parser.add_argument("--tangents", choices=TANGENT_MODES, default="unified")
+    parser.add_argument("--smoothness", type=float, default=SMOOTHNESS)
+    parser.add_argument("--space", choices=FIT_SPACES, default="world")
+    parser.add_argument("--residual", action="store_true", help="also write the residual layer")
+    parser.add_argument("--layer", default="salientPoses", help="name of the new layer")
+
+
+def run_host_batch(inputs: list[str], out: Path,
+                   reduce_one: Callable[[str, Path], dict[str, object]]) -> int:
+    """Run ``reduce_one(path, out)`` on every input, report progress, write
+    ``out/summary.csv``; 1 if any failed."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i, path in enumerate(inputs, 1):
+        started = time.perf_counter()
+        try:
+            row = reduce_one(path, out)
+        except SalientPosesError as exc:
+            row = {"clip": path, "status": f"failed: {exc}"}
+        except Exception as exc:  # noqa: BLE001 - one bad scene must not stop the batch
+            row = {"clip": path, "status": f"failed: {type(exc).__name__}: {exc}"}
+        row.setdefault("clip", path)
+        row.setdefault("status", "ok")
+        row["seconds"] = f"{time.perf_counter() - started:.3f}"
+        rows.append(row)
+        print(f"[{i}/{len(inputs)}] {path}: {row['status']}", flush=True)
+    with open(out / "summary.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=SUMMARY_FIELDS, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    failed = sum(row["status"] != "ok" for row in rows)
+    print(f"{len(rows) - failed} of {len(rows)} reduced; summary in {out / 'summary.csv'}")
+    return 1 if failed else 0
+
+
+def reduction_row(space: SelectionSpace, keys: int, reduction: Reduction) -> dict[str, object]:
+    """The summary columns of one reduction."""
+    return {"frames": space.n_frames, "keys": keys,
+            "mean_mm": f"{reduction.metrics.mean_mm:.4f}",
+            "max_mm": f"{reduction.metrics.max_mm:.4f}"}

@@ -181,7 +181,8 @@ def test_preview_uses_named_time_marks_and_clears_them(sample_clip):
 def test_mobu_plugin_imports_outside_motionbuilder():
     import subprocess
 
-    code = ("import sys, mobu_plugin, mobu_plugin.host; "
+    code = ("import sys, mobu_plugin, mobu_plugin.host, mobu_plugin.ui, mobu_plugin.batch, "
+            "mobu_plugin.selftest, mobu_plugin.startup; "
             "assert 'pyfbsdk' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
 
@@ -217,3 +218,23 @@ def test_selftest_passes_on_the_fake_and_catches_a_wrong_residual(monkeypatch):
     lines.clear()
     assert not selftest.run(lines.append)
     assert any(line.startswith("FAIL  base + override + residual") for line in lines)
+
+
+def test_mobupy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):
+    import copy
+
+    from mobu_plugin import batch
+
+    build_scene(sample_clip, frames=41)
+    fb.saved.clear()
+    fb.saved["walk.fbx"] = copy.deepcopy(fb.scene)
+    out = tmp_path / "out"
+    code = batch.run(["walk.fbx", "missing.fbx", "--out", str(out), "--keys", "6",
+                      "--space", "channel"])
+    assert code == 1
+    rows = (out / "summary.csv").read_text().splitlines()
+    assert rows[1].startswith("walk.fbx,41,6,") and rows[1].endswith(",ok")
+    assert "failed: MotionBuilder could not open missing.fbx" in rows[2]
+    saved = fb.saved[str(out / "walk.fbx")]
+    assert [layer.Name for layer in saved.take.layers] == ["BaseAnimation", "salientPoses"]
+    assert not saved.take.marks  # the preview is cleared before saving

@@ -12,6 +12,7 @@ per layer as quaternions, R = R_below · R_layer^w). Models with Translation, Ro
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -425,9 +426,25 @@ def FBTimeSpan(start: FBTime, stop: FBTime) -> _Span:  # noqa: N802
     return _Span(start.seconds, stop.seconds)
 
 
+saved: dict[str, _State] = {}  # "files" on the fake disk
+
+
 class FBApplication:
     def FileNew(self, ask: bool = False, clear_name: bool = True) -> bool:  # noqa: N802
         reset(scene.fps)
+        return True
+
+    def FileOpen(self, path: str, show: bool = False) -> bool:  # noqa: N802
+        global scene
+        if path not in saved:
+            return False
+        scene = copy.deepcopy(saved[path])
+        return True
+
+    def FileSave(self, path: str) -> bool:  # noqa: N802
+        saved[path] = copy.deepcopy(scene)
+        with open(path, "w") as handle:  # a marker file on the real disk
+            handle.write("; fake FBX\n")
         return True
 
 

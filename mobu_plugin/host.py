@@ -74,6 +74,7 @@ class MobuHost:
         self.skipped: dict[str, str] = {}
         self._read: tuple[int, dict[str, np.ndarray]] = (0, {})
         self._created: list[str] = []
+        self.notes: list[str] = []
 
     # ------------------------------------------------------------------ time
     @property
@@ -287,6 +288,9 @@ class MobuHost:
         take = fb.FBSystem().CurrentTake
         first, last = int(frames[0]), int(frames[-1])
         columns = {c: i for i, c in enumerate(channels)}
+        self.notes = ["MotionBuilder composes layer rotations as quaternions, so the residual "
+                      "layer holds each joint's turn from the reduced to the original pose "
+                      "(exact at weight 100), not per-channel differences."]
         with host_step(f"creating additive layer {layer!r}"):
             created, index = self._new_layer(layer, fb.FBLayerMode.kFBLayerModeAdditive)
             created.Weight = 100.0 * float(weight)

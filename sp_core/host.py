@@ -134,3 +134,11 @@ class SkipReport(Protocol):
 
     skipped: dict[str, str]
     """Channel (host name) → reason, e.g. ``{"arm.rotateY": "locked"}``."""
+
+
+@runtime_checkable
+class HostNotes(Protocol):
+    """Optional: a host with something to tell the user about its last write."""
+
+    notes: list[str]
+    """Sentences shown after Apply (e.g. how a residual had to be written)."""

@@ -125,6 +125,7 @@ def test_residual_layer_restores_the_original_motion(sample_clip, fps):
     session.reduction.residual = True
     session.apply()
     assert fb.scene.take.layers[2].LayerMode == fb.FBLayerMode.kFBLayerModeAdditive
+    assert "quaternions" in host.notes[0]
     positions, turns = evaluate_all(host, names, frames)
     # exact everywhere but under the node with a locked rotation axis, which is reported
     assert host.skipped["LeftWrist.rotation residual"].startswith("inexact")

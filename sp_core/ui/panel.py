@@ -14,7 +14,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from sp_core.costs import available_costs, get_cost
 from sp_core.errors import SalientPosesError
 from sp_core.fitting import FIT_SPACES, TANGENT_MODES
-from sp_core.host import SkipReport
+from sp_core.host import HostNotes, SkipReport
 from sp_core.poses import POSE_SPACES
 from sp_core.selection import COMPOSITIONS
 from sp_core.session import Pin, Session
@@ -632,6 +632,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
         if isinstance(self.session.host, SkipReport) and self.session.host.skipped:
             skipped = " Left alone: " + ", ".join(
                 f"{plug} ({why})" for plug, why in self.session.host.skipped.items()) + "."
+        if isinstance(self.session.host, HostNotes) and self.session.host.notes:
+            skipped += " " + " ".join(self.session.host.notes)
         self.show_status(f"Applied {len(reduction.curves.frames)} keys "
                          f"({reduction.tangents}, {reduction.space} fit) into {layers}: mean "
                          f"error {m.mean_mm:.1f} mm, max {m.max_mm:.1f} mm at "

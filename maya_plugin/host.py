@@ -20,7 +20,6 @@ Maya's ``cmds`` is imported lazily so that ``import maya_plugin`` works outside 
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from scipy.spatial.transform import Rotation
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import SalientPosesError
-from sp_core.host import HostError, LayerHandle, host_step
+from sp_core.host import HostError, LayerHandle, LazyModule, host_step
 from sp_core.tangents import to_maya_angle_weight
 
 #: Maya attribute ↔ the engine's channel attribute.
@@ -63,20 +62,10 @@ def fps_from_unit(unit: str) -> float:
     return _NTSC.get(match.group(1), float(match.group(1)))
 
 
-class _Lazy:
-    """A module imported on first use, so ``import maya_plugin`` works outside Maya."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attribute: str) -> Any:
-        return getattr(importlib.import_module(self._name), attribute)
-
-
 if TYPE_CHECKING:  # mypy checks every call against maya-stubs
     from maya import cmds
 else:
-    cmds = _Lazy("maya.cmds")
+    cmds = LazyModule("maya.cmds")
 
 
 def _names(result: object) -> list[str]:

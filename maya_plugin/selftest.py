@@ -11,13 +11,13 @@ scene (``file -newFile -force``), so save your work first when running it from t
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from maya_plugin.host import ENGINE_ATTRIBUTES, ROTATE_ORDERS, MayaHost, cmds
+from sp_core.host import run_self_test
 from sp_core.io.bvh import read_bvh
 from sp_core.session import Session
 
@@ -62,17 +62,6 @@ def composite(plugs: list[str]) -> np.ndarray:
 
 def run(report: Callable[[str], None] = print) -> bool:
     """Run every step; True when all pass."""
-    results: list[bool] = []
-
-    def step(name: str, check: Callable[[], str | None]) -> None:
-        try:
-            problem = check()
-        except Exception:  # noqa: BLE001 - a self-test reports, it does not stop
-            problem = traceback.format_exc(limit=3).strip().splitlines()[-1]
-        results.append(problem is None)
-        report(f"{'PASS' if problem is None else 'FAIL'}  {name}" + (f": {problem}"
-                                                                      if problem else ""))
-
     state: dict = {}
 
     def setup() -> str | None:
@@ -122,18 +111,13 @@ def run(report: Callable[[str], None] = print) -> bool:
         error = np.abs(composite(state["plugs"]) - state["original"]).max()
         return None if error < TOLERANCE else f"scene differs from the original by {error}"
 
-    for name, check in (("build a scene from the sample clip (30 fps, frames 1001+)", setup),
-                        ("analyse the selection", analyse),
-                        ("apply 12 keys with a residual layer (one undo chunk)", apply),
-                        ("base + override + residual = original on every frame", with_residual),
-                        ("override layer alone = the reduced curves", override_alone),
-                        ("one undo removes everything", undo)):
-        step(name, check)
-        if not results[-1] and name.startswith(("build", "analyse", "apply")):
-            break
-    passed = all(results) and len(results) == 6
-    report("Salient Poses self-test: " + ("PASS" if passed else "FAIL"))
-    return passed
+    steps = (("build a scene from the sample clip (30 fps, frames 1001+)", setup),
+             ("analyse the selection", analyse),
+             ("apply 12 keys with a residual layer (one undo chunk)", apply),
+             ("base + override + residual = original on every frame", with_residual),
+             ("override layer alone = the reduced curves", override_alone),
+             ("one undo removes everything", undo))
+    return run_self_test(steps, report, essential=3)
 
 
 def main() -> int:

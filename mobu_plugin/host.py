@@ -22,7 +22,6 @@ Facts used (../shared/reference/HOST_APIS.md):
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -33,24 +32,13 @@ from scipy.spatial.transform import Rotation
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import SalientPosesError
-from sp_core.host import HostError, LayerHandle, host_step
+from sp_core.host import HostError, LayerHandle, LazyModule, host_step
 from sp_core.tangents import to_mobu
-
-
-class _Lazy:
-    """A module imported on first use."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attribute: str) -> Any:
-        return getattr(importlib.import_module(self._name), attribute)
-
 
 if TYPE_CHECKING:  # mypy checks every call against motionbuilder-stubs
     import pyfbsdk as fb
 else:
-    fb = _Lazy("pyfbsdk")
+    fb = LazyModule("pyfbsdk")
 
 #: ``FBModelRotationOrder`` value → the engine's Euler order (MotionBuilder "XYZ" rotates X
 #: first: R = Rz·Ry·Rx).

@@ -9,7 +9,6 @@ save your work first.
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from mobu_plugin.host import ROTATE_ORDERS, MobuHost, fb
+from sp_core.host import run_self_test
 from sp_core.io.bvh import read_bvh
 from sp_core.session import Session
 
@@ -61,18 +61,7 @@ def run(report: Callable[[str], None] = print) -> bool:
     """Run every step; True when all pass."""
     host = MobuHost()
     state: dict[str, Any] = {}
-    results: list[bool] = []
     frames = list(range(FIRST, FIRST + FRAMES))
-
-    def step(name: str, check: Callable[[], str | None]) -> bool:
-        try:
-            problem = check()
-        except Exception:  # noqa: BLE001 - a self-test reports, it does not stop
-            problem = traceback.format_exc(limit=3).strip().splitlines()[-1]
-        results.append(problem is None)
-        report(f"{'PASS' if problem is None else 'FAIL'}  {name}" + (f": {problem}"
-                                                                      if problem else ""))
-        return problem is None
 
     def setup() -> str | None:
         state["names"] = build_scene(host)
@@ -127,12 +116,7 @@ def run(report: Callable[[str], None] = print) -> bool:
              ("base + override + residual = original joint positions", with_residual),
              ("override layer alone = the reduced curves", override_alone),
              ("removing the layers restores the scene", remove))
-    for number, (name, check) in enumerate(steps):
-        if not step(name, check) and number < 3:
-            break
-    passed = all(results) and len(results) == len(steps)
-    report("Salient Poses self-test: " + ("PASS" if passed else "FAIL"))
-    return passed
+    return run_self_test(steps, report, essential=3)
 
 
 if __name__ in ("__main__", "__builtin__", "builtins"):

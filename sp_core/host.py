@@ -11,10 +11,12 @@ Host writes go through :meth:`Host.undo_chunk` so that one Apply is one undo ste
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import importlib
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -142,3 +144,40 @@ class HostNotes(Protocol):
 
     notes: list[str]
     """Sentences shown after Apply (e.g. how a residual had to be written)."""
+
+
+class LazyModule:
+    """A host SDK module (``maya.cmds``, ``pyfbsdk``) imported on first use, so that the
+    adapters import outside their application; type checkers see the real module instead."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+Check = Callable[[], "str | None"]
+
+
+def run_self_test(steps: Sequence[tuple[str, Check]], report: Callable[[str], None],
+                  essential: int) -> bool:
+    """Run an in-host self-test: each check returns None (pass) or what went wrong.
+
+    Prints ``PASS``/``FAIL`` per step and a final verdict; stops after a failing step among
+    the first ``essential`` (the later steps need them). Exceptions are failures, not crashes.
+    """
+    results: list[bool] = []
+    for number, (name, check) in enumerate(steps):
+        try:
+            problem = check()
+        except Exception:  # noqa: BLE001 - a self-test reports, it does not stop
+            problem = traceback.format_exc(limit=3).strip().splitlines()[-1]
+        results.append(problem is None)
+        report(f"{'PASS' if problem is None else 'FAIL'}  {name}"
+               + (f": {problem}" if problem else ""))
+        if problem is not None and number < essential:
+            break
+    passed = all(results) and len(results) == len(steps)
+    report("Salient Poses self-test: " + ("PASS" if passed else "FAIL"))
+    return passed

@@ -4,26 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference_bezier import bezier_at
 
 from sp_core import tangents
 from sp_core.fitting import fit_channels
 from sp_core.reduction import reduce
 
 FPS = 30.0
-
-
-def bezier_at(p0, p1, p2, p3, t):
-    """Evaluate a cubic Bézier given as four (time, value) points at time t (bisection on the
-    time polynomial, which is monotone for the handles hosts accept)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(80):
-        u = 0.5 * (lo + hi)
-        x = ((1 - u) ** 3 * p0[0] + 3 * u * (1 - u) ** 2 * p1[0] + 3 * u ** 2 * (1 - u) * p2[0]
-             + u ** 3 * p3[0])
-        lo, hi = (u, hi) if x < t else (lo, u)
-    u = 0.5 * (lo + hi)
-    return ((1 - u) ** 3 * p0[1] + 3 * u * (1 - u) ** 2 * p1[1] + 3 * u ** 2 * (1 - u) * p2[1]
-            + u ** 3 * p3[1])
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +51,7 @@ def test_maya_weighted_formula_reproduces_our_curve(curves, mode):
             p3 = (b["time"], b["value"])
             for frame in np.linspace(curve.frames[k], curve.frames[k + 1], 7)[1:-1]:
                 ours = curve.evaluate([frame], [c])[0, 0]
-                assert bezier_at(p0, p1, p2, p3, frame / FPS) == pytest.approx(ours, abs=1e-7)
+                assert bezier_at([p0, p1, p2, p3], frame / FPS) == pytest.approx(ours, abs=1e-7)
 
 
 def test_maya_angle_weight_match_xy_and_hermite(curves):
@@ -107,7 +94,7 @@ def test_motionbuilder_formula_reproduces_our_curve(curves, mode):
             p2 = (t1 - ldx, v1 - ldx * left_d)
             for frame in np.linspace(curve.frames[k], curve.frames[k + 1], 7)[1:-1]:
                 ours = curve.evaluate([frame], [c])[0, 0]
-                assert bezier_at((t0, v0), p1, p2, (t1, v1), frame / FPS) == pytest.approx(
+                assert bezier_at([(t0, v0), p1, p2, (t1, v1)], frame / FPS) == pytest.approx(
                     ours, abs=1e-7)
             if mode == "unified":
                 assert right_w == pytest.approx(1 / 3) and left_w == pytest.approx(1 / 3)

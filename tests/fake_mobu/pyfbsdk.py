@@ -16,6 +16,7 @@ import copy
 from dataclasses import dataclass, field
 
 import numpy as np
+from reference_bezier import bezier_at
 from scipy.spatial.transform import Rotation
 
 ORDERS = {0: "ZYX", 1: "YZX", 2: "XZY", 3: "ZXY", 4: "YXZ", 5: "XYZ"}
@@ -133,17 +134,8 @@ class FBFCurve:
         if a.interpolation == FBInterpolation.kFBInterpolationLinear:
             return a.value + (b.value - a.value) * (t - t0) / span
         right, left = a.right_w * span, b.left_w * span
-        p = np.array([[t0, a.value], [t0 + right, a.value + right * a.right_d],
-                      [t1 - left, b.value - left * b.left_d], [t1, b.value]])
-        lo, hi = 0.0, 1.0
-        for _ in range(80):
-            u = 0.5 * (lo + hi)
-            x = ((1 - u)**3 * p[0, 0] + 3 * u * (1 - u)**2 * p[1, 0]
-                 + 3 * u**2 * (1 - u) * p[2, 0] + u**3 * p[3, 0])
-            lo, hi = (u, hi) if x < t else (lo, u)
-        u = 0.5 * (lo + hi)
-        return float((1 - u)**3 * p[0, 1] + 3 * u * (1 - u)**2 * p[1, 1]
-                     + 3 * u**2 * (1 - u) * p[2, 1] + u**3 * p[3, 1])
+        return bezier_at([[t0, a.value], [t0 + right, a.value + right * a.right_d],
+                          [t1 - left, b.value - left * b.left_d], [t1, b.value]], t)
 
 
 class _AxisNode:

@@ -21,6 +21,7 @@ from builtins import open as builtins_open
 from dataclasses import dataclass, field
 
 import numpy as np
+from reference_bezier import bezier_at
 from scipy.spatial.transform import Rotation
 
 ORDERS = ("ZYX", "XZY", "YXZ", "YZX", "ZXY", "XYZ")  # rotateOrder enum -> column-vector order
@@ -57,17 +58,8 @@ class Curve:
             return float((2 * u**3 - 3 * u**2 + 1) * v0 + (u**3 - 2 * u**2 + u) * m0
                          + (-2 * u**3 + 3 * u**2) * v1 + (u**3 - u**2) * m1)
         w0, w1 = self.out_weight[t0], self.in_weight[t1]
-        p = np.array([[t0, v0], [t0 + w0 * np.cos(a0), v0 + w0 * np.sin(a0)],
-                      [t1 - w1 * np.cos(a1), v1 - w1 * np.sin(a1)], [t1, v1]])
-        lo, hi = 0.0, 1.0
-        for _ in range(80):
-            u = 0.5 * (lo + hi)
-            x = ((1 - u)**3 * p[0, 0] + 3 * u * (1 - u)**2 * p[1, 0]
-                 + 3 * u**2 * (1 - u) * p[2, 0] + u**3 * p[3, 0])
-            lo, hi = (u, hi) if x < t else (lo, u)
-        u = 0.5 * (lo + hi)
-        return float((1 - u)**3 * p[0, 1] + 3 * u * (1 - u)**2 * p[1, 1]
-                     + 3 * u**2 * (1 - u) * p[2, 1] + u**3 * p[3, 1])
+        return bezier_at([[t0, v0], [t0 + w0 * np.cos(a0), v0 + w0 * np.sin(a0)],
+                          [t1 - w1 * np.cos(a1), v1 - w1 * np.sin(a1)], [t1, v1]], t)
 
 
 @dataclass

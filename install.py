@@ -6,19 +6,33 @@ Usage
 ``python3 install.py --standalone``
     Create ``.venv`` in this checkout and install the project into it (editable) with its ``ui``
     and ``dev`` extras. Running it again only reinstalls when ``pyproject.toml`` changed.
-``python3 install.py --standalone --dry-run``
-    Print every command it would run and write nothing.
+``python3 install.py --maya [--maya-version 2025] [--modules-dir DIR] [--mayapy PATH]``
+    Write ``SalientPoses.mod`` into Maya's user modules folder (pointing at this checkout, or at a
+    copy under ``--prefix``), append a marked block to the version's ``userSetup.py`` that adds
+    the menu, and pip-install numpy, scipy, numba and pyqtgraph with ``mayapy`` into the module's
+    own ``site-packages`` (``--no-deps`` skips it; without ``mayapy`` the command is printed).
+``python3 install.py --mobu [--mobu-version 2025] [--startup-dir DIR] [--mobupy PATH]``
+    Write a start-up script into MotionBuilder's user PythonStartup folder and install the
+    dependencies with its Python likewise.
+``python3 install.py --uninstall [--maya] [--mobu]``
+    Remove exactly what was installed (recorded in ``.salient-poses-manifest.json``).
+``python3 install.py --check``
+    Report what is installed where and whether the hosts' Pythons import the engine.
+``--dry-run``
+    Print every file it would write and every command it would run; write nothing.
 
-Only the standard library is used here: this script runs before anything is installed. It is
-built as a *plan* of steps (commands and files) that is either printed (``--dry-run``) or carried
-out, so that the Maya and MotionBuilder targets can add their own steps later.
+Running any of them twice changes nothing the second time. Only the standard library is used
+here: this script runs before anything is installed. It is built as a *plan* of steps (commands
+and files) that is either printed (``--dry-run``) or carried out.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -101,6 +115,304 @@ def plan_standalone(plan: Plan, env_dir: Path = VENV, extras: str = STANDALONE_E
     plan.add(f"write {stamp}", lambda: stamp.write_text(fingerprint + "\n"))
 
 
+# ----------------------------------------------------------------------------- host installs
+PACKAGES = ("sp_core", "maya_plugin", "mobu_plugin", "examples")
+HOST_DEPENDENCIES = ("numpy", "scipy", "numba", "pyqtgraph")
+MANIFEST = ROOT / ".salient-poses-manifest.json"
+BEGIN = "# >>> Salient Poses (added by install.py; removed by install.py --uninstall) >>>"
+END = "# <<< Salient Poses <<<"
+
+
+def home() -> Path:
+    """The user's home folder (``HOME``, or ``USERPROFILE`` on Windows)."""
+    value = os.environ.get("USERPROFILE" if os.name == "nt" else "HOME")
+    return Path(value) if value else Path.home()
+
+
+def maya_app_dir() -> Path:
+    """``MAYA_APP_DIR`` or the platform default (Autodesk's documented locations)."""
+    if os.environ.get("MAYA_APP_DIR"):
+        return Path(os.environ["MAYA_APP_DIR"])
+    if sys.platform == "win32":
+        return home() / "Documents" / "maya"
+    if sys.platform == "darwin":
+        return home() / "Library" / "Preferences" / "Autodesk" / "maya"
+    return home() / "maya"
+
+
+def default_mayapy(version: str) -> Path:
+    if sys.platform == "win32":
+        return Path(f"C:/Program Files/Autodesk/Maya{version}/bin/mayapy.exe")
+    if sys.platform == "darwin":
+        return Path(f"/Applications/Autodesk/maya{version}/Maya.app/Contents/bin/mayapy")
+    return Path(f"/usr/autodesk/maya{version}/bin/mayapy")
+
+
+def default_mobu_startup(version: str) -> Path:
+    """The user's PythonStartup folder (scripts there run when MotionBuilder starts)."""
+    return home() / "Documents" / "MB" / version / "config" / "PythonStartup"
+
+
+def default_mobupy(version: str) -> Path:
+    if sys.platform == "win32":
+        return Path(f"C:/Program Files/Autodesk/MotionBuilder {version}/bin/x64/mobupy.exe")
+    return Path(f"/usr/autodesk/MotionBuilder{version}/bin/linux_64/mobupy")
+
+
+class Manifest:
+    """What install.py created, so that ``--uninstall`` removes exactly that."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or MANIFEST
+        self.entries: list[dict[str, str]] = []
+        if self.path.exists():
+            self.entries = json.loads(self.path.read_text())["entries"]
+
+    def record(self, entry: dict[str, str]) -> None:
+        if entry not in self.entries:
+            self.entries.append(entry)
+            self.save()
+
+    def forget(self, entry: dict[str, str]) -> None:
+        if entry in self.entries:
+            self.entries.remove(entry)
+            self.save()
+
+    def save(self) -> None:
+        if self.entries:
+            self.path.write_text(json.dumps({"entries": self.entries}, indent=1) + "\n")
+        elif self.path.exists():
+            self.path.unlink()
+
+
+def _writable_parent(path: Path) -> None:
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InstallError(f"cannot write {path}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK):
+        raise InstallError(f"cannot write {path}: {folder} is not writable; choose another "
+                           "folder with the matching --...-dir option")
+
+
+def _record_new_folders(manifest: Manifest, target: str, path: Path) -> None:
+    """Remember the top-most folder above ``path`` that does not exist yet (created by us, so
+    uninstall removes it again once it is empty)."""
+    top = None
+    folder = path.parent
+    while not folder.exists():
+        top, folder = folder, folder.parent
+    if top is not None:
+        manifest.record({"target": target, "kind": "folder", "path": str(top)})
+
+
+def _remove_empty_folders(folder: Path) -> None:
+    """Remove ``folder`` and the folders inside it if they hold no files."""
+    if not folder.is_dir():
+        return
+    for inner in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
+        if not any(inner.iterdir()):
+            inner.rmdir()
+    if not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def plan_file(plan: Plan, manifest: Manifest, target: str, path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (a file of ours) unless it already holds exactly that."""
+    if path.exists() and path.read_text() == text:
+        plan.add(f"{path} is up to date", lambda: None)
+        return
+    _writable_parent(path)
+
+    def write() -> None:
+        _record_new_folders(manifest, target, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        manifest.record({"target": target, "kind": "file", "path": str(path)})
+    plan.add(f"write {path}", write)
+
+
+def plan_block(plan: Plan, manifest: Manifest, target: str, path: Path, body: str) -> None:
+    """Append a marked block to a user's file (creating it if needed), once."""
+    existing = path.read_text() if path.exists() else ""
+    if BEGIN in existing:
+        plan.add(f"{path} already has the Salient Poses block", lambda: None)
+        return
+    _writable_parent(path)
+    block = f"{BEGIN}\n{body.rstrip()}\n{END}\n"
+
+    def append() -> None:
+        _record_new_folders(manifest, target, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        separator = "" if not existing or existing.endswith("\n") else "\n"
+        path.write_text(existing + separator + block)
+        manifest.record({"target": target, "kind": "block", "path": str(path)})
+    plan.add(f"append the Salient Poses block to {path}", append)
+
+
+def plan_copy(plan: Plan, manifest: Manifest, target: str, prefix: Path) -> None:
+    """Copy the packages into ``prefix`` (for a studio location independent of this checkout)."""
+    for name in PACKAGES:
+        source, destination = ROOT / name, prefix / name
+        if destination.exists() and _same_tree(source, destination):
+            plan.add(f"{destination} is up to date", lambda: None)
+            continue
+        _writable_parent(destination)
+
+        def copy(source: Path = source, destination: Path = destination) -> None:
+            _record_new_folders(manifest, target, destination / "x")
+            if destination.exists():
+                shutil.rmtree(destination)
+            shutil.copytree(source, destination,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+            manifest.record({"target": target, "kind": "tree", "path": str(destination)})
+        plan.add(f"copy {source} to {destination}", copy)
+
+
+def _same_tree(a: Path, b: Path) -> bool:
+    def files(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts
+                and p.suffix not in (".nbi", ".nbc")}
+    return files(a) == files(b)
+
+
+def plan_dependencies(plan: Plan, manifest: Manifest, target: str, interpreter: Path,
+                      site: Path) -> None:
+    """pip-install the engine's dependencies with the host's own Python into ``site``."""
+    argv = [str(interpreter), "-m", "pip", "install", "--disable-pip-version-check", "-q",
+            "--upgrade", "--target", str(site), *HOST_DEPENDENCIES]
+    if not interpreter.exists():
+        plan.add(f"{target}: host Python {interpreter} not found; install the dependencies "
+                 f"yourself with:\n    {' '.join(argv)}", lambda: None)
+        return
+    if site.exists() and all((site / name).exists() for name in HOST_DEPENDENCIES):
+        plan.add(f"{site} already has {', '.join(HOST_DEPENDENCIES)}", lambda: None)
+        return
+
+    def install() -> None:
+        _record_new_folders(manifest, target, site / "x")
+        result = subprocess.run(argv)
+        if result.returncode != 0:
+            raise InstallError(f"installing the dependencies with {interpreter} failed "
+                               f"(status {result.returncode}): {' '.join(argv)}")
+        manifest.record({"target": target, "kind": "tree", "path": str(site)})
+    plan.add("run: " + " ".join(argv), install)
+
+
+def maya_paths(args: argparse.Namespace) -> dict[str, Path]:
+    version = args.maya_version
+    app = maya_app_dir()
+    home_dir = Path(args.prefix) if args.prefix else ROOT
+    return {"module": Path(args.modules_dir or app / "modules") / "SalientPoses.mod",
+            "user_setup": app / version / "scripts" / "userSetup.py",
+            "site": home_dir / ".hosts" / f"maya-{version}" / "site-packages",
+            "root": home_dir,
+            "python": Path(args.mayapy) if args.mayapy else default_mayapy(version)}
+
+
+def plan_maya(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
+    paths = maya_paths(args)
+    if args.prefix:
+        plan_copy(plan, manifest, "maya", paths["root"])
+    module = (f"+ MAYAVERSION:{args.maya_version} SalientPoses 1.0 {paths['root']}\n"
+              f"PYTHONPATH+:={paths['root']}\n"
+              f"PYTHONPATH+:={paths['site']}\n")
+    plan_file(plan, manifest, "maya", paths["module"], module)
+    plan_block(plan, manifest, "maya", paths["user_setup"],
+               "try:\n    import maya_plugin.startup\n    maya_plugin.startup.install()\n"
+               "except ImportError as exc:\n    print('Salient Poses is not available:', exc)")
+    if not args.no_deps:
+        plan_dependencies(plan, manifest, "maya", paths["python"], paths["site"])
+
+
+def mobu_paths(args: argparse.Namespace) -> dict[str, Path]:
+    version = args.mobu_version
+    home_dir = Path(args.prefix) if args.prefix else ROOT
+    return {"startup": Path(args.startup_dir or default_mobu_startup(version))
+            / "salient_poses_startup.py",
+            "site": home_dir / ".hosts" / f"mobu-{version}" / "site-packages",
+            "root": home_dir,
+            "python": Path(args.mobupy) if args.mobupy else default_mobupy(version)}
+
+
+def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
+    """A script in the user's PythonStartup folder (documented to run at start-up; the search
+    path of MotionBuilder module files is not documented for users, see HOST_APIS.md §7)."""
+    paths = mobu_paths(args)
+    if args.prefix:
+        plan_copy(plan, manifest, "mobu", paths["root"])
+    script = ('"""Salient Poses start-up (written by install.py --mobu)."""\n'
+              "import sys\n"
+              f"for _path in ({str(paths['root'])!r}, {str(paths['site'])!r}):\n"
+              "    if _path not in sys.path:\n"
+              "        sys.path.append(_path)\n"
+              "try:\n    import mobu_plugin.startup\n    mobu_plugin.startup.install()\n"
+              "except ImportError as exc:\n    print('Salient Poses is not available:', exc)\n")
+    plan_file(plan, manifest, "mobu", paths["startup"], script)
+    if not args.no_deps:
+        plan_dependencies(plan, manifest, "mobu", paths["python"], paths["site"])
+
+
+def plan_uninstall(plan: Plan, manifest: Manifest, targets: set[str]) -> None:
+    entries = [e for e in manifest.entries if e["target"] in targets]
+    if not entries:
+        plan.add("nothing to uninstall (no manifest entries for "
+                 f"{', '.join(sorted(targets))})", lambda: None)
+    for entry in reversed(entries):
+        path = Path(entry["path"])
+
+        def remove(entry: dict[str, str] = entry, path: Path = path) -> None:
+            if entry["kind"] == "file" and path.exists():
+                path.unlink()
+            elif entry["kind"] == "tree" and path.exists():
+                shutil.rmtree(path)
+            elif entry["kind"] == "folder":
+                _remove_empty_folders(path)
+            elif entry["kind"] == "block" and path.exists():
+                text = path.read_text()
+                start, end = text.find(BEGIN), text.find(END)
+                if start >= 0 and end >= 0:
+                    text = text[:start] + text[end + len(END):].lstrip("\n")
+                    if text.strip():
+                        path.write_text(text)
+                    else:
+                        path.unlink()
+            manifest.forget(entry)
+        what = {"block": "remove the Salient Poses block from",
+                "folder": "remove if empty:"}.get(entry["kind"], "remove")
+        plan.add(f"{what} {path}", remove)
+
+
+def check(args: argparse.Namespace, manifest: Manifest) -> int:
+    """Report what is installed where and whether the hosts' Pythons import the engine."""
+    print(f"checkout: {ROOT}")
+    print(f"standalone: {'ready' if (VENV / STAMP_NAME).exists() else 'not installed'} "
+          f"({VENV})")
+    for entry in manifest.entries:
+        state = "present" if Path(entry["path"]).exists() else "MISSING"
+        print(f"{entry['target']}: {entry['kind']} {entry['path']} ({state})")
+    problems = 0
+    for target, paths, module in (("maya", maya_paths(args), "maya_plugin"),
+                                  ("mobu", mobu_paths(args), "mobu_plugin")):
+        if not any(e["target"] == target for e in manifest.entries):
+            print(f"{target}: not installed")
+            continue
+        python = paths["python"]
+        if not python.exists():
+            print(f"{target}: host Python {python} not found (give its path to check imports)")
+            continue
+        code = (f"import sys; sys.path[:0] = [{str(paths['root'])!r}, {str(paths['site'])!r}]; "
+                f"import sp_core.selection, {module}; print('ok')")
+        result = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+        ok = result.returncode == 0 and result.stdout.strip().endswith("ok")
+        problems += not ok
+        print(f"{target}: {python} {'imports the engine' if ok else 'CANNOT import the engine'}"
+              + ("" if ok else f": {result.stderr.strip().splitlines()[-1:]}"))
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     if sys.version_info < (3, 11):  # noqa: UP036 - this script may be started by any python3
         print(f"install.py: error: Python 3.11 or newer is needed, this is "
@@ -108,18 +420,52 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--standalone", action="store_true",
+    parser.add_argument("--standalone", action="store_true",
                         help="create .venv in this checkout and install the project with its "
                              "extras")
+    parser.add_argument("--maya", action="store_true", help="install into Maya")
+    parser.add_argument("--mobu", action="store_true", help="install into MotionBuilder")
+    parser.add_argument("--uninstall", action="store_true",
+                        help="remove what install.py installed for the named targets (all if "
+                             "none is named)")
+    parser.add_argument("--check", action="store_true",
+                        help="report what is installed where and whether the hosts import it")
     parser.add_argument("--dry-run", action="store_true",
                         help="print every step it would take and change nothing")
+    parser.add_argument("--no-deps", action="store_true",
+                        help="do not pip-install numpy, scipy, numba, pyqtgraph for the hosts")
+    parser.add_argument("--prefix", metavar="DIR",
+                        help="copy the packages here and point the hosts at the copy")
+    maya = parser.add_argument_group("Maya")
+    maya.add_argument("--maya-version", default="2025", metavar="V")
+    maya.add_argument("--modules-dir", metavar="DIR",
+                      help="where SalientPoses.mod goes (default MAYA_APP_DIR/modules)")
+    maya.add_argument("--mayapy", metavar="PATH", help="Maya's Python (default: the standard "
+                                                       "install location of that version)")
+    mobu = parser.add_argument_group("MotionBuilder")
+    mobu.add_argument("--mobu-version", default="2025", metavar="V")
+    mobu.add_argument("--startup-dir", metavar="DIR",
+                      help="PythonStartup folder (default Documents/MB/V/config/PythonStartup)")
+    mobu.add_argument("--mobupy", metavar="PATH", help="MotionBuilder's Python")
     args = parser.parse_args(argv)
+    if not (args.standalone or args.maya or args.mobu or args.uninstall or args.check):
+        parser.error("say what to do: --standalone, --maya, --mobu, --uninstall or --check")
 
+    manifest = Manifest()
+    if args.check:
+        return check(args, manifest)
     plan = Plan()
     try:
-        if args.standalone:
-            plan_standalone(plan)
+        if args.uninstall:
+            targets = {t for t in ("maya", "mobu") if getattr(args, t)} or {"maya", "mobu"}
+            plan_uninstall(plan, manifest, targets)
+        else:
+            if args.standalone:
+                plan_standalone(plan)
+            if args.maya:
+                plan_maya(plan, manifest, args)
+            if args.mobu:
+                plan_mobu(plan, manifest, args)
         plan.execute(args.dry_run)
     except InstallError as exc:
         print(f"install.py: error: {exc}", file=sys.stderr)

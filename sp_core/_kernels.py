@@ -171,6 +171,76 @@ def sse_table(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int
 
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
+def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
+                max_gap: int) -> np.ndarray:
+    """``curve-max`` table: largest distance from the in-betweens to the least-squares cubic.
+
+    For keys i < j (span L) and in-between k with u = (k - i) / L, the cubic is the Hermite
+    curve h00 p_i + h10 m_i + h01 p_j + h11 m_j; the end tangents m_i, m_j (per unit u) solve the
+    least-squares fit to the in-betweens, one 2x2 system shared by every dimension; with two or
+    fewer in-betweens the fit is exact and the cost 0. O(L · D) per pair, so whole clips want a
+    ``max_span``.
+    """
+    n, dims = poses.shape
+    m = candidates.shape[0]
+    table = np.full((m, band + 1), np.inf)
+    for bi in prange(m):
+        table[bi, 0] = 0.0
+        j = candidates[bi]
+        rhs_i = np.empty(dims)
+        rhs_j = np.empty(dims)
+        for d in range(1, band + 1):
+            ai = bi - d
+            if ai < 0:
+                break
+            i = candidates[ai]
+            span = j - i
+            if span > max_gap:
+                break
+            if span < 4:  # at most two in-betweens: the two tangents fit them exactly
+                table[bi, d] = 0.0
+                continue
+            a = 0.0
+            b = 0.0
+            c = 0.0
+            for e in range(dims):
+                rhs_i[e] = 0.0
+                rhs_j[e] = 0.0
+            for k in range(i + 1, j):
+                u = (k - i) / span
+                h00 = 2 * u**3 - 3 * u**2 + 1
+                h10 = u**3 - 2 * u**2 + u
+                h01 = -2 * u**3 + 3 * u**2
+                h11 = u**3 - u**2
+                a += h10 * h10
+                b += h10 * h11
+                c += h11 * h11
+                for e in range(dims):
+                    r = poses[k, e] - h00 * poses[i, e] - h01 * poses[j, e]
+                    rhs_i[e] += h10 * r
+                    rhs_j[e] += h11 * r
+            # three or more distinct u make h10 and h11 independent: det > 0
+            det = a * c - b * b
+            worst = 0.0
+            for k in range(i + 1, j):
+                u = (k - i) / span
+                h00 = 2 * u**3 - 3 * u**2 + 1
+                h10 = u**3 - 2 * u**2 + u
+                h01 = -2 * u**3 + 3 * u**2
+                h11 = u**3 - u**2
+                squared = 0.0
+                for e in range(dims):
+                    mi = (c * rhs_i[e] - b * rhs_j[e]) / det
+                    mj = (a * rhs_j[e] - b * rhs_i[e]) / det
+                    r = (poses[k, e] - h00 * poses[i, e] - h01 * poses[j, e] - h10 * mi
+                         - h11 * mj)
+                    squared += r * r
+                worst = max(worst, squared)
+            table[bi, d] = np.sqrt(worst)
+    return table
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
 def select(table: np.ndarray, lowest: np.ndarray, max_keys: int, use_sum: bool,
            chunks: int) -> tuple[np.ndarray, np.ndarray]:
     """Optimal selections for every key count up to ``max_keys`` (one dynamic programme).

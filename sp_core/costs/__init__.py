@@ -1,6 +1,6 @@
 """Keyframe-pair costs, registered by name (see :mod:`sp_core.costs.base`)."""
 
-from sp_core.costs import line_max, line_sse, line_time  # noqa: F401 - registers the costs
+from sp_core.costs import curve_max, line_max, line_sse, line_time  # noqa: F401 - registers
 from sp_core.costs.base import Cost, Option, available_costs, get_cost, register
 
 __all__ = ["Cost", "Option", "available_costs", "get_cost", "register"]

@@ -288,6 +288,8 @@ class MayaHost:
                     cmds.keyTangent(curve, edit=True, time=(int(frame), int(frame)),
                                     absolute=True, inTangentType="fixed",
                                     outTangentType="fixed", **flags)
+                for frame in curves.breakdown_frames:  # Maya's own breakdown keys
+                    cmds.keyframe(curve, edit=True, time=(frame, frame), breakdown=True)
         return LayerHandle(created, "override", token=created)
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
@@ -328,12 +330,14 @@ class MayaHost:
             cmds.undoInfo(closeChunk=True)
 
     # ------------------------------------------------------------------ preview
-    def preview_keyframes(self, frames: Sequence[int]) -> None:
-        """Keyframe markers on the time slider (Maya 2023+ custom drawing; nothing in batch)."""
+    def preview_keyframes(self, frames: Sequence[int],
+                          labels: Sequence[str] | None = None) -> None:
+        """Keyframe markers on the time slider (Maya 2023+ custom drawing; nothing in batch);
+        breakdowns in another colour."""
         self._preview = [int(f) for f in frames]
         from maya_plugin import preview
 
-        preview.show(self._preview, self.fps)
+        preview.show(self._preview, self.fps, labels)
 
     def clear_preview(self) -> None:
         self._preview = []

@@ -28,8 +28,9 @@ def _manager() -> Any:
         return None
 
 
-def show(frames: Sequence[int], fps: float) -> None:
-    """Draw one flag per frame on the time slider, replacing the previous preview."""
+def show(frames: Sequence[int], fps: float, labels: Sequence[str] | None = None) -> None:
+    """Draw one flag per frame on the time slider (breakdowns in blue), replacing the previous
+    preview."""
     manager = _manager()
     if manager is None:
         return
@@ -38,13 +39,16 @@ def show(frames: Sequence[int], fps: float) -> None:
     if _state["id"] is None:
         _state["id"] = manager.registerCustomDrawOn(DRAW_NAME, 0)
     unit = OpenMaya.MTime.uiUnit()
-    colour = OpenMaya.MColor((0.96, 0.70, 0.42))
+    colours = {"breakdown": OpenMaya.MColor((0.43, 0.66, 0.86))}
+    default = OpenMaya.MColor((0.96, 0.70, 0.42))
     primitives = []
-    for frame in frames:
+    for i, frame in enumerate(frames):
+        label = labels[i] if labels is not None else "keyframe"
         time = OpenMaya.MTime(float(frame), unit)
         primitive = OpenMayaUI.MTimeSliderDrawPrimitive(
-            OpenMayaUI.MTimeSliderDrawPrimitive.kFrameFlag, time, time, colour)
-        primitive.tooltip = f"Salient Poses keyframe {frame}"
+            OpenMayaUI.MTimeSliderDrawPrimitive.kFrameFlag, time, time,
+            colours.get(label, default))
+        primitive.tooltip = f"Salient Poses {label} {frame}"
         primitives.append(primitive)
     manager.setDrawPrimitives(_state["id"], primitives)
     manager.requestTimeSliderRedraw()

@@ -45,6 +45,7 @@ else:
 ROTATE_ORDERS = {0: "ZYX", 1: "YZX", 2: "XZY", 3: "ZXY", 4: "YXZ", 5: "XYZ"}
 PROPERTIES = {"position": "Translation", "rotation": "Rotation"}
 MARK = "SalientPoses"
+MARK_COLOURS = {"keypose": (0.96, 0.70, 0.42), "breakdown": (0.43, 0.66, 0.86)}
 
 
 class MobuHost:
@@ -358,18 +359,25 @@ class MobuHost:
             self._created = []
 
     # ------------------------------------------------------------------ preview
-    def preview_keyframes(self, frames: Sequence[int]) -> None:
-        """Time marks named "SalientPoses" on the take's timeline (replacing earlier ones)."""
+    def preview_keyframes(self, frames: Sequence[int],
+                          labels: Sequence[str] | None = None) -> None:
+        """Time marks on the take's timeline (replacing earlier ones), named "SalientPoses" or,
+        for layered selections, "SalientPoses keypose" / "SalientPoses breakdown" and coloured
+        (MotionBuilder has no breakdown keys)."""
         self.clear_preview()
         take = fb.FBSystem().CurrentTake
         with host_step("adding time marks"):
-            for frame in frames:
+            for i, frame in enumerate(frames):
                 index = take.AddTimeMark(self.time_of(frame))
-                take.SetTimeMarkName(index, MARK)
+                label = labels[i] if labels is not None else None
+                take.SetTimeMarkName(index, f"{MARK} {label}" if label else MARK)
+                if label in MARK_COLOURS:
+                    take.SetTimeMarkColor(index, fb.FBColor(*MARK_COLOURS[label]))
 
     def clear_preview(self) -> None:
         take = fb.FBSystem().CurrentTake
         with host_step("removing time marks"):
             for index in range(take.GetTimeMarkCount() - 1, -1, -1):
-                if take.GetTimeMarkName(index) == MARK:
+                name = take.GetTimeMarkName(index)
+                if name == MARK or name.startswith(MARK + " "):
                     take.DeleteTimeMark(index)

@@ -22,9 +22,10 @@ from sp_core.errors import SalientPosesError
 from sp_core.fitting import FIT_SPACES, SMOOTHNESS, TANGENT_MODES
 from sp_core.io.bvh import read_bvh
 from sp_core.io.keys import reduction_record, write_reduced_bvh, write_reduction_json
+from sp_core.layered import KEYPOSE_ACCURACY, LayeredSelection, layered_selection
 from sp_core.poses import POSE_SPACES
 from sp_core.reduction import Reduction, reduce
-from sp_core.selection import COMPOSITIONS, SelectionSpace
+from sp_core.selection import COMPOSITIONS, SIGNIFICANCE, SelectionSpace
 
 PROG = "salient-poses"
 SAMPLE_CLIP = Path(__file__).resolve().parents[1] / "examples" / "cmu_131_01.bvh"
@@ -184,6 +185,37 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
                        help="host frame number of the clip's first frame (default 0)")
 
 
+def add_layered_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("keyposes and breakdowns")
+    group.add_argument("--layered", action="store_true",
+                       help="label keys as keyposes and breakdowns (three layers on --leading)")
+    group.add_argument("--leading", metavar="N1,N2,..",
+                       help="nodes of the leading part (e.g. RightWrist for a throw)")
+    group.add_argument("--accuracy", type=float, default=KEYPOSE_ACCURACY, metavar="A",
+                       help=f"threshold of the keypose and breakdown layers (default "
+                            f"{KEYPOSE_ACCURACY})")
+    group.add_argument("--significance", type=float, default=SIGNIFICANCE, metavar="S",
+                       help=f"least improvement of one more key (default {SIGNIFICANCE})")
+
+
+def layered_from_args(clip: Clip, args: argparse.Namespace) -> LayeredSelection:
+    leading = _names(args.leading)
+    if not leading:
+        raise UsageError("--layered needs --leading with the nodes of the leading part")
+    return layered_selection(clip, leading, nodes=_names(args.nodes),
+                             weights=_weights(args.weights), frame_range=_range(args.range),
+                             stride=args.stride, keypose_accuracy=args.accuracy,
+                             breakdown_accuracy=args.accuracy, significance=args.significance,
+                             pose=args.pose)
+
+
+def _layered_summary(chosen: LayeredSelection) -> str:
+    return "\n".join([
+        f"Keyposes   {len(chosen.keyposes)}: {', '.join(map(str, chosen.keyposes))}",
+        f"Breakdowns {len(chosen.breakdowns)}: {', '.join(map(str, chosen.breakdowns))}",
+    ])
+
+
 def analyse(args: argparse.Namespace) -> tuple[Clip, SelectionSpace]:
     """Load the clip named in ``args`` and build its selection space."""
     clip = load_clip(args.clip, first_frame=args.first_frame)
@@ -271,7 +303,12 @@ def reduce_from_args(args: argparse.Namespace, path: str
     """Load ``path``, choose the keyframes the options ask for and reduce."""
     clip = load_clip(path, first_frame=args.first_frame)
     space = None
-    if args.frames:
+    labels = None
+    if getattr(args, "layered", False):
+        chosen = layered_from_args(clip, args)
+        frames = chosen.frames.tolist()
+        labels = dict(zip(frames, chosen.labels, strict=True))
+    elif args.frames:
         frames = _frames(args.frames, "--frames")
     else:
         wanted = None
@@ -293,7 +330,7 @@ def reduce_from_args(args: argparse.Namespace, path: str
         wanted = min(max(wanted, space.min_keys), space.max_keys)
         frames = space.keyframes(wanted).tolist()
     reduction = reduce(clip, frames, tangents=args.tangents, smoothness=args.smoothness,
-                       space=args.space)
+                       space=args.space, labels=labels)
     return clip, reduction, space
 
 
@@ -328,10 +365,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     options = {k: getattr(args, k) for k in ("pose", "nodes", "weights", "time_scale", "range",
                                              "pins", "stride", "max_span", "max_keys")}
     options["max_keys"] = space.max_keys
+    chosen = layered_from_args(clip, args) if args.layered else None
     if args.json != "-":
         print(_space_summary(clip, space))
+        if chosen is not None:
+            print(_layered_summary(chosen))
     if args.json:
-        _write_json(space_record(clip, space, args.clip, options), args.json)
+        record = space_record(clip, space, args.clip, options)
+        if chosen is not None:
+            record["layered"] = chosen.record()
+        _write_json(record, args.json)
     if args.plot:
         _save_plot(space, args.plot, log=not args.linear, title=f"{clip.name}: {space.cost.name}"
                    f", compose={space.compose}")
@@ -434,6 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "for every keyframe count K, with suggested K values.")
     analyze.add_argument("clip", metavar="CLIP", help="a .bvh file")
     add_selection_options(analyze)
+    add_layered_options(analyze)
     output = analyze.add_argument_group("output")
     output.add_argument("--json", metavar="OUT", help="write the space as JSON ('-': stdout)")
     output.add_argument("--plot", metavar="OUT.png", help="save the error-against-K graph")
@@ -448,6 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
     reduce_cmd.add_argument("clip", metavar="CLIP", help="a .bvh file")
     add_reduce_options(reduce_cmd)
     add_selection_options(reduce_cmd)
+    add_layered_options(reduce_cmd)
     output = reduce_cmd.add_argument_group("output")
     output.add_argument("--json", metavar="OUT", help="keys, tangents and metrics as JSON "
                                                       "('-': stdout)")

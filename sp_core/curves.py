@@ -88,6 +88,8 @@ class KeyedCurves:
         to their constant value.
     tangents : str
         The tangent mode the handles were fitted with.
+    labels : list of str, optional
+        Per key, ``"keypose"`` or ``"breakdown"`` when the keys come from a layered selection.
     """
 
     channel_names: list[str]
@@ -97,6 +99,7 @@ class KeyedCurves:
     out_handles: np.ndarray
     animated: np.ndarray
     tangents: str = "unified"
+    labels: list[str] | None = None
 
     def __post_init__(self) -> None:
         k = len(self.frames)
@@ -108,6 +111,16 @@ class KeyedCurves:
                                  f"{self.out_handles.shape}, animated {self.animated.shape}")
         if k and np.any(np.diff(self.frames) <= 0):
             raise ReductionError("key frames must be strictly increasing")
+        if self.labels is not None and len(self.labels) != k:
+            raise ReductionError(f"{len(self.labels)} labels for {k} keys")
+
+    @property
+    def breakdown_frames(self) -> list[int]:
+        """Host frames of the keys labelled ``breakdown`` (empty without labels)."""
+        if self.labels is None:
+            return []
+        return [int(f) for f, label in zip(self.frames, self.labels, strict=True)
+                if label == "breakdown"]
 
     @property
     def n_keys(self) -> int:

@@ -115,8 +115,10 @@ class Host(Protocol):
     def undo_chunk(self, label: str) -> AbstractContextManager[None]:
         """Everything inside is one undo step; on an exception the host rolls it back."""
 
-    def preview_keyframes(self, frames: Sequence[int]) -> None:
-        """Show ``frames`` as keyframe markers (and ghost poses where the host can)."""
+    def preview_keyframes(self, frames: Sequence[int],
+                          labels: Sequence[str] | None = None) -> None:
+        """Show ``frames`` as keyframe markers (and ghost poses where the host can); with
+        ``labels`` (``"keypose"``/``"breakdown"`` per frame) the two kinds look different."""
 
     def clear_preview(self) -> None:
         """Remove the preview."""

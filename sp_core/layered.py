@@ -44,6 +44,9 @@ KEYPOSE_ACCURACY = 0.05
 BREAKDOWN_ACCURACY = 0.05
 #: Speed ratio below which a key of the line layers counts as an extreme (see :func:`extremes`).
 EXTREME_RATIO = 0.25
+#: A key of the line layers whose path goes straight on (cosine between incoming and outgoing
+#: motion above this, i.e. a turn under about 25°) without slowing down is a breakdown.
+TURN_COSINE = 0.9
 #: Largest K solved inside one segment (threshold choices land far below it).
 LAYER_MAX_KEYS = 64
 
@@ -136,7 +139,8 @@ def layered_selection(clip: Clip, leading: Sequence[str], nodes: Sequence[str] |
         Cost of the keypose layer.
     extreme_ratio : float
         A key of the line layers is a keypose when the leading part's speed there is below this
-        fraction of its mean speed over the two neighbouring segments (see :func:`extremes`).
+        fraction of its mean speed over the two neighbouring segments, or when its path turns
+        sharply there (see :func:`extremes`).
     """
     if not leading:
         raise SelectionError("choose at least one node of the leading part")
@@ -154,7 +158,7 @@ def layered_selection(clip: Clip, leading: Sequence[str], nodes: Sequence[str] |
             for f in _choose(space, keypose_accuracy, significance, None)[1:-1]:
                 chosen.setdefault(int(f), "keyposes")
     keys = sorted(chosen)
-    labels = extremes(lead, first, keys, extreme_ratio)
+    labels = extremes(lead, first, keys, extreme_ratio, window=max(1, round(clip.fps / 12)))
     poses_at = sorted(f for f in keys if labels[f] == KEYPOSE)
     for start, end in zip(poses_at[:-1], poses_at[1:], strict=True):
         space = _sub_space(body, first, start, end, "curve-max", stride)
@@ -168,22 +172,31 @@ def layered_selection(clip: Clip, leading: Sequence[str], nodes: Sequence[str] |
                             [chosen[int(f)] for f in frames])
 
 
-def extremes(poses: np.ndarray, first: int, keys: Sequence[int],
-             ratio: float = 0.25) -> dict[int, str]:
-    """Label the keys chosen by the line layers: ``keypose`` where the motion comes (nearly) to
-    rest — the extremes an animator blocks with — ``breakdown`` where it passes through.
+def extremes(poses: np.ndarray, first: int, keys: Sequence[int], ratio: float = EXTREME_RATIO,
+             window: int = 2, turn: float = TURN_COSINE) -> dict[int, str]:
+    """Label the keys chosen by the line layers: ``keypose`` at the extremes an animator blocks
+    with — where the leading part comes (nearly) to rest or turns back — and ``breakdown`` where
+    it passes through.
 
-    The speed at key k is |p(k+1) - p(k-1)| / 2 in the given pose space; the reference is the
-    mean speed over the segments from the previous to the next key. The first and last keys are
-    keyposes.
+    At key k, with incoming motion p(k) - p(k - window) and outgoing motion p(k + window) - p(k):
+    a keypose when the speed there, |p(k+1) - p(k-1)| / 2, is below ``ratio`` times the mean
+    speed from the previous to the next key, or when the cosine between incoming and outgoing
+    motion is below ``turn`` (the path bends by more than about 25 degrees); a breakdown when
+    the motion passes straight through at speed. The first and last keys are keyposes.
     """
     labels = {int(keys[0]): KEYPOSE, int(keys[-1]): KEYPOSE}
     speed = np.linalg.norm(np.diff(poses, axis=0), axis=1)  # speed[r]: rows r -> r + 1
+    last = len(poses) - 1
     for before, key, after in zip(keys[:-2], keys[1:-1], keys[2:], strict=True):
         r = key - first
-        here = 0.5 * (speed[r - 1] + speed[r]) if 0 < r < len(speed) else 0.0
+        here = 0.5 * (speed[r - 1] + speed[r])
         around = speed[before - first:after - first].mean()
-        labels[int(key)] = KEYPOSE if here <= ratio * around else BREAKDOWN
+        incoming = poses[r] - poses[max(0, r - window)]
+        outgoing = poses[min(last, r + window)] - poses[r]
+        norms = np.linalg.norm(incoming) * np.linalg.norm(outgoing)
+        cosine = float(incoming @ outgoing / norms) if norms > 0 else -1.0
+        rests = here <= ratio * around
+        labels[int(key)] = KEYPOSE if rests or cosine < turn else BREAKDOWN
     return labels
 
 

@@ -8,8 +8,9 @@ channel, so reduced + residual gives back the original channels (to rounding).
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,7 +84,7 @@ def _key_rows(clip: Clip, frames: Iterable[int]) -> np.ndarray:
 
 def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
            smoothness: float = SMOOTHNESS, space: str = "world",
-           world_iterations: int = 12) -> Reduction:
+           world_iterations: int = 12, labels: Mapping[int, str] | None = None) -> Reduction:
     """Rebuild the clip's animation from keys at ``frames`` only.
 
     Parameters
@@ -97,6 +98,9 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     space : {"world", "channel"}
         ``world`` (default) refines the channel fit on world joint positions.
     world_iterations : int
+    labels : mapping of int to str, optional
+        ``"keypose"`` / ``"breakdown"`` per keyframe (from :mod:`sp_core.layered`); carried by
+        the curves into host writes and files.
 
     Returns
     -------
@@ -140,6 +144,11 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
             timings["world_s"] = fit.info["world_s"]
         curves = fit.curves(values, rows, original.first_frame, list(work.channel_names),
                             animated, tangents)
+    if labels is not None:
+        missing = [int(f) for f in keys if int(f) not in labels]
+        if missing:
+            raise ReductionError(f"no label for keyframe {missing[0]}")
+        curves = dataclasses.replace(curves, labels=[str(labels[int(f)]) for f in keys])
     reduced = curves.dense()
     reduced[:, ~animated] = values[:1, ~animated]
     residual = original.channels - reduced

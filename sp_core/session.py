@@ -31,6 +31,7 @@ from sp_core.clip import Clip
 from sp_core.errors import SalientPosesError, SelectionError
 from sp_core.fitting import SMOOTHNESS
 from sp_core.host import Host, LayerHandle, host_step
+from sp_core.layered import LayeredSelection, TwoPassSpace
 from sp_core.reduction import Reduction, reduce
 from sp_core.selection import SelectionSpace
 
@@ -77,7 +78,9 @@ class AnalysisOptions:
     ``roots`` are the nodes whose hierarchies are analysed (None: the host's selection, or its
     whole scene when nothing is selected); ``nodes`` the nodes whose poses count (None: all
     under the roots) with per-node ``weights``; ``frame_range`` None means the host's playback
-    range.
+    range. With ``layered``, K counts keyposes chosen on the ``leading`` nodes and
+    ``breakdowns`` more keys (None: the breakdown space's threshold rule) are chosen with the
+    keyposes pinned (:class:`sp_core.layered.TwoPassSpace`).
     """
 
     roots: list[str] | None = None
@@ -93,6 +96,9 @@ class AnalysisOptions:
     max_span: int | None = None
     max_keys: int | None = None
     time_scale: float = 0.0
+    layered: bool = False
+    leading: list[str] = field(default_factory=list)
+    breakdowns: int | None = None
 
 
 @dataclass
@@ -123,6 +129,7 @@ class Session:
         self.motion: Clip | None = None
         self.k: int | None = None
         self.applied: list[LayerHandle] = []
+        self.two_pass: TwoPassSpace | None = None
         self.last_reduction: Reduction | None = None
         self._subscribers: dict[str, list[Callable[..., None]]] = {e: [] for e in EVENTS}
 
@@ -201,13 +208,22 @@ class Session:
                 report(0.0, "reading the motion from " + self.host.name)
                 motion = self.read_motion()
             report(0.02, "poses")
-            space = SelectionSpace.from_clip(
-                motion, pose=options.pose, nodes=options.nodes, weights=options.weights or None,
-                time_scale=options.time_scale, cost=options.cost,
-                cost_options=options.cost_options, compose=options.compose,
-                pins=[p.frame for p in options.pins], stride=options.stride,
-                max_span=options.max_span, max_keys=options.max_keys,
-                progress=lambda f, m: report(0.05 + 0.95 * f, m))
+            two_pass = None
+            if options.layered:
+                report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
+                two_pass = TwoPassSpace(motion, options.leading, nodes=options.nodes,
+                                        weights=options.weights or None, stride=options.stride,
+                                        pose=options.pose)
+                space = two_pass.keyposes
+            else:
+                space = SelectionSpace.from_clip(
+                    motion, pose=options.pose, nodes=options.nodes,
+                    weights=options.weights or None, time_scale=options.time_scale,
+                    cost=options.cost, cost_options=options.cost_options,
+                    compose=options.compose, pins=[p.frame for p in options.pins],
+                    stride=options.stride, max_span=options.max_span,
+                    max_keys=options.max_keys,
+                    progress=lambda f, m: report(0.05 + 0.95 * f, m))
             token.check()
         except AnalysisCancelled:
             self._emit("analysis_cancelled")
@@ -215,7 +231,7 @@ class Session:
         except Exception as exc:
             self._emit("analysis_failed", exc)
             raise
-        self.motion, self.space = motion, space
+        self.motion, self.space, self.two_pass = motion, space, two_pass
         wanted = self.suggested_k if self.k is None else self.k
         self.k = int(min(max(wanted, space.min_keys), space.max_keys))
         if progress is not None:
@@ -232,19 +248,42 @@ class Session:
         return int(self.suggestions["threshold"])
 
     def keyframes(self, k: int | None = None) -> np.ndarray:
-        """Host frames of the optimal selection with ``k`` (default the current K) keys."""
+        """Host frames of the optimal selection with ``k`` (default the current K) keys; in
+        layered mode K keyposes plus their breakdowns."""
         space = self._require_space()
-        return space.keyframes(self.k if k is None else k)
+        k = self.k if k is None else k
+        if self.two_pass is not None:
+            return self.selection(k).frames
+        return space.keyframes(k)
+
+    def selection(self, k: int | None = None) -> LayeredSelection | None:
+        """Layered mode: the labelled keyframes for ``k`` keyposes (None in plain mode)."""
+        if self.two_pass is None:
+            return None
+        k = self.k if k is None else k
+        assert k is not None
+        extra = self.analysis.breakdowns
+        return self.two_pass.selection(k, None if extra is None else k + extra)
+
+    def labels(self, k: int | None = None) -> dict[int, str] | None:
+        chosen = self.selection(k)
+        if chosen is None:
+            return None
+        return {int(f): label for f, label in zip(chosen.frames, chosen.labels, strict=True)}
 
     def set_k(self, k: int | None = None) -> int:
         """Choose K (clamped to the space; default the current K) and preview its keyframes
         in the host; returns K."""
         space = self._require_space()
         k = int(min(max(int(self.k if k is None else k), space.min_keys), space.max_keys))
-        frames = space.keyframes(k)
         self.k = k
+        frames = self.keyframes(k)
+        labels = self.labels(k)
         with host_step("previewing keyframes"):
-            self.host.preview_keyframes(frames.tolist())
+            if labels is None:
+                self.host.preview_keyframes(frames.tolist())
+            else:
+                self.host.preview_keyframes(frames.tolist(), [labels[int(f)] for f in frames])
         self._emit("k_changed", k, frames)
         return k
 
@@ -256,11 +295,12 @@ class Session:
     # ------------------------------------------------------------------ apply / remove
     def apply(self) -> Reduction:
         """Reduce at the current K and write it into the host: one undo step, all or nothing."""
-        space = self._require_space()
+        self._require_space()
         assert self.motion is not None and self.k is not None
         options = self.reduction
-        reduction = reduce(self.motion, space.keyframes(self.k), tangents=options.tangents,
-                           smoothness=options.smoothness, space=options.space)
+        reduction = reduce(self.motion, self.keyframes(self.k), tangents=options.tangents,
+                           smoothness=options.smoothness, space=options.space,
+                           labels=self.labels(self.k))
         handles: list[LayerHandle] = []
         with host_step("opening an undo chunk"):
             chunk = self.host.undo_chunk(f"Salient Poses: apply {self.k} keys")

@@ -56,6 +56,7 @@ class StandaloneHost:
         self.clip = clip
         self.source = source or clip.name
         self.preview: list[int] = []
+        self.preview_labels: list[str] | None = None
         self.listeners: list[Callable[[str], None]] = []
         self._frame = clip.first_frame
         self._layers: list[_Layer] = []
@@ -166,12 +167,15 @@ class StandaloneHost:
             raise
 
     # ------------------------------------------------------------------ preview
-    def preview_keyframes(self, frames: Sequence[int]) -> None:
+    def preview_keyframes(self, frames: Sequence[int],
+                          labels: Sequence[str] | None = None) -> None:
         self.preview = [int(f) for f in frames]
+        self.preview_labels = list(labels) if labels is not None else None
         self._notify("preview")
 
     def clear_preview(self) -> None:
         self.preview = []
+        self.preview_labels = None
         self._notify("preview")
 
     def show_ghosts(self, frames: Sequence[int]) -> None:

@@ -105,9 +105,10 @@ class FakeHost:
         finally:
             self.open_chunks -= 1
 
-    def preview_keyframes(self, frames: Sequence[int]) -> None:
+    def preview_keyframes(self, frames: Sequence[int], labels=None) -> None:
         self._call("preview_keyframes", list(frames))
         self.previews.append(list(frames))
+        self.preview_labels = None if labels is None else list(labels)
 
     def clear_preview(self) -> None:
         self._call("clear_preview")

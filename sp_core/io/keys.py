@@ -19,7 +19,8 @@ def reduction_record(reduction: Reduction, source: str, fps: float) -> dict[str,
     Each animated channel lists its keys as ``[frame, value, in_dframe, in_dvalue, out_dframe,
     out_dvalue]``: host frame, value in channel units (degrees for rotations), and the in / out
     Bézier handles as offsets from the key (in points back: in_dframe <= 0). Constant channels
-    have ``"animated": false``, no keys and their ``"value"``.
+    have ``"animated": false``, no keys and their ``"value"``. ``"labels"`` is the list of
+    ``"keypose"``/``"breakdown"`` per frame for layered selections, else null.
     """
     curves = reduction.curves
     channels = []
@@ -37,6 +38,7 @@ def reduction_record(reduction: Reduction, source: str, fps: float) -> dict[str,
         "clip": source,
         "fps": fps,
         "frames": curves.frames.tolist(),
+        "labels": curves.labels,
         "tangents": reduction.tangents,
         "space": reduction.space,
         "weighted": curves.weighted,

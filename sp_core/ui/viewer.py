@@ -11,7 +11,9 @@ from sp_core.standalone import StandaloneHost
 ORIGINAL = (150, 150, 150)
 SCENE = (111, 168, 220)
 GHOST = (246, 178, 107, 70)
+GHOST_BREAKDOWN = (111, 168, 220, 70)
 KEY = (246, 178, 107)
+BREAKDOWN = (111, 168, 220)
 
 
 def bone_segments(positions: np.ndarray, parents: np.ndarray) -> np.ndarray:
@@ -38,6 +40,8 @@ class SkeletonView(pg.PlotWidget):
         self.setMenuEnabled(False)
         self.hideButtons()
         self.ghost_item = self.plot([], [], connect="pairs", pen=pg.mkPen(GHOST, width=1.5))
+        self.breakdown_item = self.plot([], [], connect="pairs",
+                                        pen=pg.mkPen(GHOST_BREAKDOWN, width=1.5))
         self.original_item = self.plot([], [], connect="pairs", pen=pg.mkPen(ORIGINAL, width=2))
         self.pose_item = self.plot([], [], connect="pairs", pen=pg.mkPen(SCENE, width=3),
                                symbol="o", symbolSize=4, symbolBrush=SCENE, symbolPen=None)
@@ -76,8 +80,16 @@ class Timeline(pg.PlotWidget):
         self.setXRange(first, last, padding=0.01)
         self.cursor.setBounds((first, last))
 
-    def set_keys(self, frames: list[int]) -> None:
-        self.ticks.setData(frames, [0.5] * len(frames))
+    def set_keys(self, frames: list[int], labels: list[str] | None = None) -> None:
+        """Keyframe ticks: keyposes as orange squares, breakdowns as smaller blue diamonds."""
+        if labels is None:
+            self.ticks.setData(frames, [0.5] * len(frames))
+            return
+        spots = [{"pos": (f, 0.5), "symbol": "d" if label == "breakdown" else "s",
+                  "size": 8 if label == "breakdown" else 10,
+                  "brush": pg.mkBrush(BREAKDOWN if label == "breakdown" else KEY)}
+                 for f, label in zip(frames, labels, strict=True)]
+        self.ticks.setData(spots=spots)
 
 
 class SkeletonViewer(QtWidgets.QWidget):
@@ -163,15 +175,19 @@ class SkeletonViewer(QtWidgets.QWidget):
 
     def _draw_ghosts(self) -> None:
         frames = self.host.preview
-        self.timeline.set_keys(frames)
+        labels = self.host.preview_labels
+        self.timeline.set_keys(frames, labels)
+        breakdown = [labels is not None and labels[i] == "breakdown" for i in range(len(frames))]
         for view in (self.front, self.side):
-            if not frames or not self.ghost_box.isChecked():
-                view.ghost_item.setData([], [])
-                continue
-            rows = [self.host.clip.frame_index(f) for f in frames]
-            poses = view.project(self._positions[rows])
-            segments = np.concatenate([bone_segments(p, self.parents) for p in poses])
-            view.ghost_item.setData(*segments.T)
+            for item, wanted in ((view.ghost_item, False), (view.breakdown_item, True)):
+                chosen = [f for f, b in zip(frames, breakdown, strict=True) if b == wanted]
+                if not chosen or not self.ghost_box.isChecked():
+                    item.setData([], [])
+                    continue
+                rows = [self.host.clip.frame_index(f) for f in chosen]
+                poses = view.project(self._positions[rows])
+                segments = np.concatenate([bone_segments(p, self.parents) for p in poses])
+                item.setData(*segments.T)
 
     def _toggle_play(self, playing: bool) -> None:
         self.play_button.setText("Pause" if playing else "Play")

@@ -300,6 +300,7 @@ class FBTake:
         default_factory=lambda: [FBAnimationLayer("BaseAnimation", Weight=100.0)])
     current: int = 0
     marks: list[tuple[float, str]] = field(default_factory=list)
+    colours: dict[int, tuple] = field(default_factory=dict)
     LocalTimeSpan: _Span = field(default_factory=lambda: _Span(0.0, 1.0))
 
     def CreateNewLayer(self) -> None:  # noqa: N802
@@ -333,6 +334,10 @@ class FBTake:
 
     def SetTimeMarkName(self, index: int, name: str) -> bool:  # noqa: N802
         self.marks[index] = (self.marks[index][0], name)
+        return True
+
+    def SetTimeMarkColor(self, index: int, colour) -> bool:  # noqa: N802
+        self.colours[index] = tuple(colour)
         return True
 
     def GetTimeMarkCount(self) -> int:  # noqa: N802
@@ -400,6 +405,11 @@ class FBPlayerControl:
     def Goto(self, time: FBTime) -> bool:  # noqa: N802
         scene.time = time.seconds
         return True
+
+
+class FBColor(tuple):
+    def __new__(cls, r: float, g: float, b: float):
+        return super().__new__(cls, (r, g, b))
 
 
 class FBModelList(list):

@@ -38,6 +38,7 @@ class Curve:
     linear: bool = True
     weighted: bool = False
     interpolation: str = "euler"
+    breakdowns: set = field(default_factory=set)
 
     def evaluate(self, t: float) -> float:
         times = sorted(self.keys)
@@ -305,7 +306,11 @@ def setAttr(plug: str, *values: float, type: str | None = None) -> None:  # noqa
 
 
 def keyframe(plug: str, query: bool = False, keyframeCount: bool = False,  # noqa: N803
-             name: bool = False):
+             name: bool = False, edit: bool = False, time=None, breakdown: bool = False):
+    if edit:  # plug is a curve here: mark breakdown keys
+        if breakdown:
+            scene.curves[plug].breakdowns.add(float(time[0]))
+        return 1
     curves = [scene.base[plug]] if plug in scene.base else []
     curves += [layer.curves[plug] for layer in scene.layers if plug in layer.curves]
     if keyframeCount:

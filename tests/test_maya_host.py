@@ -242,3 +242,21 @@ def test_panel_reports_the_channels_maya_left_alone(sample_clip, qtbot, tmp_path
     panel.space_combo.setCurrentText("channel")
     panel.apply()
     assert "Left alone: LeftWrist.rotateY (locked)." in panel.status.text()
+
+
+def test_layered_apply_writes_maya_breakdown_keys(sample_clip):
+    build_scene(sample_clip)
+    session = Session(MayaHost())
+    session.analysis.layered = True
+    session.analysis.leading = ["RightWrist", "LeftWrist"]
+    session.analysis.breakdowns = 3
+    session.analyze()
+    session.set_k(5)
+    session.reduction.space = "channel"
+    reduction = session.apply()
+    labels = reduction.curves.labels
+    assert labels.count("keypose") == 5 and labels.count("breakdown") == 3
+    breakdowns = {float(f) for f in reduction.curves.breakdown_frames}
+    override = [layer for layer in cmds.scene.layers if layer.override][0]
+    for curve_name in override.curves.values():
+        assert cmds.scene.curves[curve_name].breakdowns == breakdowns

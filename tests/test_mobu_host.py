@@ -239,3 +239,20 @@ def test_mobupy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):
     saved = fb.saved[str(out / "walk.fbx")]
     assert [layer.Name for layer in saved.take.layers] == ["BaseAnimation", "salientPoses"]
     assert not saved.take.marks  # the preview is cleared before saving
+
+
+def test_layered_preview_names_and_colours_time_marks(sample_clip):
+    build_scene(sample_clip)
+    session = Session(MobuHost())
+    session.analysis.layered = True
+    session.analysis.leading = ["RightWrist"]
+    session.analysis.breakdowns = 2
+    session.analyze()
+    session.set_k(4)
+    names = [name for _t, name in fb.scene.take.marks]
+    assert names.count("SalientPoses keypose") == 4
+    assert names.count("SalientPoses breakdown") == 2
+    colours = set(fb.scene.take.colours.values())
+    assert len(colours) == 2
+    MobuHost().clear_preview()
+    assert fb.scene.take.marks == []

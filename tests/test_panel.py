@@ -190,3 +190,21 @@ def test_screenshot_command_saves_a_real_image(tmp_path, sample_path):
                for y in range(0, image.height(), 7)}
     assert len(colours) > 200
 
+
+
+def test_layered_mode_previews_labelled_keys_and_draws_both_spaces(make_panel, qtbot):
+    panel, host, session = make_panel()
+    panel.layered_box.setChecked(True)
+    qtbot.mouseClick(panel.analyze_button, QtCore.Qt.MouseButton.LeftButton)
+    assert "select the rows of the leading part" in panel.status.text()
+    row = [panel.node_table.item(r, 0).text() for r in range(panel.node_table.rowCount())
+           ].index("RightWrist")
+    panel.node_table.selectRow(row)
+    panel.breakdown_spin.setValue(2)
+    analyse(qtbot, panel)
+    assert session.analysis.leading == ["RightWrist"]
+    panel.request_k(5, immediately=True)
+    assert host.preview_labels.count("keypose") == 5
+    assert host.preview_labels.count("breakdown") == 2
+    assert len(panel.graph.second_curve.getData()[0]) > 0
+    assert "5 keyposes, 2 breakdowns" in panel.status.text()

@@ -33,6 +33,10 @@ class ErrorGraph(QtWidgets.QWidget):
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.curve = self.plot.plot([], [], pen=pg.mkPen("#6fa8dc", width=2))
+        # layered mode: the breakdown space of the current keyposes (x = all keys)
+        self.second_curve = self.plot.plot([], [], pen=pg.mkPen("#93c47d", width=2,
+                                                                 style=QtCore.Qt.PenStyle.DashLine))
+        self.second: SelectionSpace | None = None
         self.suggested = pg.ScatterPlotItem(size=11, brush=pg.mkBrush("#f6b26b"),
                                             pen=pg.mkPen("#26282b"), hoverable=True,
                                             hoverSize=15, tip=None)
@@ -65,6 +69,16 @@ class ErrorGraph(QtWidgets.QWidget):
         self.space = space
         self.mm_per_unit = mm_per_unit
         self._redraw()
+
+    def set_second(self, space: SelectionSpace | None) -> None:
+        """Also draw ``space`` (the breakdown space), dashed; None removes it."""
+        self.second = space
+        if space is None:
+            self.second_curve.setData([], [])
+            return
+        keys, errors = space.key_counts, space.errors
+        ok = np.isfinite(errors) & ((errors > 0) if self.log_box.isChecked() else True)
+        self.second_curve.setData(keys[ok], errors[ok])
 
     def set_k(self, k: int) -> None:
         """Move the marker (no signal)."""

@@ -222,6 +222,19 @@ class SalientPosesPanel(QtWidgets.QWidget):
         form.addRow("max span", self.span_spin)
         self.max_keys_spin = _spin(0, 10**6, 0, "auto (half the frames)")
         form.addRow("max keys", self.max_keys_spin)
+        self.layered_box = QtWidgets.QCheckBox("keyposes + breakdowns")
+        self.layered_box.setToolTip(
+            "K counts keyposes chosen on the leading part (select its rows in the node table); "
+            "breakdowns are then chosen on all nodes with the keyposes pinned")
+        self.breakdown_spin = _spin(-1, 10**4, -1, "auto")
+        self.breakdown_spin.setToolTip("breakdowns added to the keyposes (auto: the threshold "
+                                       "rule of the breakdown space)")
+        self.breakdown_spin.valueChanged.connect(self._breakdowns_changed)
+        layered = QtWidgets.QHBoxLayout()
+        layered.addWidget(self.layered_box)
+        layered.addWidget(QtWidgets.QLabel("breakdowns"))
+        layered.addWidget(self.breakdown_spin)
+        form.addRow("mode", layered)
         self._render_cost_options(self.cost_combo.currentText())
         return box
 
@@ -492,6 +505,10 @@ class SalientPosesPanel(QtWidgets.QWidget):
             if value != 1.0:
                 weights[self.node_table.item(row, 0).text()] = value
         a.weights = weights
+        a.layered = self.layered_box.isChecked()
+        rows = sorted({i.row() for i in self.node_table.selectionModel().selectedRows()})
+        a.leading = [self.node_table.item(r, 0).text() for r in rows]
+        a.breakdowns = None if self.breakdown_spin.value() < 0 else self.breakdown_spin.value()
         r = self.session.reduction
         r.tangents = self.tangent_combo.currentText()
         r.smoothness = self.smooth_spin.value()
@@ -505,6 +522,10 @@ class SalientPosesPanel(QtWidgets.QWidget):
             return
         self.collect_options()
         self._save_settings()
+        if self.session.analysis.layered and not self.session.analysis.leading:
+            self.show_error("keyposes + breakdowns: select the rows of the leading part in the "
+                            "node table first (e.g. the hands of a gesture)")
+            return
         try:
             self._thread, self._worker = start_analysis(self.session, self)
         except SalientPosesError as exc:
@@ -605,6 +626,17 @@ class SalientPosesPanel(QtWidgets.QWidget):
 
     def _on_k_changed(self, k: int, frames: Any) -> None:
         self._sync_k_widgets(k)
+        two_pass = self.session.two_pass
+        self.graph.set_second(None if two_pass is None else two_pass.breakdown_space(k))
+        chosen = self.session.selection(k)
+        if chosen is not None:
+            self.show_status(f"{len(chosen.keyposes)} keyposes, {len(chosen.breakdowns)} "
+                             f"breakdowns: {', '.join(map(str, chosen.frames))}", ok=True)
+
+    def _breakdowns_changed(self, value: int) -> None:
+        self.session.analysis.breakdowns = None if value < 0 else value
+        if self.session.space is not None and self.session.two_pass is not None:
+            self.request_k(self.k_slider.value(), immediately=True)
 
     # ------------------------------------------------------------------ apply / remove
     def apply(self) -> None:

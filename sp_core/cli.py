@@ -402,6 +402,50 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return run_batch(args)
 
 
+def _edited_pose(clip: Clip, args: argparse.Namespace) -> np.ndarray:
+    """The edited channel values at ``--frame``: offsets from ``--edit`` or a frame of
+    ``--edited-bvh``."""
+    edited = clip.channels[clip.frame_index(args.frame)].copy()
+    if args.edit:
+        try:
+            record = json.loads(Path(args.edit).read_text())
+            offsets = record["offsets"]
+            for channel, value in offsets.items():
+                edited[clip.channel_names.index(channel)] += float(value)
+        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+            raise UsageError(f"{args.edit}: expected {{\"offsets\": {{\"Node.Xrotation\": "
+                             f"degrees, ...}}}} with channels of the clip ({exc})") from None
+        return edited
+    other = load_clip(args.edited_bvh, first_frame=args.first_frame)
+    if other.channel_names != clip.channel_names:
+        raise UsageError(f"{args.edited_bvh} has other channels than {args.clip}")
+    return other.raw_channels[other.frame_index(args.frame)]
+
+
+def cmd_propagate(args: argparse.Namespace) -> int:
+    from sp_core.falloff import PoseGraph, pose_edit, propagate
+    from sp_core.poses import pose_matrix
+
+    clip = load_clip(args.clip, first_frame=args.first_frame)
+    edited = _edited_pose(clip, args)
+    graph = PoseGraph(pose_matrix(clip, args.pose, _names(args.nodes)),
+                      first_frame=clip.first_frame, sigma=args.sigma, eigen=args.eigen,
+                      time_scale=args.time_scale)
+    weights = graph.weights(args.frame, region=_range(args.range), mode=args.mode)
+    channels = propagate(clip, pose_edit(clip, args.frame, edited), weights)
+    from sp_core.io.bvh import write_bvh
+
+    write_bvh(clip.with_channels(channels), _output_path(args.bvh))
+    if args.weights:
+        rows = "\n".join(f"{f},{w:.6f}" for f, w in zip(clip.frames, weights, strict=True))
+        _output_path(args.weights).write_text("frame,weight\n" + rows + "\n")
+    reached = clip.frames[weights > 0.5]
+    print(f"Propagated the edit at frame {args.frame} ({args.mode}, sigma {graph.sigma:.4g}, "
+          f"{graph.eigen} eigenpairs): weight > 0.5 on {len(reached)} frames"
+          + (f" ({reached[0]}..{reached[-1]})" if len(reached) else "") + f"; wrote {args.bvh}")
+    return 0
+
+
 def cmd_view(args: argparse.Namespace) -> int:
     try:
         from sp_core.ui.main_window import run_viewer
@@ -526,6 +570,32 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--apply", action="store_true", help="also Apply (with --keys)")
     view.add_argument("--screenshot", metavar="OUT.png", help="save the window and exit")
     view.set_defaults(func=cmd_view)
+
+    wand = sub.add_parser(
+        "propagate", parents=[common], help="spread a pose edit over the motion (magic wand)",
+        description="Apply an edit made at one frame to the whole motion with a falloff from "
+                    "the pose graph's Green's function: it follows the motion, and in global "
+                    "mode reaches every similar pose.")
+    wand.add_argument("clip", metavar="CLIP", help="a .bvh file")
+    wand.add_argument("--frame", type=int, required=True, metavar="F", help="the edited frame")
+    edit = wand.add_mutually_exclusive_group(required=True)
+    edit.add_argument("--edit", metavar="EDIT.json",
+                      help='{"offsets": {"Node.Zrotation": 20, ...}} added at --frame')
+    edit.add_argument("--edited-bvh", metavar="E.bvh", help="the edited pose is its --frame")
+    wand.add_argument("--sigma", type=float, metavar="S",
+                      help="kernel width, pose units (default: adapted to the motion)")
+    wand.add_argument("--eigen", type=int, default=12, metavar="M",
+                      help="eigenpairs of the Green's function (default 12)")
+    wand.add_argument("--mode", choices=("local", "global"), default="local")
+    wand.add_argument("--range", metavar="A:B", help="host frames the edit may reach")
+    wand.add_argument("--pose", choices=POSE_SPACES, default="positions")
+    wand.add_argument("--nodes", metavar="N1,N2,..", help="nodes that define pose similarity")
+    wand.add_argument("--time-scale", type=float, default=0.0, metavar="T",
+                      help="temporal term: scene units per frame (default 0)")
+    wand.add_argument("--first-frame", type=int, default=0, metavar="N")
+    wand.add_argument("--bvh", required=True, metavar="OUT.bvh", help="the edited motion")
+    wand.add_argument("--weights", metavar="OUT.csv", help="frame,weight per host frame")
+    wand.set_defaults(func=cmd_propagate)
 
     demo = sub.add_parser("demo", parents=[common], help="run the demo on the bundled sample clip",
                           description="Analyse the bundled sample clip: print its summary and "

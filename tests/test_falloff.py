@@ -1,0 +1,149 @@
+"""Magic wand: data-driven falloff and edit propagation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from sp_core.errors import SelectionError
+from sp_core.falloff import PoseGraph, pose_edit, propagate
+from sp_core.poses import pose_matrix
+
+PERIOD = 60
+
+
+@pytest.fixture(scope="module")
+def cyclic(sample_clip):
+    """Four identical cycles of a periodic motion on the sample skeleton."""
+    n = 4 * PERIOD
+    rng = np.random.default_rng(0)
+    rotation = sample_clip.is_rotation_channel()
+    amplitude = rng.normal(0, 15, sample_clip.n_channels) * rotation
+    phase = rng.uniform(0, 2 * np.pi, sample_clip.n_channels)
+    t = 2 * np.pi * np.arange(n)[:, None] / PERIOD
+    return sample_clip.with_channels(sample_clip.channels[0] + amplitude * np.sin(t + phase))
+
+
+def test_global_reaches_every_step_local_only_its_own(cyclic):
+    graph = PoseGraph(pose_matrix(cyclic))
+    frame = 70
+    others = [frame - PERIOD, frame + PERIOD, frame + 2 * PERIOD]
+    assert min(graph.weights(frame, mode="global")[others]) >= 0.8
+    assert max(graph.weights(frame, mode="local")[others]) < 0.2
+    local = graph.weights(frame, mode="local")
+    assert local[frame] == 1.0 and local[frame - 3] > 0.5 and local[frame + 3] > 0.5
+
+
+def test_falloff_is_round_at_the_edit_unlike_nearest_distance(cyclic):
+    poses = pose_matrix(cyclic)
+    frame = 70
+    w = PoseGraph(poses).weights(frame, mode="local")
+    steepest = np.abs(np.diff(w)).max()
+    at_edit = max(abs(w[frame] - w[frame - 1]), abs(w[frame + 1] - w[frame]))
+    assert at_edit < 0.35 * steepest  # the top is rounded
+    distance = np.linalg.norm(poses - poses[frame], axis=1)
+    near = 1 - distance / distance[frame - 15:frame + 16].max()
+    steepest = np.abs(np.diff(near[frame - 15:frame + 16])).max()
+    at_edit = max(abs(near[frame] - near[frame - 1]), abs(near[frame + 1] - near[frame]))
+    assert at_edit > 0.7 * steepest  # a nearest-distance falloff has a corner there
+
+
+def test_zero_edit_and_full_weight(sample_clip):
+    clip = sample_clip.sub_range(0, 200)
+    nothing = pose_edit(clip, 100, clip.channels[100])
+    np.testing.assert_allclose(propagate(clip, nothing, np.ones(clip.n_frames)), clip.channels,
+                               atol=1e-9)
+    edited = clip.channels[100].copy()
+    hips_x = clip.channel_names.index("Hips.Xposition")
+    edited[hips_x] += 5.0
+    wrist = clip.node_index("RightWrist")
+    columns = clip._rotation_index[wrist]
+    order = clip.rotation_orders[wrist]
+    turn = Rotation.from_euler("y", 25, degrees=True)
+    edited[columns] = (turn * Rotation.from_euler(order, edited[columns], degrees=True)
+                       ).as_euler(order, degrees=True)
+    out = propagate(clip, pose_edit(clip, 100, edited), np.ones(clip.n_frames))
+    np.testing.assert_allclose(out[:, hips_x] - clip.channels[:, hips_x], 5.0)  # constant offset
+    expected = turn * Rotation.from_euler(order, clip.channels[:, columns], degrees=True)
+    got = Rotation.from_euler(order, out[:, columns], degrees=True)
+    assert np.allclose((got * expected.inv()).magnitude(), 0.0, atol=1e-9)
+    assert np.abs(np.diff(out[:, columns], axis=0)).max() < 30  # no flips
+    np.testing.assert_allclose(out[100, columns] % 360, edited[columns] % 360, atol=1e-6)
+
+
+def test_propagated_edit_has_no_euler_flips(sample_clip):
+    clip = sample_clip.sub_range(300, 500)
+    edited = clip.channels[100].copy()
+    spine = clip.node_index("Chest")
+    edited[clip._rotation_index[spine]] += [80, -70, 120]
+    weights = PoseGraph(pose_matrix(clip), first_frame=300).weights(400, mode="local")
+    out = propagate(clip, pose_edit(clip, 400, edited), weights)
+    jumps = np.abs(np.diff(out, axis=0)).max(axis=0)
+    originals = np.abs(np.diff(clip.channels, axis=0)).max(axis=0)
+    assert np.all(jumps <= originals + 20)
+
+
+def test_spline_sanity_case():
+    # a 5-key spline of one channel with flat tangents: editing the middle key moves frames
+    # 24..72; the falloff reaches about the same stretch (measured: 31..62)
+    keys = np.array([0, 24, 48, 72, 96])
+    values = np.array([0.0, 30.0, -20.0, 40.0, 10.0])
+    frames = np.arange(97)
+    curve = np.interp(frames, keys, values)  # then eased
+    for k in range(4):
+        a, b = keys[k], keys[k + 1]
+        u = (frames[a:b + 1] - a) / (b - a)
+        curve[a:b + 1] = values[k] + (values[k + 1] - values[k]) * (3 * u**2 - 2 * u**3)
+    weights = PoseGraph(curve[:, None]).weights(48, mode="local")
+    reach = np.flatnonzero(weights > 0.05)
+    assert abs(reach[0] - 24) <= 12 and abs(reach[-1] - 72) <= 12
+
+
+def test_bad_input(sample_clip):
+    graph = PoseGraph(pose_matrix(sample_clip.sub_range(0, 50)))
+    with pytest.raises(SelectionError, match="mode must be 'local' or 'global'"):
+        graph.weights(10, mode="everywhere")
+    with pytest.raises(SelectionError, match="frame 99 is outside the analysed frames 0..50"):
+        graph.weights(99)
+    with pytest.raises(SelectionError, match="at least 3 frames"):
+        PoseGraph(np.zeros((2, 3)))
+    clip = sample_clip.sub_range(0, 10)
+    with pytest.raises(SelectionError, match="the edited pose must be 96 finite channel values"):
+        pose_edit(clip, 5, np.full(96, np.nan))
+
+
+def test_long_clips_use_a_sparse_graph(monkeypatch):
+    from sp_core import falloff
+
+    monkeypatch.setattr(falloff, "DENSE_LIMIT", 100)
+    t = np.linspace(0, 8 * np.pi, 400)
+    poses = np.column_stack([np.sin(t), np.cos(t), 0.01 * t])
+    weights = PoseGraph(poses).weights(50, mode="global")
+    assert weights[50] == 1.0 and weights[50 + 100] > 0.5  # one loop later, a similar pose
+
+
+def test_propagate_command(sample_path, tmp_path, capsys):
+    from sp_core.cli import main
+    from sp_core.io.bvh import read_bvh
+
+    edit = tmp_path / "edit.json"
+    edit.write_text('{"offsets": {"Hips.Yposition": 2.0}}')
+    out, weights = tmp_path / "out.bvh", tmp_path / "w.csv"
+    assert main(["propagate", str(sample_path), "--frame", "1400", "--first-frame", "1001",
+                 "--edit", str(edit), "--range", "1300:1500", "--bvh", str(out),
+                 "--weights", str(weights)]) == 0
+    assert "Propagated the edit at frame 1400 (local" in capsys.readouterr().out
+    rows = weights.read_text().splitlines()
+    assert rows[0] == "frame,weight" and rows[1].startswith("1001,") and len(rows) == 995
+    table = np.array([[float(x) for x in r.split(",")] for r in rows[1:]])
+    assert table[399, 1] == 1.0 and np.all(table[table[:, 0] < 1300, 1] == 0)
+    original, edited = read_bvh(sample_path), read_bvh(out)
+    column = original.channel_names.index("Hips.Yposition")
+    np.testing.assert_allclose(edited.channels[:, column] - original.channels[:, column],
+                               2.0 * table[:, 1], atol=2e-6)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"offsets": {"Nope.Xrotation": 1}}')
+    assert main(["propagate", str(sample_path), "--frame", "10", "--edit", str(bad),
+                 "--bvh", str(out)]) == 2
+    assert "expected {\"offsets\"" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """Every command and Python example shown in the README and the user guide runs.
 
 Shell lines are run as written, with ``CLIP.bvh`` and ``mocap/`` standing for the bundled sample
+and ``edit.json`` for the edit shown next to it
 (the two set-up lines at the top of the README are what ``.ci/run`` itself runs; the interactive
 ``view`` without ``--screenshot`` opens a window and is only checked to parse). install.py lines
 run with ``--dry-run`` in a temporary home.
@@ -49,6 +50,7 @@ def workspace(tmp_path, sample_path):
     shutil.copy(sample_path, tmp_path / "mocap" / "walk.bvh")
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     (tmp_path / "home").mkdir()
+    (tmp_path / "edit.json").write_text('{"offsets": {"RightShoulder.Zrotation": 30}}')
     return tmp_path
 
 

@@ -12,7 +12,8 @@ reduction options and what was applied. Views subscribe to its events::
 
 Events and their arguments: ``analysis_started()``, ``analysis_progress(fraction, message)``,
 ``analysis_finished(space)``, ``analysis_failed(error)``, ``analysis_cancelled()``,
-``k_changed(k, frames)``, ``applied(handles, reduction)``, ``removed(handles)``. Callbacks run in
+``k_changed(k, frames)``, ``applied(handles, reduction)`` (reduction None for a propagated
+edit), ``removed(handles)``. Callbacks run in
 the thread that caused the event (the analysis worker for the analysis events).
 """
 
@@ -29,9 +30,11 @@ import numpy as np
 
 from sp_core.clip import Clip
 from sp_core.errors import SalientPosesError, SelectionError
+from sp_core.falloff import EIGEN, PoseGraph, pose_edit, propagate
 from sp_core.fitting import SMOOTHNESS
 from sp_core.host import Host, LayerHandle, host_step
 from sp_core.layered import LayeredSelection, TwoPassSpace
+from sp_core.poses import pose_matrix
 from sp_core.reduction import Reduction, reduce
 from sp_core.selection import SelectionSpace
 
@@ -130,6 +133,7 @@ class Session:
         self.k: int | None = None
         self.applied: list[LayerHandle] = []
         self.two_pass: TwoPassSpace | None = None
+        self._graph: tuple[tuple, Clip, PoseGraph] | None = None
         self.last_reduction: Reduction | None = None
         self._subscribers: dict[str, list[Callable[..., None]]] = {e: [] for e in EVENTS}
 
@@ -334,6 +338,48 @@ class Session:
         self.applied.clear()
         self._emit("removed", handles)
         return handles
+
+    # ------------------------------------------------------------------ magic wand
+    def pose_graph(self, sigma: float | None = None, eigen: int = EIGEN) -> PoseGraph:
+        """The analysed motion's pose graph (cached per sigma and eigen count)."""
+        if self.motion is None:
+            raise SelectionError("analyse first: the falloff needs the motion")
+        key = (sigma, int(eigen))
+        if self._graph is None or self._graph[0] != key or self._graph[1] is not self.motion:
+            graph = PoseGraph(pose_matrix(self.motion, self.analysis.pose, self.analysis.nodes,
+                                          self.analysis.weights or None),
+                              first_frame=self.motion.first_frame, sigma=sigma, eigen=eigen)
+            self._graph = (key, self.motion, graph)
+        return self._graph[2]
+
+    def host_pose(self, frame: int) -> np.ndarray:
+        """The host's current channel values at ``frame`` (an edit the artist posed there)."""
+        assert self.motion is not None
+        with host_step(f"reading the pose at frame {frame}"):
+            return self.host.channel_values(self.motion.channel_names, frame, frame)[0]
+
+    def propagate_edit(self, frame: int, edited: np.ndarray, weights: np.ndarray,
+                       layer: str = "salientPosesEdit") -> LayerHandle:
+        """Write ``edited`` (the pose at ``frame``) spread with ``weights`` into a new additive
+        layer (propagated − original per channel; one undo step, removable with
+        :meth:`remove`)."""
+        if self.motion is None:
+            raise SelectionError("analyse first: the edit is relative to the analysed motion")
+        motion = self.motion
+        channels = propagate(motion, pose_edit(motion, frame, edited), weights)
+        delta = channels - motion.channels
+        moved = np.flatnonzero(np.abs(delta).max(axis=0) > 0)
+        if not len(moved):
+            raise SelectionError("the edit changes nothing: pose the character at the edited "
+                                 "frame first")
+        names = [motion.channel_names[c] for c in moved]
+        with host_step("opening an undo chunk"):
+            chunk = self.host.undo_chunk("Salient Poses: propagate edit")
+        with chunk, host_step(f"writing the edit layer {layer!r}"):
+            handle = self.host.write_residual(names, motion.frames, delta[:, moved], layer, 1.0)
+        self.applied.append(handle)
+        self._emit("applied", [handle], None)
+        return handle
 
     # ------------------------------------------------------------------ pins
     def export_pins(self, path: str | Path) -> None:

@@ -208,3 +208,36 @@ def test_layered_mode_previews_labelled_keys_and_draws_both_spaces(make_panel, q
     assert host.preview_labels.count("breakdown") == 2
     assert len(panel.graph.second_curve.getData()[0]) > 0
     assert "5 keyposes, 2 breakdowns" in panel.status.text()
+
+
+def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(qtbot, tmp_path,
+                                                                     sample_clip):
+    from sp_core.falloff import pose_edit, propagate
+    from sp_core.standalone import StandaloneHost
+
+    clip = sample_clip.sub_range(0, 300)
+    host = StandaloneHost(clip)
+    session = Session(host)
+    settings = QtCore.QSettings(str(tmp_path / "p.ini"), QtCore.QSettings.Format.IniFormat)
+    panel = SalientPosesPanel(session, settings=settings)
+    qtbot.addWidget(panel)
+    analyse(qtbot, panel)
+    wand = panel.wand
+    wand.frame_spin.setValue(150)
+    wand.node_combo.setCurrentText("RightShoulder")
+    wand.offsets[2].setValue(30.0)
+    frames, weights = wand.curve.getData()
+    assert weights[150] == 1.0 and len(frames) == 301
+    wand.mode_combo.setCurrentText("global")
+    import time
+
+    start = time.perf_counter()
+    wand.mode_combo.setCurrentText("local")
+    assert time.perf_counter() - start < 0.05  # only the falloff is re-read
+    qtbot.mouseClick(wand.apply_button, QtCore.Qt.MouseButton.LeftButton)
+    assert "Propagated the edit at frame 150" in panel.status.text()
+    expected = propagate(clip, pose_edit(clip, 150, wand.edited_pose()), wand.weights)
+    np.testing.assert_allclose(host.evaluated_channels(), expected, atol=1e-9)
+    assert host.layers[-1].kind == "additive"
+    qtbot.mouseClick(panel.remove_button, QtCore.Qt.MouseButton.LeftButton)
+    np.testing.assert_array_equal(host.evaluated_channels(), clip.channels)

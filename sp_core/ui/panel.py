@@ -19,6 +19,7 @@ from sp_core.poses import POSE_SPACES
 from sp_core.selection import COMPOSITIONS
 from sp_core.session import Pin, Session
 from sp_core.ui.graph import ErrorGraph
+from sp_core.ui.wand_tab import PropagateTab
 from sp_core.ui.worker import AnalysisWorker, start_analysis
 
 #: Longest time between a K change and its preview in the host, ms.
@@ -139,7 +140,11 @@ class SalientPosesPanel(QtWidgets.QWidget):
         k_row.addWidget(self.suggested_button)
         results_layout.addLayout(k_row)
         results_layout.addWidget(self._build_apply())
-        splitter.addWidget(results)
+        self.tabs = QtWidgets.QTabWidget()
+        self.tabs.addTab(results, "Keyframes")
+        self.wand = PropagateTab(self.session, self._wand_status)
+        self.tabs.addTab(self.wand, "Propagate edit")
+        splitter.addWidget(self.tabs)
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
         splitter.setSizes([380, 560])
@@ -575,6 +580,14 @@ class SalientPosesPanel(QtWidgets.QWidget):
                          f"cliffs at {', '.join(map(str, s['cliffs'])) or 'none'}.", ok=True)
         self.request_k(self.session.k if self.session.k is not None else s["threshold"],
                        immediately=True)
+        self.wand.on_analysed()
+
+    def _wand_status(self, text: str, error: bool = False) -> None:
+        if error:
+            self.show_error(text)
+        else:
+            self.show_status(text, ok=True)
+        self._update_enabled()
 
     def _on_failed(self, message: str) -> None:
         self.progress.setFormat("failed")

@@ -1,0 +1,142 @@
+"""The panel's "Propagate edit" tab: the magic wand (see :mod:`sp_core.falloff`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtWidgets
+
+from sp_core.errors import SalientPosesError
+from sp_core.falloff import EIGEN, MODES
+from sp_core.session import Session
+
+
+class PropagateTab(QtWidgets.QWidget):
+    """Pose one frame, see the falloff over the timeline, write the edit into an additive layer.
+
+    The edited pose is either the host's current pose at the frame (posed by hand, e.g. on a
+    layer in Maya) or the analysed pose plus typed rotation offsets for one node (standalone).
+    Changing the region or the mode only re-reads the falloff (well under 50 ms); sigma and the
+    eigen count rebuild the pose graph.
+    """
+
+    def __init__(self, session: Session, status: Callable[..., None],
+                 parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.status = status
+        form = QtWidgets.QFormLayout()
+        self.frame_spin = QtWidgets.QSpinBox()
+        self.frame_spin.setRange(-10**7, 10**7)
+        current = QtWidgets.QToolButton()
+        current.setText("current frame")
+        current.clicked.connect(lambda: self.frame_spin.setValue(
+            self.session.host.current_frame()))
+        row = QtWidgets.QHBoxLayout()
+        row.addWidget(self.frame_spin)
+        row.addWidget(current)
+        form.addRow("edited frame", row)
+        self.source = QtWidgets.QComboBox()
+        self.source.addItems(["typed offsets", "the host's pose at that frame"])
+        form.addRow("edit", self.source)
+        self.node_combo = QtWidgets.QComboBox()
+        self.offsets = [QtWidgets.QDoubleSpinBox() for _ in range(3)]
+        offsets = QtWidgets.QHBoxLayout()
+        offsets.addWidget(self.node_combo, 1)
+        for axis, box in zip("XYZ", self.offsets, strict=True):
+            box.setRange(-360.0, 360.0)
+            box.setSuffix("°")
+            box.setPrefix(f"{axis} ")
+            offsets.addWidget(box)
+        form.addRow("rotate", offsets)
+        self.sigma_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
+        self.sigma_slider.setRange(-20, 20)  # log2 steps of 1/4 around the adapted sigma
+        self.sigma_slider.setToolTip("kernel width relative to the one adapted to the motion")
+        form.addRow("sigma", self.sigma_slider)
+        self.eigen_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
+        self.eigen_slider.setRange(3, 60)
+        self.eigen_slider.setValue(EIGEN)
+        form.addRow("eigenpairs", self.eigen_slider)
+        self.mode_combo = QtWidgets.QComboBox()
+        self.mode_combo.addItems(list(MODES))
+        form.addRow("reach", self.mode_combo)
+        self.plot = pg.PlotWidget(background="#26282b")
+        self.plot.setMinimumHeight(140)
+        self.plot.setLabel("bottom", "frame")
+        self.plot.setYRange(0, 1.05)
+        self.curve = self.plot.plot([], [], pen=pg.mkPen("#93c47d", width=2))
+        self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#e06666", width=2))
+        self.plot.addItem(self.marker)
+        self.apply_button = QtWidgets.QPushButton("Apply edit to a new layer")
+        self.apply_button.clicked.connect(self.apply)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(self.apply_button)
+        for signal in (self.frame_spin.valueChanged, self.mode_combo.currentTextChanged,
+                       self.sigma_slider.valueChanged, self.eigen_slider.valueChanged):
+            signal.connect(self.refresh)
+        self.weights: np.ndarray | None = None
+
+    def on_analysed(self) -> None:
+        """Fill the node list and the frame from the analysed motion."""
+        motion = self.session.motion
+        if motion is None:
+            return
+        self.node_combo.clear()
+        self.node_combo.addItems([n for i, n in enumerate(motion.node_names)
+                                  if len(motion._rotation_index[i]) == 3])
+        self.frame_spin.blockSignals(True)
+        self.frame_spin.setRange(motion.first_frame, motion.last_frame)
+        self.frame_spin.setValue(min(max(self.session.host.current_frame(), motion.first_frame),
+                                     motion.last_frame))
+        self.frame_spin.blockSignals(False)
+        self.refresh()
+
+    def _sigma(self) -> float | None:
+        step = self.sigma_slider.value()
+        if step == 0:
+            return None
+        return self.session.pose_graph(None, self.eigen_slider.value()).sigma * 2 ** (step / 4)
+
+    def refresh(self, *_args: object) -> None:
+        if self.session.motion is None:
+            return
+        try:
+            graph = self.session.pose_graph(self._sigma(), self.eigen_slider.value())
+            frame = self.frame_spin.value()
+            self.weights = graph.weights(frame, mode=self.mode_combo.currentText())
+        except SalientPosesError as exc:
+            self.status(str(exc), error=True)
+            return
+        self.curve.setData(self.session.motion.frames, self.weights)
+        self.marker.setValue(frame)
+
+    def edited_pose(self) -> np.ndarray:
+        motion = self.session.motion
+        assert motion is not None
+        frame = self.frame_spin.value()
+        if self.source.currentIndex() == 1:
+            return self.session.host_pose(frame)
+        edited = motion.channels[motion.frame_index(frame)].copy()
+        node = motion.node_index(self.node_combo.currentText())
+        order = motion.rotation_orders[node]
+        for axis, box in zip("XYZ", self.offsets, strict=True):
+            edited[motion._rotation_index[node][order.index(axis)]] += box.value()
+        return edited
+
+    def apply(self) -> None:
+        if self.session.motion is None or self.weights is None:
+            self.status("analyse first", error=True)
+            return
+        try:
+            handle = self.session.propagate_edit(self.frame_spin.value(), self.edited_pose(),
+                                                 self.weights)
+        except SalientPosesError as exc:
+            self.status(f"Propagate failed, the scene is unchanged: {exc}", error=True)
+            return
+        reached = int(np.count_nonzero(self.weights > 0.5))
+        self.status(f"Propagated the edit at frame {self.frame_spin.value()} into "
+                    f"{handle.name} (weight > 0.5 on {reached} frames).")

@@ -62,6 +62,12 @@ class PropagateTab(QtWidgets.QWidget):
         self.mode_combo = QtWidgets.QComboBox()
         self.mode_combo.addItems(list(MODES))
         form.addRow("reach", self.mode_combo)
+        self.region = [QtWidgets.QSpinBox(), QtWidgets.QSpinBox()]
+        region = QtWidgets.QHBoxLayout()
+        for box in self.region:
+            box.setRange(-10**7, 10**7)
+            region.addWidget(box)
+        form.addRow("region", region)
         self.plot = pg.PlotWidget(background="#26282b")
         self.plot.setMinimumHeight(140)
         self.plot.setLabel("bottom", "frame")
@@ -76,7 +82,8 @@ class PropagateTab(QtWidgets.QWidget):
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.apply_button)
         for signal in (self.frame_spin.valueChanged, self.mode_combo.currentTextChanged,
-                       self.sigma_slider.valueChanged, self.eigen_slider.valueChanged):
+                       self.sigma_slider.valueChanged, self.eigen_slider.valueChanged,
+                       self.region[0].valueChanged, self.region[1].valueChanged):
             signal.connect(self.refresh)
         self.weights: np.ndarray | None = None
 
@@ -88,11 +95,13 @@ class PropagateTab(QtWidgets.QWidget):
         self.node_combo.clear()
         self.node_combo.addItems([n for i, n in enumerate(motion.node_names)
                                   if len(motion._rotation_index[i]) == 3])
-        self.frame_spin.blockSignals(True)
-        self.frame_spin.setRange(motion.first_frame, motion.last_frame)
-        self.frame_spin.setValue(min(max(self.session.host.current_frame(), motion.first_frame),
-                                     motion.last_frame))
-        self.frame_spin.blockSignals(False)
+        for box, value in ((self.frame_spin, self.session.host.current_frame()),
+                           (self.region[0], motion.first_frame),
+                           (self.region[1], motion.last_frame)):
+            box.blockSignals(True)
+            box.setRange(motion.first_frame, motion.last_frame)
+            box.setValue(min(max(value, motion.first_frame), motion.last_frame))
+            box.blockSignals(False)
         self.refresh()
 
     def _sigma(self) -> float | None:
@@ -107,7 +116,8 @@ class PropagateTab(QtWidgets.QWidget):
         try:
             graph = self.session.pose_graph(self._sigma(), self.eigen_slider.value())
             frame = self.frame_spin.value()
-            self.weights = graph.weights(frame, mode=self.mode_combo.currentText())
+            region = (self.region[0].value(), self.region[1].value())
+            self.weights = graph.weights(frame, region=region, mode=self.mode_combo.currentText())
         except SalientPosesError as exc:
             self.status(str(exc), error=True)
             return

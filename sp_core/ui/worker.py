@@ -59,6 +59,8 @@ def start_analysis(session: Session, parent: QtCore.QObject) -> tuple[QtCore.QTh
     thread.started.connect(worker.run)
     for signal in (worker.finished, worker.failed, worker.cancelled):
         signal.connect(thread.quit)
-    thread.finished.connect(worker.deleteLater)
+    # No worker.deleteLater here: Python owns the worker, and a deferred Qt delete of an object
+    # Python also deletes crashed the cancel path. The caller drops its reference once the
+    # thread has finished.
     thread.start()
     return thread, worker

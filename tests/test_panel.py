@@ -243,3 +243,26 @@ def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(qtbot, tmp_
     assert host.layers[-1].kind == "additive"
     qtbot.mouseClick(panel.remove_button, QtCore.Qt.MouseButton.LeftButton)
     np.testing.assert_array_equal(host.evaluated_channels(), clip.channels)
+
+
+def test_propagate_tab_takes_the_edit_from_an_edited_bvh(qtbot, tmp_path, sample_clip):
+    from sp_core.io.bvh import write_bvh
+    from sp_core.standalone import StandaloneHost
+
+    clip = sample_clip.sub_range(0, 120)
+    edited = clip.channels.copy()
+    edited[60, clip.channel_names.index("Hips.Yposition")] += 3.0
+    write_bvh(clip.with_channels(edited), tmp_path / "edited.bvh")
+    host = StandaloneHost(clip)
+    session = Session(host)
+    panel = SalientPosesPanel(session, settings=QtCore.QSettings(
+        str(tmp_path / "p.ini"), QtCore.QSettings.Format.IniFormat))
+    qtbot.addWidget(panel)
+    analyse(qtbot, panel)
+    panel.wand.frame_spin.setValue(60)
+    panel.wand.load_edited_bvh(str(tmp_path / "edited.bvh"))
+    qtbot.mouseClick(panel.wand.apply_button, QtCore.Qt.MouseButton.LeftButton)
+    column = clip.channel_names.index("Hips.Yposition")
+    change = host.evaluated_channels()[:, column] - clip.channels[:, column]
+    assert change[60] == pytest.approx(3.0, abs=1e-5)
+    np.testing.assert_allclose(change, 3.0 * panel.wand.weights, atol=1e-5)

@@ -39,8 +39,11 @@ class PropagateTab(QtWidgets.QWidget):
         row.addWidget(current)
         form.addRow("edited frame", row)
         self.source = QtWidgets.QComboBox()
-        self.source.addItems(["typed offsets", "the host's pose at that frame"])
+        self.source.addItems(["typed offsets", "the host's pose at that frame",
+                              "that frame of an edited BVH…"])
+        self.source.activated.connect(self._source_chosen)
         form.addRow("edit", self.source)
+        self.edited_clip = None
         self.node_combo = QtWidgets.QComboBox()
         self.offsets = [QtWidgets.QDoubleSpinBox() for _ in range(3)]
         offsets = QtWidgets.QHBoxLayout()
@@ -124,12 +127,40 @@ class PropagateTab(QtWidgets.QWidget):
         self.curve.setData(self.session.motion.frames, self.weights)
         self.marker.setValue(frame)
 
+    def _source_chosen(self, index: int) -> None:
+        if index != 2:
+            return
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Edited BVH", "", "BVH (*.bvh)")
+        if path:
+            self.load_edited_bvh(path)
+
+    def load_edited_bvh(self, path: str) -> None:
+        """Use a BVH with the same channels (the pose edited elsewhere) as the edit."""
+        from sp_core.io.bvh import read_bvh
+
+        motion = self.session.motion
+        try:
+            clip = read_bvh(path, first_frame=motion.first_frame if motion else 0)
+        except (SalientPosesError, OSError) as exc:
+            self.status(f"cannot use {path}: {exc}", error=True)
+            return
+        if motion is not None and clip.channel_names != motion.channel_names:
+            self.status(f"{path} has other channels than the analysed motion", error=True)
+            return
+        self.edited_clip = clip
+        self.source.setCurrentIndex(2)
+        self.status(f"The edit is frame {self.frame_spin.value()} of {path}.")
+
     def edited_pose(self) -> np.ndarray:
         motion = self.session.motion
         assert motion is not None
         frame = self.frame_spin.value()
         if self.source.currentIndex() == 1:
             return self.session.host_pose(frame)
+        if self.source.currentIndex() == 2:
+            if self.edited_clip is None:
+                raise SalientPosesError("choose the edited BVH first")
+            return self.edited_clip.raw_channels[self.edited_clip.frame_index(frame)]
         edited = motion.channels[motion.frame_index(frame)].copy()
         node = motion.node_index(self.node_combo.currentText())
         order = motion.rotation_orders[node]
@@ -142,8 +173,8 @@ class PropagateTab(QtWidgets.QWidget):
             self.status("analyse first", error=True)
             return
         try:
-            handle = self.session.propagate_edit(self.frame_spin.value(), self.edited_pose(),
-                                                 self.weights)
+            edited = self.edited_pose()
+            handle = self.session.propagate_edit(self.frame_spin.value(), edited, self.weights)
         except SalientPosesError as exc:
             self.status(f"Propagate failed, the scene is unchanged: {exc}", error=True)
             return

@@ -402,12 +402,12 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     key_rows = np.asarray(key_rows, dtype=np.int64)
     q = _mode_width(tangents)
     lam = smoothness if tangents == "smooth" else 0.0
-    target = np.moveaxis(_target(values, key_rows, q), -1, 0).reshape(len(key_rows), -1)
     basis = _Basis(key_rows, values, fit.out_length, fit.in_length)
     reference = clip.positions
     columns = np.flatnonzero(np.ones(values.shape[1], bool) if free is None else free)
     n_keys, n_channels = len(key_rows), len(columns)
-    target = target.reshape(n_keys, q, -1)[:, :, columns].reshape(n_keys, -1)
+    # ridge target per key, laid out like the flattened unknowns: in slopes, then out slopes
+    target = _target(values, key_rows, q)[:, :, columns].reshape(n_keys, -1)
     # The anchor: channel errors converted to distances (degrees x reach) and weighted by
     # `anchor`. Without it, channels that barely move any node (fingers, twist) are free to
     # overshoot wildly, which no animator wants to edit.

@@ -423,12 +423,11 @@ def _edited_pose(clip: Clip, args: argparse.Namespace) -> np.ndarray:
 
 
 def cmd_propagate(args: argparse.Namespace) -> int:
-    from sp_core.falloff import PoseGraph, pose_edit, propagate
-    from sp_core.poses import pose_matrix
+    from sp_core.falloff import PoseGraph, pose_edit, propagate, wand_poses
 
     clip = load_clip(args.clip, first_frame=args.first_frame)
     edited = _edited_pose(clip, args)
-    graph = PoseGraph(pose_matrix(clip, args.pose, _names(args.nodes)),
+    graph = PoseGraph(wand_poses(clip, args.pose, _names(args.nodes)),
                       first_frame=clip.first_frame, sigma=args.sigma, eigen=args.eigen,
                       time_scale=args.time_scale)
     weights = graph.weights(args.frame, region=_range(args.range), mode=args.mode)

@@ -39,6 +39,20 @@ NEIGHBOURS = 30
 LOCAL_FLOOR = 0.02
 
 
+def wand_poses(clip: Clip, pose: str = "positions", nodes: list[str] | None = None,
+               weights: dict[str, float] | None = None) -> np.ndarray:
+    """Poses for pose similarity: like :func:`sp_core.poses.pose_matrix`, but positions are
+    taken relative to the root, so the steps of a walk look alike wherever they happen."""
+    from sp_core.poses import pose_matrix
+
+    if pose != "positions":
+        return pose_matrix(clip, pose, nodes, weights)
+    relative = clip.with_channels(clip.channels)
+    # seed the new clip's cached world positions with root-relative ones (same package)
+    relative._positions = clip.positions - clip.positions[:, :1, :]
+    return pose_matrix(relative, pose, nodes, weights)
+
+
 class PoseGraph:
     """The eigenpairs of a motion's pose graph, from which falloffs are read cheaply.
 

@@ -30,11 +30,10 @@ import numpy as np
 
 from sp_core.clip import Clip
 from sp_core.errors import SalientPosesError, SelectionError
-from sp_core.falloff import EIGEN, PoseGraph, pose_edit, propagate
+from sp_core.falloff import EIGEN, PoseGraph, pose_edit, propagate, wand_poses
 from sp_core.fitting import SMOOTHNESS
 from sp_core.host import Host, LayerHandle, host_step
 from sp_core.layered import LayeredSelection, TwoPassSpace
-from sp_core.poses import pose_matrix
 from sp_core.reduction import Reduction, reduce
 from sp_core.selection import SelectionSpace
 
@@ -346,8 +345,8 @@ class Session:
             raise SelectionError("analyse first: the falloff needs the motion")
         key = (sigma, int(eigen))
         if self._graph is None or self._graph[0] != key or self._graph[1] is not self.motion:
-            graph = PoseGraph(pose_matrix(self.motion, self.analysis.pose, self.analysis.nodes,
-                                          self.analysis.weights or None),
+            graph = PoseGraph(wand_poses(self.motion, self.analysis.pose, self.analysis.nodes,
+                                         self.analysis.weights or None),
                               first_frame=self.motion.first_frame, sigma=sigma, eigen=eigen)
             self._graph = (key, self.motion, graph)
         return self._graph[2]

@@ -147,3 +147,19 @@ def test_propagate_command(sample_path, tmp_path, capsys):
     assert main(["propagate", str(sample_path), "--frame", "10", "--edit", str(bad),
                  "--bvh", str(out)]) == 2
     assert "expected {\"offsets\"" in capsys.readouterr().err
+
+
+def test_a_looped_real_walk_cycle(sample_clip):
+    # one stride of the sample's walk (frames 600-732, found as the closest repeat of frame 620)
+    # looped four times: the wand, on root-relative positions, reaches the same phase of every
+    # loop in global mode and stays in its own loop in local mode
+    from sp_core.falloff import wand_poses
+
+    stride = sample_clip.sub_range(600, 732)
+    poses = np.concatenate([wand_poses(stride)] * 4)
+    graph = PoseGraph(poses)
+    length = stride.n_frames
+    frame = 20
+    later = [frame + k * length for k in (1, 2, 3)]
+    assert min(graph.weights(frame, mode="global")[later]) >= 0.8
+    assert max(graph.weights(frame, mode="local")[later]) < 0.2

@@ -627,6 +627,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
             self.session.set_k(k)
         except SalientPosesError as exc:
             self.show_error(str(exc))
+        except Exception as exc:  # noqa: BLE001 - never a traceback in the panel
+            self.show_error(f"preview failed: internal error ({type(exc).__name__}: {exc}); "
+                            "please report it")
 
     def _sync_k_widgets(self, k: int) -> None:
         for widget in (self.k_slider, self.k_spin):

@@ -121,8 +121,10 @@ class PropagateTab(QtWidgets.QWidget):
             frame = self.frame_spin.value()
             region = (self.region[0].value(), self.region[1].value())
             self.weights = graph.weights(frame, region=region, mode=self.mode_combo.currentText())
-        except SalientPosesError as exc:
-            self.status(str(exc), error=True)
+        except Exception as exc:  # noqa: BLE001 - shown in the status line
+            self.status(str(exc) if isinstance(exc, SalientPosesError) else
+                        f"internal error ({type(exc).__name__}: {exc}); please report it",
+                        error=True)
             return
         self.curve.setData(self.session.motion.frames, self.weights)
         self.marker.setValue(frame)
@@ -177,6 +179,10 @@ class PropagateTab(QtWidgets.QWidget):
             handle = self.session.propagate_edit(self.frame_spin.value(), edited, self.weights)
         except SalientPosesError as exc:
             self.status(f"Propagate failed, the scene is unchanged: {exc}", error=True)
+            return
+        except Exception as exc:  # noqa: BLE001 - never a traceback in the panel
+            self.status(f"Propagate failed, the scene is unchanged: internal error "
+                        f"({type(exc).__name__}: {exc}); please report it", error=True)
             return
         reached = int(np.count_nonzero(self.weights > 0.5))
         self.status(f"Propagated the edit at frame {self.frame_spin.value()} into "

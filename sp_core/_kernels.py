@@ -172,7 +172,7 @@ def sse_table(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int
 
 @njit(cache=True, parallel=True, fastmath=_FAST)
 def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
-                max_gap: int) -> np.ndarray:
+                max_gap: int, lowest: np.ndarray) -> np.ndarray:
     """``curve-max`` table: largest distance from the in-betweens to the least-squares cubic.
 
     For keys i < j (span L) and in-between k with u = (k - i) / L, the cubic is the Hermite
@@ -192,6 +192,8 @@ def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
         for d in range(1, band + 1):
             ai = bi - d
             if ai < 0:
+                break
+            if ai < lowest[bi]:  # a pin lies between: the selection never uses this pair
                 break
             i = candidates[ai]
             span = j - i

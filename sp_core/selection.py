@@ -133,11 +133,11 @@ class SelectionSpace:
         # costs are translation invariant; centring keeps Gram-based sums well conditioned
         centred = np.ascontiguousarray(poses - poses.mean(axis=0))
         report(0.05, f"{self.cost.name} table, {m} candidate frames")
+        lowest = self._lowest_previous(band)
         t0 = time.perf_counter()
-        self._table = self.cost.table(centred, self._candidates, band, self.max_span)
+        self._table = self.cost.table(centred, self._candidates, band, self.max_span, lowest)
         t1 = time.perf_counter()
         report(0.6, f"optimal selections for K up to {self.max_keys}")
-        lowest = self._lowest_previous(band)
         error, self._previous = _kernels.select(self._table, lowest, self.max_keys,
                                                 compose == "sum", 4 * numba.get_num_threads())
         t2 = time.perf_counter()

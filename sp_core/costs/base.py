@@ -84,7 +84,7 @@ class Cost:
         self.values = {n: o.validate(values.get(n, o.default)) for n, o in declared.items()}
 
     def table(self, poses: np.ndarray, candidates: np.ndarray, band: int,
-              max_gap: int) -> np.ndarray:
+              max_gap: int, lowest: np.ndarray | None = None) -> np.ndarray:
         """The all-pairs cost table over candidate frames, banded and indexed by the later frame.
 
         Parameters
@@ -97,6 +97,10 @@ class Cost:
             Largest number of candidate steps between consecutive keyframes.
         max_gap : int
             Largest number of frames between consecutive keyframes.
+        lowest : (n_candidates,) int64, optional
+            The earliest candidate that may precede each candidate (a pin lies between it and
+            any earlier one): a cost may skip such pairs and leave them ``inf``, the selection
+            never uses them.
 
         Returns
         -------

@@ -67,6 +67,6 @@ class GramLineCost(Cost):
     timed: ClassVar[bool] = False
 
     def table(self, poses: np.ndarray, candidates: np.ndarray, band: int,
-              max_gap: int) -> np.ndarray:
+              max_gap: int, lowest: np.ndarray | None = None) -> np.ndarray:
         forward, backward = gram_bands(poses, max_gap)
         return _kernels.line_table(forward, backward, candidates, band, max_gap, self.timed)

@@ -20,5 +20,5 @@ class LineSSE(Cost):
     description = "sum of squared distances from the in-between poses to linear in-betweens"
 
     def table(self, poses: np.ndarray, candidates: np.ndarray, band: int,
-              max_gap: int) -> np.ndarray:
+              max_gap: int, lowest: np.ndarray | None = None) -> np.ndarray:
         return _kernels.sse_table(poses, candidates, band, max_gap)

@@ -170,6 +170,14 @@ def sse_table(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int
     return table
 
 
+@njit(cache=True, inline="always")
+def _hermite(u: float) -> tuple[float, float, float, float]:
+    """The cubic Hermite basis h00, h10, h01, h11 at parameter u."""
+    u2 = u * u
+    u3 = u2 * u
+    return 2 * u3 - 3 * u2 + 1, u3 - 2 * u2 + u, -2 * u3 + 3 * u2, u3 - u2
+
+
 @njit(cache=True, parallel=True, fastmath=_FAST)
 def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
                 max_gap: int, lowest: np.ndarray) -> np.ndarray:
@@ -189,6 +197,8 @@ def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
         j = candidates[bi]
         rhs_i = np.empty(dims)
         rhs_j = np.empty(dims)
+        tangent_i = np.empty(dims)
+        tangent_j = np.empty(dims)
         for d in range(1, band + 1):
             ai = bi - d
             if ai < 0:
@@ -209,11 +219,7 @@ def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
                 rhs_i[e] = 0.0
                 rhs_j[e] = 0.0
             for k in range(i + 1, j):
-                u = (k - i) / span
-                h00 = 2 * u**3 - 3 * u**2 + 1
-                h10 = u**3 - 2 * u**2 + u
-                h01 = -2 * u**3 + 3 * u**2
-                h11 = u**3 - u**2
+                h00, h10, h01, h11 = _hermite((k - i) / span)
                 a += h10 * h10
                 b += h10 * h11
                 c += h11 * h11
@@ -223,19 +229,16 @@ def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
                     rhs_j[e] += h11 * r
             # three or more distinct u make h10 and h11 independent: det > 0
             det = a * c - b * b
+            for e in range(dims):  # the tangents, once per pair
+                tangent_i[e] = (c * rhs_i[e] - b * rhs_j[e]) / det
+                tangent_j[e] = (a * rhs_j[e] - b * rhs_i[e]) / det
             worst = 0.0
             for k in range(i + 1, j):
-                u = (k - i) / span
-                h00 = 2 * u**3 - 3 * u**2 + 1
-                h10 = u**3 - 2 * u**2 + u
-                h01 = -2 * u**3 + 3 * u**2
-                h11 = u**3 - u**2
+                h00, h10, h01, h11 = _hermite((k - i) / span)
                 squared = 0.0
                 for e in range(dims):
-                    mi = (c * rhs_i[e] - b * rhs_j[e]) / det
-                    mj = (a * rhs_j[e] - b * rhs_i[e]) / det
-                    r = (poses[k, e] - h00 * poses[i, e] - h01 * poses[j, e] - h10 * mi
-                         - h11 * mj)
+                    r = (poses[k, e] - h00 * poses[i, e] - h01 * poses[j, e]
+                         - h10 * tangent_i[e] - h11 * tangent_j[e])
                     squared += r * r
                 worst = max(worst, squared)
             table[bi, d] = np.sqrt(worst)

@@ -27,6 +27,7 @@ from scipy.spatial.transform import Rotation
 from sp_core.clip import Clip
 from sp_core.errors import SelectionError
 from sp_core.euler import unwrap_euler
+from sp_core.poses import pose_matrix
 
 MODES = ("local", "global")
 #: Eigenpairs kept by default (few: the falloff is then round at the edited frame, not a corner;
@@ -41,16 +42,9 @@ LOCAL_FLOOR = 0.02
 
 def wand_poses(clip: Clip, pose: str = "positions", nodes: list[str] | None = None,
                weights: dict[str, float] | None = None) -> np.ndarray:
-    """Poses for pose similarity: like :func:`sp_core.poses.pose_matrix`, but positions are
-    taken relative to the root, so the steps of a walk look alike wherever they happen."""
-    from sp_core.poses import pose_matrix
-
-    if pose != "positions":
-        return pose_matrix(clip, pose, nodes, weights)
-    relative = clip.with_channels(clip.channels)
-    # seed the new clip's cached world positions with root-relative ones (same package)
-    relative._positions = clip.positions - clip.positions[:, :1, :]
-    return pose_matrix(relative, pose, nodes, weights)
+    """Poses for pose similarity: :func:`sp_core.poses.pose_matrix` with positions taken
+    relative to the root, so the steps of a walk look alike wherever they happen."""
+    return pose_matrix(clip, pose, nodes, weights, root_relative=True)
 
 
 class PoseGraph:

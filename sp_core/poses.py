@@ -49,6 +49,7 @@ def pose_matrix(
     weights: Mapping[str, float] | None = None,
     time_scale: float = 0.0,
     frame_range: tuple[int, int] | None = None,
+    root_relative: bool = False,
 ) -> np.ndarray:
     """Every frame of the range as one row.
 
@@ -64,6 +65,9 @@ def pose_matrix(
         Scene units per frame of the extra time coordinate (0: none).
     frame_range : (int, int), optional
         First and last host frame, inclusive (default: the whole clip).
+    root_relative : bool, optional
+        ``positions`` only: measure positions from the first root, so similar poses look alike
+        wherever the character is (used by the magic wand).
 
     Returns
     -------
@@ -98,7 +102,10 @@ def pose_matrix(
         w[i] = value
 
     if space == "positions":
-        poses = (clip.positions[:, index, :] * w[index, None]).reshape(clip.n_frames, -1)
+        positions = clip.positions
+        if root_relative:
+            positions = positions - positions[:, :1, :]
+        poses = (positions[:, index, :] * w[index, None]).reshape(clip.n_frames, -1)
     else:
         reach = node_reach(clip)
         rotation = clip.is_rotation_channel()

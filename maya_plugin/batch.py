@@ -39,7 +39,7 @@ def reduce_scene(path: str, out: Path, args: argparse.Namespace) -> dict[str, ob
     cmds.file(rename=str(target))
     cmds.file(save=True, force=True,
               type="mayaBinary" if target.suffix.lower() == ".mb" else "mayaAscii")
-    return reduction_row(result.space, result.keys, result.reduction)
+    return reduction_row(result.reduction)
 
 
 def run(argv: Sequence[str] | None = None) -> int:

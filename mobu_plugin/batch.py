@@ -43,13 +43,13 @@ def reduce_file(path: str, out: Path, args: argparse.Namespace) -> dict[str, obj
     keys = args.keys
     if keys is None and args.ratio is not None:
         keys = max(2, round(args.ratio * space.n_frames))
-    k = session.set_k(session.suggested_k if keys is None else keys)
+    session.set_k(session.suggested_k if keys is None else keys)
     reduction = session.apply()
     host.clear_preview()
     target = out / Path(path).name
     if not application.FileSave(str(target)):
         raise SalientPosesError(f"MotionBuilder could not save {target}")
-    return reduction_row(space, k, reduction)
+    return reduction_row(reduction)
 
 
 def run(argv: Sequence[str] | None = None) -> int:

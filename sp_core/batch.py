@@ -16,7 +16,6 @@ from sp_core.errors import SalientPosesError
 
 if TYPE_CHECKING:
     from sp_core.reduction import Reduction
-    from sp_core.selection import SelectionSpace
 
 SUMMARY_FIELDS = ("clip", "frames", "keys", "mean_mm", "max_mm", "seconds", "status")
 
@@ -56,9 +55,7 @@ def reduce_one(path: str, stem: str, out: str, args: argparse.Namespace) -> dict
         clip, reduction, _ = reduce_from_args(argparse.Namespace(**vars(args)), path)
         write_reduction_json(reduction, Path(out) / f"{stem}.keys.json", path, clip.fps)
         write_reduced_bvh(clip, reduction, Path(out) / f"{stem}.reduced.bvh")
-        row.update(frames=len(reduction.frames), keys=len(reduction.curves.frames),
-                   mean_mm=f"{reduction.metrics.mean_mm:.4f}",
-                   max_mm=f"{reduction.metrics.max_mm:.4f}")
+        row.update(reduction_row(reduction))
     except (SalientPosesError, OSError) as exc:
         message = str(exc) if isinstance(exc, SalientPosesError) else f"{exc.strerror}: " \
             f"{exc.filename}"
@@ -115,11 +112,7 @@ def run_batch(args: argparse.Namespace) -> int:
                                                           f"({type(exc).__name__}: {exc})"}
                 failed += rows[path]["status"] != "ok"
                 _progress(len(rows), len(jobs), failed)
-    with open(out / "summary.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=SUMMARY_FIELDS, restval="")
-        writer.writeheader()
-        for path, _ in jobs:
-            writer.writerow(rows[path])
+    write_summary(out, [rows[path] for path, _ in jobs])
     print(f"{len(jobs) - failed} of {len(jobs)} clips reduced; summary in {out / 'summary.csv'}")
     return 1 if failed else 0
 
@@ -163,17 +156,22 @@ def run_host_batch(inputs: list[str], out: Path,
         row["seconds"] = f"{time.perf_counter() - started:.3f}"
         rows.append(row)
         print(f"[{i}/{len(inputs)}] {path}: {row['status']}", flush=True)
-    with open(out / "summary.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=SUMMARY_FIELDS, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
+    write_summary(out, rows)
     failed = sum(row["status"] != "ok" for row in rows)
     print(f"{len(rows) - failed} of {len(rows)} reduced; summary in {out / 'summary.csv'}")
     return 1 if failed else 0
 
 
-def reduction_row(space: SelectionSpace, keys: int, reduction: Reduction) -> dict[str, object]:
-    """The summary columns of one reduction."""
-    return {"frames": space.n_frames, "keys": keys,
+def reduction_row(reduction: Reduction) -> dict[str, object]:
+    """The summary columns of one reduction: frames of its range, keyframes, errors in mm."""
+    return {"frames": len(reduction.frames), "keys": reduction.curves.n_keys,
             "mean_mm": f"{reduction.metrics.mean_mm:.4f}",
             "max_mm": f"{reduction.metrics.max_mm:.4f}"}
+
+
+def write_summary(out: Path, rows: list[dict[str, object]]) -> None:
+    """``out/summary.csv``: one row per input, columns :data:`SUMMARY_FIELDS`."""
+    with open(out / "summary.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=SUMMARY_FIELDS, restval="")
+        writer.writeheader()
+        writer.writerows(rows)

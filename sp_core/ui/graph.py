@@ -76,9 +76,7 @@ class ErrorGraph(QtWidgets.QWidget):
         if space is None:
             self.second_curve.setData([], [])
             return
-        keys, errors = space.key_counts, space.errors
-        ok = np.isfinite(errors) & ((errors > 0) if self.log_box.isChecked() else True)
-        self.second_curve.setData(keys[ok], errors[ok])
+        self.second_curve.setData(*self._values(space))
 
     def set_k(self, k: int) -> None:
         """Move the marker (no signal)."""
@@ -88,9 +86,9 @@ class ErrorGraph(QtWidgets.QWidget):
         self.marker.blockSignals(False)
         self._show_readout(k)
 
-    def _values(self) -> tuple[np.ndarray, np.ndarray]:
-        assert self.space is not None
-        keys, errors = self.space.key_counts, self.space.errors
+    def _values(self, space: SelectionSpace) -> tuple[np.ndarray, np.ndarray]:
+        """Key counts and errors that can be drawn (finite; positive on the log axis)."""
+        keys, errors = space.key_counts, space.errors
         ok = np.isfinite(errors)
         if self.log_box.isChecked():
             ok &= errors > 0
@@ -103,7 +101,8 @@ class ErrorGraph(QtWidgets.QWidget):
             return
         log = self.log_box.isChecked()
         self.plot.setLogMode(x=False, y=log)
-        keys, errors = self._values()
+        keys, errors = self._values(self.space)
+        self.set_second(self.second)  # the breakdown space follows the axis too
         self.curve.setData(keys, errors)
         s = self.space.suggestions()
         marks = sorted(set(s["cliffs"]) | {s["threshold"]})

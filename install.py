@@ -7,13 +7,18 @@ Usage
     Create ``.venv`` in this checkout and install the project into it (editable) with its ``ui``
     and ``dev`` extras. Running it again only reinstalls when ``pyproject.toml`` changed.
 ``python3 install.py --maya [--maya-version 2025] [--modules-dir DIR] [--mayapy PATH]``
-    Write ``SalientPoses.mod`` into Maya's user modules folder (pointing at this checkout, or at a
-    copy under ``--prefix``), append a marked block to the version's ``userSetup.py`` that adds
-    the menu, and pip-install numpy, scipy, numba and pyqtgraph with ``mayapy`` into the module's
-    own ``site-packages`` (``--no-deps`` skips it; without ``mayapy`` the command is printed).
+    Write ``SalientPoses.mod`` into Maya's user modules folder (its module is
+    ``maya_plugin/module`` of this checkout, or of a copy under ``--prefix``; the module's own
+    ``scripts/userSetup.py`` loads the plug-in and adds the menu, the user's file is not touched),
+    and pip-install numpy, scipy, numba and pyqtgraph with ``mayapy`` into the checkout's
+    ``.hosts/maya-<version>/site-packages`` (``--no-deps`` skips it; without ``mayapy`` the
+    command is printed).
 ``python3 install.py --mobu [--mobu-version 2025] [--startup-dir DIR] [--mobupy PATH]``
-    Write a start-up script into MotionBuilder's user PythonStartup folder and install the
-    dependencies with its Python likewise.
+    Install the dependencies with ``mobupy`` into the checkout's own ``site-packages``, write a
+    ``salient_poses.pth`` into mobupy's site-packages (so ``mobupy -m mobu_plugin.batch`` and
+    ``mobupy -m mobu_plugin.selftest`` work from a clean shell) and a start-up script that adds
+    the menu into a documented PythonStartup folder (``--startup-dir``, else the first folder of
+    ``MOTIONBUILDER_PYTHON_STARTUP``, else the user PythonStartup folder).
 ``python3 install.py --uninstall [--maya] [--mobu]``
     Remove exactly what was installed (recorded in ``.salient-poses-manifest.json``).
 ``python3 install.py --check``
@@ -43,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP_NAME = ".salient-poses-install"
-STANDALONE_EXTRAS = "ui,dev"
+STANDALONE_EXTRAS = "ui,cluster,dev"
 
 
 class InstallError(Exception):
@@ -149,8 +154,44 @@ def default_mayapy(version: str) -> Path:
 
 
 def default_mobu_startup(version: str) -> Path:
-    """The user's PythonStartup folder (scripts there run when MotionBuilder starts)."""
+    """The user configuration's PythonStartup folder: ``FBSystem.GetPythonStartupPath`` documents
+    ``<UserConfigDir>/config/PythonStartup`` as a folder whose scripts run at start-up, and the
+    SDK's *Directory Structure* page puts the user configuration in Documents/MB/<version>."""
     return home() / "Documents" / "MB" / version / "config" / "PythonStartup"
+
+
+def mobu_startup_dir(args: argparse.Namespace) -> tuple[Path, str]:
+    """Where the start-up script goes, and which documented mechanism makes MotionBuilder run
+    it: ``--startup-dir``, else the first folder of ``MOTIONBUILDER_PYTHON_STARTUP`` (folders
+    MotionBuilder adds to its startup path), else the user PythonStartup folder."""
+    if args.startup_dir:
+        return Path(args.startup_dir), "--startup-dir (make sure it is a PythonStartup folder)"
+    listed = [p for p in os.environ.get("MOTIONBUILDER_PYTHON_STARTUP", "").split(os.pathsep)
+              if p]
+    if listed:
+        return Path(listed[0]), "the first folder of MOTIONBUILDER_PYTHON_STARTUP"
+    return default_mobu_startup(args.mobu_version), "the user PythonStartup folder"
+
+
+MOBUPY_SITE = ("import json, site, sysconfig; print(json.dumps({'purelib': "
+               "sysconfig.get_paths()['purelib'], 'user': site.getusersitepackages()}))")
+
+
+def mobupy_site(python: Path) -> Path | None:
+    """The site-packages folder of MotionBuilder's Python where a ``.pth`` file puts this
+    checkout and the dependencies on its path (its own ``purelib`` if writable, else its user
+    site-packages, which it also reads); None if it cannot be asked."""
+    try:
+        result = subprocess.run([str(python), "-c", MOBUPY_SITE], capture_output=True,
+                                text=True, timeout=120)
+        folders = json.loads(result.stdout.strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None
+    purelib = Path(folders["purelib"])
+    writable = purelib
+    while not writable.exists():
+        writable = writable.parent
+    return purelib if os.access(writable, os.W_OK) else Path(folders["user"])
 
 
 def default_mobupy(version: str) -> Path:
@@ -233,24 +274,6 @@ def plan_file(plan: Plan, manifest: Manifest, target: str, path: Path, text: str
     plan.add(f"write {path}", write)
 
 
-def plan_block(plan: Plan, manifest: Manifest, target: str, path: Path, body: str) -> None:
-    """Append a marked block to a user's file (creating it if needed), once."""
-    existing = path.read_text() if path.exists() else ""
-    if BEGIN in existing:
-        plan.add(f"{path} already has the Salient Poses block", lambda: None)
-        return
-    _writable_parent(path)
-    block = f"{BEGIN}\n{body.rstrip()}\n{END}\n"
-
-    def append() -> None:
-        _record_new_folders(manifest, target, path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        separator = "" if not existing or existing.endswith("\n") else "\n"
-        path.write_text(existing + separator + block)
-        manifest.record({"target": target, "kind": "block", "path": str(path)})
-    plan.add(f"append the Salient Poses block to {path}", append)
-
-
 def plan_copy(plan: Plan, manifest: Manifest, target: str, prefix: Path) -> None:
     """Copy the packages into ``prefix`` (for a studio location independent of this checkout)."""
     for name in PACKAGES:
@@ -306,43 +329,55 @@ def maya_paths(args: argparse.Namespace) -> dict[str, Path]:
     app = maya_app_dir()
     home_dir = Path(args.prefix) if args.prefix else ROOT
     return {"module": Path(args.modules_dir or app / "modules") / "SalientPoses.mod",
-            "user_setup": app / version / "scripts" / "userSetup.py",
+            "module_root": home_dir / "maya_plugin" / "module",
             "site": home_dir / ".hosts" / f"maya-{version}" / "site-packages",
             "root": home_dir,
             "python": Path(args.mayapy) if args.mayapy else default_mayapy(version)}
+
+
+def maya_module_text(version: str, module_root: Path) -> str:
+    """The ``.mod`` file. Maya puts the module's ``scripts/`` (holding its own ``userSetup.py``,
+    which loads the plug-in and adds the menu) on ``PYTHONPATH`` and ``plug-ins/`` on
+    ``MAYA_PLUG_IN_PATH``; ``VAR+:=path`` appends a path *relative to the module root*
+    (Autodesk, "Sample module file"), here the checkout and its dependencies."""
+    return (f"+ MAYAVERSION:{version} SalientPoses 1.0 {module_root}\n"
+            "PYTHONPATH+:=../..\n"
+            f"PYTHONPATH+:=../../.hosts/maya-{version}/site-packages\n")
 
 
 def plan_maya(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
     paths = maya_paths(args)
     if args.prefix:
         plan_copy(plan, manifest, "maya", paths["root"])
-    module = (f"+ MAYAVERSION:{args.maya_version} SalientPoses 1.0 {paths['root']}\n"
-              f"PYTHONPATH+:={paths['root']}\n"
-              f"PYTHONPATH+:={paths['site']}\n")
-    plan_file(plan, manifest, "maya", paths["module"], module)
-    plan_block(plan, manifest, "maya", paths["user_setup"],
-               "try:\n    import maya_plugin.startup\n    maya_plugin.startup.install()\n"
-               "except ImportError as exc:\n    print('Salient Poses is not available:', exc)")
+    plan_file(plan, manifest, "maya", paths["module"],
+              maya_module_text(args.maya_version, paths["module_root"]))
     if not args.no_deps:
         plan_dependencies(plan, manifest, "maya", paths["python"], paths["site"])
+    selftest = paths["root"] / "maya_plugin" / "selftest.py"
+    plan.add(f"Maya: restart Maya for the Salient Poses menu; prove it with\n"
+             f"    {paths['python']} {selftest}", lambda: None)
 
 
 def mobu_paths(args: argparse.Namespace) -> dict[str, Path]:
     version = args.mobu_version
     home_dir = Path(args.prefix) if args.prefix else ROOT
-    return {"startup": Path(args.startup_dir or default_mobu_startup(version))
-            / "salient_poses_startup.py",
+    return {"startup": mobu_startup_dir(args)[0] / "salient_poses_startup.py",
             "site": home_dir / ".hosts" / f"mobu-{version}" / "site-packages",
             "root": home_dir,
             "python": Path(args.mobupy) if args.mobupy else default_mobupy(version)}
 
 
 def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
-    """A script in the user's PythonStartup folder (documented to run at start-up; the search
-    path of MotionBuilder module files is not documented for users, see HOST_APIS.md §7)."""
+    """MotionBuilder: the dependencies installed with mobupy into our own site folder; a
+    ``salient_poses.pth`` in mobupy's site-packages naming this checkout and that folder (so
+    ``mobupy -m mobu_plugin.batch`` and ``mobupy -m mobu_plugin.selftest`` work from a clean
+    shell, and MotionBuilder's embedded Python, the same installation, sees them too); and a
+    start-up script in a documented PythonStartup folder that adds the menu."""
     paths = mobu_paths(args)
+    folder, mechanism = mobu_startup_dir(args)
     if args.prefix:
         plan_copy(plan, manifest, "mobu", paths["root"])
+    plan.add(f"MotionBuilder start-up folder: {folder} ({mechanism})", lambda: None)
     script = ('"""Salient Poses start-up (written by install.py --mobu)."""\n'
               "import sys\n"
               f"for _path in ({str(paths['root'])!r}, {str(paths['site'])!r}):\n"
@@ -353,6 +388,15 @@ def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
     plan_file(plan, manifest, "mobu", paths["startup"], script)
     if not args.no_deps:
         plan_dependencies(plan, manifest, "mobu", paths["python"], paths["site"])
+    python = paths["python"]
+    site = mobupy_site(python) if python.exists() else None
+    if site is None:
+        plan.add(f"mobu: could not ask {python} for its site-packages; to run "
+                 "`mobupy -m mobu_plugin.batch` put these two folders on its PYTHONPATH:\n"
+                 f"    {paths['root']}\n    {paths['site']}", lambda: None)
+        return
+    plan_file(plan, manifest, "mobu", site / "salient_poses.pth",
+              f"{paths['root']}\n{paths['site']}\n")
 
 
 def plan_uninstall(plan: Plan, manifest: Manifest, targets: set[str]) -> None:
@@ -445,7 +489,9 @@ def main(argv: list[str] | None = None) -> int:
     mobu = parser.add_argument_group("MotionBuilder")
     mobu.add_argument("--mobu-version", default="2025", metavar="V")
     mobu.add_argument("--startup-dir", metavar="DIR",
-                      help="PythonStartup folder (default Documents/MB/V/config/PythonStartup)")
+                      help="PythonStartup folder (default: the first folder of "
+                           "MOTIONBUILDER_PYTHON_STARTUP, else Documents/MB/V/config/"
+                           "PythonStartup)")
     mobu.add_argument("--mobupy", metavar="PATH", help="MotionBuilder's Python")
     args = parser.parse_args(argv)
     if not (args.standalone or args.maya or args.mobu or args.uninstall or args.check):

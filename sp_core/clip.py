@@ -91,8 +91,15 @@ class Clip:
         name: str = "clip",
         raw_channels: np.ndarray | None = None,
         orients: np.ndarray | None = None,
+        units: str | None = None,
+        up_axis: str = "y",
+        rest_channels: np.ndarray | None = None,
     ) -> None:
         self.name = name
+        if up_axis.lower() not in UP_AXES:
+            raise ClipError(f"up axis must be one of x, y, z; got {up_axis!r}")
+        self.units = units
+        self.up_axis = up_axis.lower()
         self.node_names: list[str] = list(node_names)
         self.parents = _readonly(np.asarray(parents, dtype=np.int64).copy())
         self.offsets = _readonly(np.asarray(offsets, dtype=np.float64).reshape(-1, 3).copy())
@@ -119,6 +126,13 @@ class Clip:
         self._channels = self._checked_channels(channels)
         self.raw_channels = (self._channels if raw_channels is None
                              else self._checked_channels(raw_channels))
+        self.rest_channels: np.ndarray | None = None
+        if rest_channels is not None:
+            rest = np.asarray(rest_channels, dtype=np.float64)
+            if rest.shape != (self.n_channels,) or not np.all(np.isfinite(rest)):
+                raise ClipError(f"rest channel values must be {self.n_channels} finite numbers, "
+                                f"got shape {rest.shape}")
+            self.rest_channels = _readonly(rest.copy())
 
     # ------------------------------------------------------------------ construction helpers
     def _validate_hierarchy(self) -> None:
@@ -379,8 +393,10 @@ class Clip:
         return [np.asarray(sorted(m), dtype=np.int64) for m in members]
 
     def rest_positions(self) -> np.ndarray:
-        """(n_nodes, 3) float64 positions of the rest pose (offsets and orients, no channels),
-        scene units."""
+        """(n_nodes, 3) float64 positions of the rest pose (offsets and orients, no channels, or
+        :attr:`rest_channels` where the source has them), scene units."""
+        if self.rest_channels is not None:
+            return self.forward_kinematics(self.rest_channels[None])[0]
         rest = np.zeros((self.n_nodes, 3))
         turn = np.zeros((self.n_nodes, 3, 3))
         for i, p in enumerate(self.parents):
@@ -389,19 +405,19 @@ class Clip:
             turn[i] = parent if self.orients is None else parent @ self.orients[i]
         return rest
 
-    def height(self, up_axis: str = "y") -> float:
+    def height(self, up_axis: str | None = None) -> float:
         """The character's height in scene units, for the paper's millimetre error convention.
 
-        Measured on the rest pose (every node at its offsets, no channels applied): the extent of
-        all nodes, End Sites included (toe tip to head top), along ``up_axis``. Rest poses are
-        standing poses in practice, unlike animated frames (crouches, jumps) or the T-pose's arm
-        span. Degenerate skeletons fall back to the largest rest extent on any axis, then to the
-        largest extent of the animated positions.
+        Measured on the rest pose (every node at its offsets, no channels applied, or the
+        source's :attr:`rest_channels`): the extent of all nodes, End Sites included (toe tip to
+        head top), along ``up_axis``. Rest poses are standing poses in practice, unlike animated
+        frames (crouches, jumps) or the T-pose's arm span. Degenerate skeletons fall back to the
+        largest rest extent on any axis, then to the largest extent of the animated positions.
 
         Parameters
         ----------
-        up_axis : {"x", "y", "z"}
-            The world up axis (BVH and CMU use Y up).
+        up_axis : {"x", "y", "z"}, optional
+            The world up axis; default the clip's :attr:`up_axis` (BVH and CMU use Y up).
 
         Returns
         -------
@@ -412,6 +428,7 @@ class Clip:
         ClipError
             If every node stays at one point, so no size can be measured.
         """
+        up_axis = self.up_axis if up_axis is None else up_axis
         if up_axis.lower() not in UP_AXES:
             raise ClipError(f"up axis must be one of x, y, z; got {up_axis!r}")
         rest = self.rest_positions()
@@ -424,7 +441,7 @@ class Clip:
                 return float(value)
         raise ClipError(f"clip {self.name!r} has no measurable size: every node is at one point")
 
-    def mm_per_unit(self, up_axis: str = "y") -> float:
+    def mm_per_unit(self, up_axis: str | None = None) -> float:
         """Millimetres per scene unit for the character scaled to 1.7 m (the paper's convention)."""
         return REFERENCE_HEIGHT_MM / self.height(up_axis)
 
@@ -434,7 +451,8 @@ class Clip:
             node_names=self.node_names, parents=self.parents, offsets=self.offsets,
             end_sites=self.end_sites, channel_names=self.channel_names, channels=self._channels,
             fps=self.fps, frame_time=self.frame_time, first_frame=self.first_frame, name=self.name,
-            raw_channels=self.raw_channels, orients=self.orients)
+            raw_channels=self.raw_channels, orients=self.orients, units=self.units,
+            up_axis=self.up_axis, rest_channels=self.rest_channels)
         fields.update(changes)
         return Clip(**fields)  # type: ignore[arg-type]
 
@@ -481,7 +499,8 @@ class Clip:
             offsets=self.offsets[kept], end_sites=self.end_sites[kept],
             channel_names=[self.channel_names[c] for c in columns],
             channels=self._channels[:, columns], raw_channels=self.raw_channels[:, columns],
-            orients=None if self.orients is None else self.orients[kept])
+            orients=None if self.orients is None else self.orients[kept],
+            rest_channels=None if self.rest_channels is None else self.rest_channels[columns])
         if self._positions is not None:
             sub._positions = _readonly(self._positions[:, kept])
         return sub

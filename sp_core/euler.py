@@ -105,3 +105,32 @@ def euler_matrices(order: str, angles: np.ndarray) -> np.ndarray:
         result = m if result is None else np.matmul(result, m)
     assert result is not None, "order must name at least one axis"
     return result
+
+
+def unwrap_euler_from(angles: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """:func:`unwrap_euler`, then the equivalent curves whose first frame is nearest ``start``.
+
+    For hosts that return rotations as matrices: the decomposed angles are continuous after
+    :func:`unwrap_euler`, and ``start`` (the host's own channel values at the first frame) picks
+    which of the equivalent continuous curves the animator keyed (a 370° key stays 370°).
+
+    Parameters
+    ----------
+    angles : (n_frames, 3) float64, degrees
+        One node's three rotation channels in their listed order.
+    start : (3,) float64, degrees
+        The channel values at the first frame, same order.
+
+    Returns
+    -------
+    (n_frames, 3) float64, degrees
+        The same rotation on every frame.
+    """
+    out = unwrap_euler(angles)
+    start = np.asarray(start, dtype=np.float64)
+    if out.shape[0] and np.sum(wrap_degrees(flip_triplet(out[0]) - start) ** 2) \
+            < np.sum(wrap_degrees(out[0] - start) ** 2) - 1e-9:
+        out = flip_triplet(out)
+    if out.shape[0]:
+        out = out + 360.0 * np.round((start - out[0]) / 360.0)
+    return out

@@ -241,13 +241,23 @@ class TwoPassSpace:
                 pins=pinned[1:-1].tolist(), max_span=gap, max_keys=wanted)
         return self._breakdowns[keyposes]
 
-    def selection(self, keyposes: int, total: int | None = None) -> LayeredSelection:
+    def selection(self, keyposes: int, total: int | None = None,
+                  accuracy: float = BREAKDOWN_ACCURACY) -> LayeredSelection:
         """``keyposes`` keyposes and, with ``total``, ``total - keyposes`` breakdowns (default:
-        the breakdown space's threshold rule)."""
+        the breakdown space's threshold rule at ``accuracy``).
+
+        Raises
+        ------
+        SelectionError
+            ``total`` is more keys than the breakdown space offers.
+        """
         pinned = set(self.keyposes.keyframes(keyposes).tolist())
         space = self.breakdown_space(keyposes)
-        k = space.threshold_choice(BREAKDOWN_ACCURACY) if total is None else total
-        frames = space.keyframes(int(min(max(k, space.min_keys), space.max_keys)))
+        k = space.threshold_choice(accuracy) if total is None else total
+        if not space.min_keys <= k <= space.max_keys:
+            raise SelectionError(f"{k - keyposes} breakdowns with {keyposes} keyposes is out of "
+                                 f"range: choose 0 to {space.max_keys - keyposes} breakdowns")
+        frames = space.keyframes(int(k))
         labels = [KEYPOSE if int(f) in pinned else BREAKDOWN for f in frames]
         layers = ["pins" if int(f) in pinned else "breakdowns" for f in frames]
         return LayeredSelection(np.asarray(frames, dtype=np.int64), labels, layers)

@@ -66,10 +66,15 @@ def constant_channels(values: np.ndarray) -> np.ndarray:
 
 
 def _key_rows(clip: Clip, frames: Iterable[int]) -> np.ndarray:
+    given = list(frames)
     try:
-        keys = np.asarray(sorted({int(f) for f in frames}), dtype=np.int64)
-    except (TypeError, ValueError) as error:
-        raise ReductionError(f"keyframes must be whole frame numbers: {error}") from None
+        whole = [isinstance(f, (int, np.integer)) or float(f) == int(f) for f in given]
+    except (TypeError, ValueError, OverflowError):
+        whole = [False]
+    if not all(whole) or any(isinstance(f, bool) for f in given):
+        bad = next((f for f, ok in zip(given, whole, strict=False) if not ok), given)
+        raise ReductionError(f"keyframes must be whole frame numbers, got {bad!r}")
+    keys = np.asarray(sorted({int(f) for f in given}), dtype=np.int64)
     if len(keys) == 0:
         raise ReductionError("no keyframes given")
     outside = keys[(keys < clip.first_frame) | (keys > clip.last_frame)]
@@ -117,6 +122,10 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     if space not in FIT_SPACES:
         raise ReductionError(f"unknown fitting space {space!r}; choose one of "
                              f"{', '.join(FIT_SPACES)}")
+    if isinstance(world_iterations, bool) or not isinstance(world_iterations, (int, np.integer)) \
+            or world_iterations < 1:
+        raise ReductionError(f"world_iterations must be a whole number >= 1, got "
+                             f"{world_iterations!r}")
     if not np.isfinite(smoothness) or smoothness < 0:
         raise ReductionError(f"smoothness must be a finite number >= 0, got {smoothness}")
     keys = _key_rows(clip, frames)

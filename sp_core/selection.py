@@ -255,7 +255,9 @@ class SelectionSpace:
         return self._errors[self.min_keys:self.max_keys + 1].copy()
 
     def _check_k(self, keys: int) -> int:
-        if int(keys) != keys or not self.min_keys <= keys <= self.max_keys:
+        if isinstance(keys, bool) or not isinstance(keys, (int, np.integer)):
+            raise SelectionError(f"K must be a whole number, got {keys!r}")
+        if not self.min_keys <= keys <= self.max_keys:
             raise SelectionError(f"K = {keys} is out of range: this analysis has selections of "
                                  f"{self.min_keys} to {self.max_keys} keys")
         return int(keys)

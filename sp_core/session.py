@@ -21,24 +21,24 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sp_core.clip import Clip
-from sp_core.errors import SalientPosesError, SelectionError
-from sp_core.falloff import EIGEN, PoseGraph, pose_edit, propagate, wand_poses
-from sp_core.fitting import SMOOTHNESS
+from sp_core.errors import OptionError, SalientPosesError, SelectionError
+from sp_core.falloff import PoseGraph, pose_edit, propagate, wand_poses
 from sp_core.host import Host, LayerHandle, host_step
-from sp_core.layered import LayeredSelection, TwoPassSpace
+from sp_core.layered import LayeredSelection, TwoPassSpace, layered_selection
+from sp_core.options import Options, Pin, build, coerce, k_for, max_keys_for
 from sp_core.reduction import Reduction, reduce
 from sp_core.selection import SelectionSpace
 
-EVENTS = ("analysis_started", "analysis_progress", "analysis_finished", "analysis_failed",
-          "analysis_cancelled", "k_changed", "applied", "removed")
+EVENTS = ("options_changed", "analysis_started", "analysis_progress", "analysis_finished",
+          "analysis_failed", "analysis_cancelled", "k_changed", "applied", "removed")
 
 
 class AnalysisCancelled(SalientPosesError):
@@ -64,69 +64,34 @@ class CancelToken:
             raise AnalysisCancelled("analysis cancelled")
 
 
-@dataclass
-class Pin:
-    """A frame that must be a keyframe, with an optional name and note."""
-
-    frame: int
-    name: str = ""
-    note: str = ""
-
-
-@dataclass
-class AnalysisOptions:
-    """What to analyse and how (see :class:`sp_core.selection.SelectionSpace`).
-
-    ``roots`` are the nodes whose hierarchies are analysed (None: the host's selection, or its
-    whole scene when nothing is selected); ``nodes`` the nodes whose poses count (None: all
-    under the roots) with per-node ``weights``; ``frame_range`` None means the host's playback
-    range. With ``layered``, K counts keyposes chosen on the ``leading`` nodes and
-    ``breakdowns`` more keys (None: the breakdown space's threshold rule) are chosen with the
-    keyposes pinned (:class:`sp_core.layered.TwoPassSpace`).
+@dataclass(frozen=True)
+class Analysis:
+    """A computed analysis not yet adopted by a session (see :meth:`Session.compute_analysis`).
     """
 
-    roots: list[str] | None = None
-    nodes: list[str] | None = None
-    weights: dict[str, float] = field(default_factory=dict)
-    pose: str = "positions"
-    cost: str = "line-max"
-    cost_options: dict[str, Any] = field(default_factory=dict)
-    compose: str = "max"
-    frame_range: tuple[int, int] | None = None
-    pins: list[Pin] = field(default_factory=list)
-    stride: int = 1
-    max_span: int | None = None
-    max_keys: int | None = None
-    time_scale: float = 0.0
-    layered: bool = False
-    leading: list[str] = field(default_factory=list)
-    breakdowns: int | None = None
-
-
-@dataclass
-class ReductionOptions:
-    """How Apply rebuilds the animation (see :func:`sp_core.reduction.reduce`)."""
-
-    tangents: str = "unified"
-    smoothness: float = SMOOTHNESS
-    space: str = "world"
-    layer: str = "salientPoses"
-    residual: bool = False
-    residual_weight: float = 1.0
+    motion: Clip
+    space: SelectionSpace
+    two_pass: TwoPassSpace | None
+    wanted: int | None
 
 
 class Session:
-    """State and actions of one Salient Poses panel.
+    """State and actions of one Salient Poses panel, script or job.
+
+    The options object (:class:`sp_core.options.Options`, frozen) is the single source of
+    truth: views bind to it and change it through :meth:`set_options`, which checks every value
+    and emits ``options_changed(options)``.
 
     Parameters
     ----------
     host : Host
+    options : Options, optional
+        Default: every option at its declared default.
     """
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, options: Options | None = None) -> None:
         self.host = host
-        self.analysis = AnalysisOptions()
-        self.reduction = ReductionOptions()
+        self.options = options or Options()
         self.space: SelectionSpace | None = None
         self.motion: Clip | None = None
         self.k: int | None = None
@@ -135,6 +100,19 @@ class Session:
         self._graph: tuple[tuple, Clip, PoseGraph] | None = None
         self.last_reduction: Reduction | None = None
         self._subscribers: dict[str, list[Callable[..., None]]] = {e: [] for e in EVENTS}
+
+    # ------------------------------------------------------------------ options
+    @property
+    def analysis(self):  # noqa: ANN201 - AnalysisOptions, read-only view
+        """The analysis options (frozen; change them with :meth:`set_options`)."""
+        return self.options.analysis
+
+    def set_options(self, **changes: Any) -> Options:
+        """Change options by field name (checked; :class:`OptionError` on a bad value) and
+        emit ``options_changed``."""
+        self.options = build(changes, base=self.options)
+        self._emit("options_changed", self.options)
+        return self.options
 
     # ------------------------------------------------------------------ events
     def subscribe(self, event: str, callback: Callable[..., None]) -> Callable[[], None]:
@@ -162,6 +140,11 @@ class Session:
         return [name for name, parent in everything if parent is None]
 
     def frame_range(self) -> tuple[int, int]:
+        """Host frames to read: the chosen frames' bounds, the option, else the playback
+        range."""
+        frames = self.options.keys.frames
+        if frames is not None:
+            return frames[0], frames[-1]
         if self.analysis.frame_range is not None:
             return self.analysis.frame_range
         with host_step("reading the playback range"):
@@ -171,19 +154,27 @@ class Session:
         """The motion to analyse, read from the host (call from the host's main thread)."""
         first, last = self.frame_range()
         if last <= first:
-            raise SelectionError(f"the range {first}..{last} has fewer than 2 frames; "
-                                 "choose a longer range")
+            count = max(last - first + 1, 0)
+            where = getattr(self.host, "source", "") or f"the {self.host.name} scene"
+            raise SelectionError(f"{where}: frames {first}..{last} hold {count} "
+                                 f"frame{'s' if count != 1 else ''}; an analysis needs at "
+                                 "least 2: choose a longer range or another clip")
         roots = self.roots()
         with host_step(f"reading the motion of {', '.join(roots)} over frames {first}..{last}"):
             return self.host.motion(roots, first, last)
 
+    def requested_k(self, motion: Clip) -> int | None:
+        """The K the options ask for on ``motion`` (None: the suggested K); see
+        :func:`sp_core.options.k_for`."""
+        return k_for(self.options, motion.first_frame, motion.last_frame)
+
     def analyze(self, progress: Callable[[float, str], None] | None = None,
                 cancel: CancelToken | None = None, motion: Clip | None = None
                 ) -> SelectionSpace:
-        """Build the selection space (in the caller's thread).
+        """Build the selection space (in the caller's thread) and make it the session's.
 
-        The current K is kept (clamped) or set to the suggested K; call :meth:`set_k` to
-        preview it in the host.
+        K becomes the K the options ask for (``keys``/``ratio``), else the current K if the new
+        space has it, else the suggested K; call :meth:`set_k` to preview it in the host.
 
         Parameters
         ----------
@@ -196,6 +187,13 @@ class Session:
             Motion read beforehand with :meth:`read_motion` (hosts whose API must be called
             from their main thread, while the analysis runs in a worker); default: read now.
         """
+        return self.adopt_analysis(self.compute_analysis(progress, cancel, motion))
+
+    def compute_analysis(self, progress: Callable[[float, str], None] | None = None,
+                         cancel: CancelToken | None = None, motion: Clip | None = None
+                         ) -> Analysis:
+        """The analysis of :meth:`analyze` without changing the session (a worker thread runs
+        this; the UI thread then calls :meth:`adopt_analysis`)."""
         token = cancel or CancelToken()
 
         def report(fraction: float, message: str) -> None:
@@ -210,22 +208,25 @@ class Session:
             if motion is None:
                 report(0.0, "reading the motion from " + self.host.name)
                 motion = self.read_motion()
+            wanted = self.requested_k(motion)
             report(0.02, "poses")
             two_pass = None
+            weights = dict(options.weights) or None
             if options.layered:
                 report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
                 two_pass = TwoPassSpace(motion, options.leading, nodes=options.nodes,
-                                        weights=options.weights or None, stride=options.stride,
+                                        weights=weights, stride=options.stride,
                                         pose=options.pose)
                 space = two_pass.keyposes
             else:
                 space = SelectionSpace.from_clip(
-                    motion, pose=options.pose, nodes=options.nodes,
-                    weights=options.weights or None, time_scale=options.time_scale,
-                    cost=options.cost, cost_options=options.cost_options,
-                    compose=options.compose, pins=[p.frame for p in options.pins],
-                    stride=options.stride, max_span=options.max_span,
-                    max_keys=options.max_keys,
+                    motion, pose=options.pose, nodes=options.nodes, weights=weights,
+                    time_scale=options.time_scale, cost=options.cost,
+                    cost_options=dict(options.cost_options), compose=options.compose,
+                    pins=[p.frame for p in options.pins], stride=options.stride,
+                    max_span=options.max_span,
+                    max_keys=max_keys_for(self.options, wanted),
+                    memory_limit=int(options.memory_gib * 1024**3),
                     progress=lambda f, m: report(0.05 + 0.95 * f, m))
             token.check()
         except AnalysisCancelled:
@@ -234,17 +235,85 @@ class Session:
         except Exception as exc:
             self._emit("analysis_failed", exc)
             raise
-        self.motion, self.space, self.two_pass = motion, space, two_pass
-        wanted = self.suggested_k if self.k is None else self.k
-        self.k = int(min(max(wanted, space.min_keys), space.max_keys))
+        if wanted is None and self.options.keys.tolerance is not None:
+            wanted = self.smallest_k_within(*self.options.keys.tolerance, space=space,
+                                            motion=motion, report=report)
         if progress is not None:
             progress(1.0, "done")
+        return Analysis(motion, space, two_pass, wanted)
+
+    def adopt_analysis(self, analysis: Analysis) -> SelectionSpace:
+        """Make a computed analysis the session's (K as in :meth:`analyze`); emits
+        ``analysis_finished``."""
+        space, wanted = analysis.space, analysis.wanted
+        if wanted is None:
+            keep = self.k is not None and space.min_keys <= self.k <= space.max_keys
+            wanted = self.k if keep else int(space.suggestions(
+                self.analysis.accuracy, self.analysis.significance)["threshold"])
+        if not space.min_keys <= wanted <= space.max_keys:
+            raise SelectionError(f"K = {wanted} is out of range: this analysis has selections "
+                                 f"of {space.min_keys} to {space.max_keys} keys")
+        self.motion, self.space, self.two_pass = analysis.motion, space, analysis.two_pass
+        self.k = int(wanted)
         self._emit("analysis_finished", space)
         return space
 
+    def smallest_k_within(self, mean_mm: float, max_mm: float,
+                          report: Callable[[float, str], None] | None = None,
+                          space: SelectionSpace | None = None, motion: Clip | None = None
+                          ) -> int:
+        """The smallest K whose reduction (with the fitting options) keeps the mean and max
+        joint error within ``mean_mm`` and ``max_mm`` (character scaled to 1.7 m).
+
+        Found by bisection over K, so it assumes the error falls as K grows (true of the
+        selection's own error; the fitted error follows it closely but not exactly): the K
+        returned always meets the tolerance, a smaller one might too.
+
+        ``space`` and ``motion`` default to the session's (an analysis being computed passes
+        its own, before the session adopts it).
+
+        Raises
+        ------
+        SelectionError
+            Even the largest K of the space misses the tolerance (the message gives its error).
+        """
+        space = space or self._require_space()
+        motion = motion or self.motion
+        fit = self.options.fit
+        errors: dict[int, tuple[float, float]] = {}
+
+        def error(k: int) -> tuple[float, float]:
+            if k not in errors:
+                metrics = reduce(motion, space.keyframes(k), tangents=fit.tangents,
+                                 smoothness=fit.smoothness, space=fit.space,
+                                 world_iterations=fit.world_iterations).metrics
+                errors[k] = (metrics.mean_mm, metrics.max_mm)
+                if report is not None:
+                    report(0.99, f"K = {k}: mean {errors[k][0]:.2f} mm, max {errors[k][1]:.1f} mm")
+            return errors[k]
+
+        def meets(k: int) -> bool:
+            mean, worst = error(k)
+            return mean <= mean_mm and worst <= max_mm
+
+        low, high = space.min_keys, space.max_keys
+        if not meets(high):
+            raise SelectionError(f"no K up to {high} keeps the error within mean {mean_mm:g} mm "
+                                 f"and max {max_mm:g} mm (K = {high} gives mean "
+                                 f"{errors[high][0]:.2f} mm, max {errors[high][1]:.1f} mm); "
+                                 "raise --max-keys or loosen --tolerance")
+        while low < high:
+            middle = (low + high) // 2
+            if meets(middle):
+                high = middle
+            else:
+                low = middle + 1
+        return high
+
     @property
     def suggestions(self) -> dict[str, Any]:
-        return self._require_space().suggestions()
+        options = self.analysis
+        return self._require_space().suggestions(options.accuracy, options.significance)
 
     @property
     def suggested_k(self) -> int:
@@ -266,7 +335,21 @@ class Session:
         k = self.k if k is None else k
         assert k is not None
         extra = self.analysis.breakdowns
-        return self.two_pass.selection(k, None if extra is None else k + extra)
+        return self.two_pass.selection(k, None if extra is None else k + extra,
+                                       accuracy=self.analysis.accuracy)
+
+    def automatic_selection(self) -> LayeredSelection:
+        """Layered mode without a K: keyposes and breakdowns chosen by the three-layer
+        threshold rules (:func:`sp_core.layered.layered_selection`) at the options' accuracy
+        and significance."""
+        if self.motion is None:
+            raise SelectionError("analyse first: there is no motion yet")
+        options = self.analysis
+        return layered_selection(self.motion, options.leading, nodes=options.nodes,
+                                 weights=dict(options.weights) or None, stride=options.stride,
+                                 keypose_accuracy=options.accuracy,
+                                 breakdown_accuracy=options.accuracy,
+                                 significance=options.significance, pose=options.pose)
 
     def labels(self, k: int | None = None) -> dict[int, str] | None:
         chosen = self.selection(k)
@@ -275,10 +358,18 @@ class Session:
         return {int(f): label for f, label in zip(chosen.frames, chosen.labels, strict=True)}
 
     def set_k(self, k: int | None = None) -> int:
-        """Choose K (clamped to the space; default the current K) and preview its keyframes
-        in the host; returns K."""
+        """Choose K (default the current K) and preview its keyframes in the host; returns K.
+
+        Raises
+        ------
+        OptionError
+            K is not a whole number inside the space (the message gives its range).
+        """
         space = self._require_space()
-        k = int(min(max(int(self.k if k is None else k), space.min_keys), space.max_keys))
+        k = coerce("keys", self.k if k is None else k, "K")
+        if not space.min_keys <= k <= space.max_keys:
+            raise OptionError(f"K must be a whole number in [{space.min_keys}, "
+                              f"{space.max_keys}] for this analysis, got {k}")
         self.k = k
         frames = self.keyframes(k)
         labels = self.labels(k)
@@ -296,28 +387,42 @@ class Session:
         return self.space
 
     # ------------------------------------------------------------------ apply / remove
-    def apply(self) -> Reduction:
-        """Reduce at the current K and write it into the host: one undo step, all or nothing."""
-        self._require_space()
-        assert self.motion is not None and self.k is not None
-        options = self.reduction
-        reduction = reduce(self.motion, self.keyframes(self.k), tangents=options.tangents,
-                           smoothness=options.smoothness, space=options.space,
-                           labels=self.labels(self.k))
+    def reduce(self, frames: Sequence[int] | None = None,
+               labels: dict[int, str] | None = None) -> Reduction:
+        """The reduction at the current K (or at ``frames``) with the fitting options; writes
+        nothing."""
+        if frames is None:
+            self._require_space()
+            assert self.motion is not None and self.k is not None
+            frames, labels = self.keyframes(self.k), self.labels(self.k)
+        elif self.motion is None:
+            self.motion = self.read_motion()
+        fit = self.options.fit
+        return reduce(self.motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
+                      space=fit.space, world_iterations=fit.world_iterations, labels=labels)
+
+    def apply(self, reduction: Reduction | None = None) -> Reduction:
+        """Write a reduction (default :meth:`reduce` at the current K) into the host: one undo
+        step, all or nothing."""
+        reduction = reduction or self.reduce()
+        layer = self.options.layer
         handles: list[LayerHandle] = []
         with host_step("opening an undo chunk"):
-            chunk = self.host.undo_chunk(f"Salient Poses: apply {self.k} keys")
+            chunk = self.host.undo_chunk(f"Salient Poses: apply {len(reduction.frames)} keys"
+                                         if self.k is None else
+                                         f"Salient Poses: apply {self.k} keys")
         with chunk:
-            with host_step(f"writing layer {options.layer!r}"):
-                handles.append(self.host.write_curves(reduction.curves, options.layer))
-            if options.residual:
+            with host_step(f"writing layer {layer.layer!r}"):
+                handles.append(self.host.write_curves(reduction.curves, layer.layer))
+            if layer.residual_layer:
                 animated = reduction.curves.animated
                 names = [n for n, a in zip(reduction.curves.channel_names, animated, strict=True)
                          if a]
-                with host_step(f"writing the residual layer {options.layer + '_residual'!r}"):
+                name = layer.layer + "_residual"
+                with host_step(f"writing the residual layer {name!r}"):
                     handles.append(self.host.write_residual(
-                        names, reduction.frames, reduction.residual[:, animated],
-                        options.layer + "_residual", options.residual_weight))
+                        names, reduction.frames, reduction.residual[:, animated], name,
+                        layer.residual_weight))
         self.applied.extend(handles)
         self.last_reduction = reduction
         self._emit("applied", handles, reduction)
@@ -339,14 +444,16 @@ class Session:
         return handles
 
     # ------------------------------------------------------------------ magic wand
-    def pose_graph(self, sigma: float | None = None, eigen: int = EIGEN) -> PoseGraph:
+    def pose_graph(self, sigma: float | None = None, eigen: int | None = None) -> PoseGraph:
         """The analysed motion's pose graph (cached per sigma and eigen count)."""
         if self.motion is None:
             raise SelectionError("analyse first: the falloff needs the motion")
+        eigen = self.options.wand.eigen if eigen is None else coerce("eigen", eigen)
+        sigma = coerce("sigma", sigma)
         key = (sigma, int(eigen))
         if self._graph is None or self._graph[0] != key or self._graph[1] is not self.motion:
             graph = PoseGraph(wand_poses(self.motion, self.analysis.pose, self.analysis.nodes,
-                                         self.analysis.weights or None),
+                                         dict(self.analysis.weights) or None),
                               first_frame=self.motion.first_frame, sigma=sigma, eigen=eigen)
             self._graph = (key, self.motion, graph)
         return self._graph[2]
@@ -396,5 +503,5 @@ class Session:
             raise SelectionError(f"cannot read pins from {path}: expected "
                                  f'{{"pins": [{{"frame": N, "name": "", "note": ""}}]}} '
                                  f"({type(exc).__name__}: {exc})") from None
-        self.analysis.pins = sorted(pins, key=lambda p: p.frame)
-        return self.analysis.pins
+        self.set_options(pins=pins)
+        return list(self.analysis.pins)

@@ -19,7 +19,8 @@ from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import ClipError
 from sp_core.host import HostError, LayerHandle
-from sp_core.io.bvh import read_bvh, write_bvh
+from sp_core.io.bvh import write_bvh
+from sp_core.io.readers import read_clip
 
 
 @dataclass
@@ -64,7 +65,7 @@ class StandaloneHost:
 
     @classmethod
     def from_file(cls, path: str | Path, first_frame: int = 0) -> StandaloneHost:
-        return cls(read_bvh(path, first_frame=first_frame), source=str(path))
+        return cls(read_clip(path, first_frame=first_frame), source=str(path))
 
     # ------------------------------------------------------------------ scene queries
     @property

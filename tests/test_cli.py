@@ -52,8 +52,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "line 5" in err and "Traceback" not in err
     assert main(["info", str(tmp_path / "missing.bvh")]) == 2
-    assert main(["info", str(tmp_path / "clip.fbx")]) == 2
-    assert "unsupported file type '.fbx'" in capsys.readouterr().err
+    assert main(["info", str(tmp_path / "clip.c3d")]) == 2
+    assert "unsupported file type '.c3d'" in capsys.readouterr().err
 
 
 def test_unwritable_output_exits_2(sample_path, tmp_path, capsys):
@@ -91,7 +91,9 @@ def test_analyze_json_schema_and_plot(sample_path, tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     record = json.loads(out_json.read_text())
     assert set(record) == {"clip", "fps", "first_frame", "last_frame", "cost", "compose",
-                           "options", "timings", "space", "suggested"}
+                           "max_keys", "options", "timings", "space", "suggested"}
+    assert record["options"]["analysis"]["pins"] == [{"frame": 1200, "name": "", "note": ""}]
+    assert record["options"]["analysis"]["weights"] == [["Head", 2.0]]
     assert record["first_frame"] == 1100 and record["last_frame"] == 1400
     assert record["cost"] == "line-time" and record["compose"] == "sum"
     assert set(record["timings"]) == {"table_s", "select_s"}
@@ -112,12 +114,13 @@ def test_analyze_json_schema_and_plot(sample_path, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--range", "10:5"], "frame range 10:5 is not inside"),
+    (["--range", "10:5"], "--range must be START:END host frames with END > START, got 10:5"),
+    (["--range", "2000:3000"], "frame 2000 is outside clip"),
     (["--pins", "5000"], "pinned frame 5000 is outside"),
-    (["--pins", "a,b"], "--pins takes whole frame numbers"),
-    (["--weights", "Head"], "--weights takes NODE=WEIGHT"),
+    (["--pins", "a,b"], "--pins must be whole frame numbers separated by commas, got a,b"),
+    (["--weights", "Head"], "--weights must be NODE=WEIGHT pairs"),
     (["--nodes", "Hed"], "did you mean Head"),
-    (["--range", "5"], "--range takes START:END"),
+    (["--range", "5"], "--range must be START:END host frames"),
     (["--stride", "4", "--pins", "3"], "not a candidate"),
 ])
 def test_analyze_bad_options_exit_2(sample_path, args, message, capsys):
@@ -146,7 +149,8 @@ def test_reduce_writes_keys_bvh_and_residual(sample_path, tmp_path, capsys):
                  "--bvh", str(out_bvh), "--residual", str(out_npy)]) == 0
     assert "mean" in capsys.readouterr().out
     record = json.loads(out_json.read_text())
-    assert set(record) >= {"frames", "tangents", "channels", "metrics", "timings"}
+    assert set(record) >= {"frames", "tangents", "channels", "metrics", "options"}
+    assert "timings" not in record  # a file depends only on its input and options
     assert len(record["frames"]) == round(0.05 * 994) and record["frames"][0] == 1001
     assert set(record["metrics"]) == {"mean_mm", "max_mm", "mean", "max", "worst_node",
                                       "worst_frame", "keys", "original_keys"}
@@ -166,9 +170,9 @@ def test_reduce_writes_keys_bvh_and_residual(sample_path, tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--ratio", "2"], "--ratio must be in (0, 1], got 2.0"),
-    (["--frames", "0,5000"], "keyframe 5000 is outside the clip (frames 0 to 993)"),
-    (["--frames", "0,x"], "--frames takes whole frame numbers"),
+    (["--ratio", "2"], "--ratio must be a number in (0, 1], got 2"),
+    (["--frames", "0,5000"], "frame 5000 is outside clip"),
+    (["--frames", "0,x"], "--frames must be whole frame numbers"),
 ])
 def test_reduce_bad_options(sample_path, args, message, capsys):
     assert main(["reduce", str(sample_path), *args]) == 2

@@ -132,7 +132,7 @@ def test_propagate_command(sample_path, tmp_path, capsys):
     out, weights = tmp_path / "out.bvh", tmp_path / "w.csv"
     assert main(["propagate", str(sample_path), "--frame", "1400", "--first-frame", "1001",
                  "--edit", str(edit), "--range", "1300:1500", "--bvh", str(out),
-                 "--weights", str(weights)]) == 0
+                 "--falloff", str(weights)]) == 0
     assert "Propagated the edit at frame 1400 (local" in capsys.readouterr().out
     rows = weights.read_text().splitlines()
     assert rows[0] == "frame,weight" and rows[1].startswith("1001,") and len(rows) == 995
@@ -145,7 +145,7 @@ def test_propagate_command(sample_path, tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text('{"offsets": {"Nope.Xrotation": 1}}')
     assert main(["propagate", str(sample_path), "--frame", "10", "--edit", str(bad),
-                 "--bvh", str(out)]) == 2
+                 "--bvh", str(tmp_path / "other.bvh")]) == 2
     assert "expected {\"offsets\"" in capsys.readouterr().err
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "fake_maya"))
+from maya_module import module_environment  # noqa: E402
+
 USER_SETUP = "import mytools\nmytools.start()\n"
 
 
@@ -69,13 +73,20 @@ def test_maya_install_is_idempotent_and_uninstall_restores_everything(install, t
     assert "[dry-run] write " + str(tmp_path / "home" / "maya" / "modules") in planned
 
     assert install.main(args) == 0
-    module = (tmp_path / "home" / "maya" / "modules" / "SalientPoses.mod").read_text()
-    assert module.splitlines() == [f"+ MAYAVERSION:2026 SalientPoses 1.0 {prefix}",
-                                   f"PYTHONPATH+:={prefix}",
-                                   f"PYTHONPATH+:={prefix / '.hosts/maya-2026/site-packages'}"]
-    setup = (scripts / "userSetup.py").read_text()
-    assert setup.startswith(USER_SETUP) and setup.count(install.BEGIN) == 1
-    assert "maya_plugin.startup.install()" in setup
+    mod_file = tmp_path / "home" / "maya" / "modules" / "SalientPoses.mod"
+    module_root = prefix / "maya_plugin" / "module"
+    assert mod_file.read_text().splitlines() == [
+        f"+ MAYAVERSION:2026 SalientPoses 1.0 {module_root}", "PYTHONPATH+:=../..",
+        "PYTHONPATH+:=../../.hosts/maya-2026/site-packages"]
+    env = module_environment(mod_file, "2026")  # what Maya makes of it
+    assert env["PYTHONPATH"] == [str(module_root / "scripts"), str(prefix),
+                                 str(prefix / ".hosts" / "maya-2026" / "site-packages")]
+    assert (Path(env["PYTHONPATH"][1]) / "maya_plugin" / "host.py").exists()
+    assert (Path(env["PYTHONPATH"][0]) / "userSetup.py").exists()  # the module's own
+    assert (Path(env["MAYA_PLUG_IN_PATH"][0]) / "salientPoses.py").exists()
+    assert module_environment(mod_file, "2025") == {}
+    assert (scripts / "userSetup.py").read_text() == USER_SETUP  # the user's file: untouched
+    assert f"{mayapy} {prefix / 'maya_plugin' / 'selftest.py'}" in capsys.readouterr().out
     assert (prefix / "sp_core" / "selection.py").exists()
     assert (prefix / "examples" / "cmu_131_01.bvh").exists()
     assert "--target " + str(prefix / ".hosts" / "maya-2026" / "site-packages") in \
@@ -130,3 +141,87 @@ def test_nothing_to_do_is_a_usage_error(install, capsys):
         install.main([])
     assert exit_info.value.code == 2
     assert "say what to do" in capsys.readouterr().err
+
+
+def clean_mobupy(folder: Path) -> Path:
+    """A stand-in for mobupy that is a real, clean Python (a venv without site packages of its
+    own beyond the standard library): ``-m pip install --target X pkgs`` links those packages
+    (and what numba needs) from this test's environment into X; anything else runs in the clean
+    interpreter."""
+    import sysconfig
+    import venv
+
+    env = folder / "mobu-python"
+    venv.EnvBuilder(with_pip=False).create(env)
+    python = env / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    ours = Path(sysconfig.get_paths()["purelib"])
+    script = folder / "mobupy"
+    script.write_text(f"""#!{sys.executable}
+import os, sys
+args = sys.argv[1:]
+if args[:3] == ["-m", "pip", "install"]:
+    target = args[args.index("--target") + 1]
+    os.makedirs(target, exist_ok=True)
+    wanted = args[args.index("--target") + 2:] + ["llvmlite", "numpy.libs", "scipy.libs"]
+    for name in wanted:
+        source = os.path.join({str(ours)!r}, name)
+        if os.path.exists(source) and not os.path.exists(os.path.join(target, name)):
+            os.symlink(source, os.path.join(target, name))
+    sys.exit(0)
+os.execv({str(python)!r}, [{str(python)!r}, *args])
+""")
+    script.chmod(0o755)
+    return script
+
+
+def test_mobupy_runs_the_batch_and_selftest_modules_from_a_clean_shell(install, tmp_path,
+                                                                       capsys):
+    mobupy = clean_mobupy(tmp_path)
+    clean = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path / "home")}
+    imports = [str(mobupy), "-c", "import mobu_plugin.batch, mobu_plugin.selftest"]
+    # before: a clean mobupy cannot import the engine's dependencies (finding 1)
+    before = subprocess.run(imports, env=clean, capture_output=True, text=True, cwd=tmp_path)
+    assert before.returncode != 0 and "ModuleNotFoundError" in before.stderr
+    prefix = tmp_path / "studio"
+    startup = tmp_path / "startup"
+    assert install.main(["--mobu", "--mobupy", str(mobupy), "--prefix", str(prefix),
+                         "--startup-dir", str(startup)]) == 0
+    pth = [p for p in (tmp_path / "mobu-python").rglob("salient_poses.pth")]
+    assert len(pth) == 1
+    assert pth[0].read_text().splitlines() == [
+        str(prefix), str(prefix / ".hosts" / "mobu-2025" / "site-packages")]
+    after = subprocess.run(imports, env=clean, capture_output=True, text=True, cwd=tmp_path)
+    assert after.returncode == 0, after.stderr
+    usage = subprocess.run([str(mobupy), "-m", "mobu_plugin.batch", "--help"], env=clean,
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert usage.returncode == 0 and "mobupy -m mobu_plugin.batch" in usage.stdout
+    # the self-test module starts MotionBuilder's standalone Python first
+    selftest = subprocess.run([str(mobupy), "-m", "mobu_plugin.selftest"], env=clean,
+                              capture_output=True, text=True, cwd=tmp_path)
+    assert "No module named 'pyfbstandalone'" in selftest.stderr
+    assert install.main(["--uninstall", "--mobu"]) == 0
+    assert not pth[0].exists() and not startup.exists() and not prefix.exists()
+
+
+def test_mobu_startup_folder_follows_motionbuilder_python_startup(install, tmp_path,
+                                                                  monkeypatch, capsys):
+    first, second = tmp_path / "pipeline" / "startup", tmp_path / "other"
+    monkeypatch.setenv("MOTIONBUILDER_PYTHON_STARTUP", os.pathsep.join([str(first),
+                                                                       str(second)]))
+    assert install.main(["--mobu", "--no-deps", "--mobupy", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert (first / "salient_poses_startup.py").exists() and not second.exists()
+    assert "the first folder of MOTIONBUILDER_PYTHON_STARTUP" in out
+    assert "could not ask" in out and "PYTHONPATH" in out
+    monkeypatch.delenv("MOTIONBUILDER_PYTHON_STARTUP")
+    assert install.main(["--uninstall", "--mobu"]) == 0
+    assert install.main(["--mobu", "--no-deps", "--mobupy", str(tmp_path / "none"),
+                         "--dry-run"]) == 0
+    default = tmp_path / "home" / "Documents" / "MB" / "2025" / "config" / "PythonStartup"
+    assert f"{default} (the user PythonStartup folder)" in capsys.readouterr().out
+def test_the_old_mod_file_put_nothing_on_pythonpath(tmp_path):
+    """Finding 5: ``+:=`` with an absolute path is joined to the module root."""
+    mod_file = tmp_path / "SalientPoses.mod"
+    mod_file.write_text(f"+ MAYAVERSION:2025 SalientPoses 1.0 {ROOT}\nPYTHONPATH+:={ROOT}\n")
+    (path,) = module_environment(mod_file, "2025")["PYTHONPATH"][1:]
+    assert path != str(ROOT) and not (Path(path) / "maya_plugin").exists()

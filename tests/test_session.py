@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fake_host import FakeHost
 
-from sp_core.errors import SelectionError
+from sp_core.errors import OptionError, SelectionError
 from sp_core.host import Host, HostError
 from sp_core.session import AnalysisCancelled, CancelToken, Pin, Session
 from sp_core.standalone import StandaloneHost
@@ -37,8 +37,7 @@ def test_session_analyses_previews_applies_and_removes_without_qt(clip):
     assert session.k == space.suggestions()["threshold"]
     session.set_k(12)
     assert host.previews[-1] == space.keyframes(12).tolist()
-    session.reduction.residual = True
-    session.reduction.residual_weight = 0.5
+    session.set_options(residual_layer=True, residual_weight=0.5)
     reduction = session.apply()
     assert host.undo_chunks == ["Salient Poses: apply 12 keys"]
     assert [layer["chunk"] for layer in host.layers] == [1, 1]  # both written inside the chunk
@@ -57,7 +56,7 @@ def test_failing_host_write_leaves_scene_untouched(clip):
     host = FakeHost(clip, fail_on="write_residual")
     session = Session(host)
     session.analyze()
-    session.reduction.residual = True
+    session.set_options(residual_layer=True)
     with pytest.raises(HostError, match="writing the residual layer 'salientPoses_residual': "
                                         "RuntimeError: fake host failure"):
         session.apply()
@@ -81,18 +80,19 @@ def test_cancel_token_stops_the_analysis_and_keeps_the_previous_space(clip):
 
 def test_analysis_errors_are_specific(clip):
     session = Session(FakeHost(clip))
-    session.analysis.frame_range = (10, 10)
-    with pytest.raises(SelectionError, match="the range 10..10 has fewer than 2 frames"):
-        session.analyze()
+    with pytest.raises(OptionError, match=r"frame_range must be START:END host frames with "
+                                          r"END > START, got 10:10"):
+        session.set_options(frame_range=(10, 10))
+    assert session.options.analysis.frame_range is None  # a refused change changes nothing
     with pytest.raises(SelectionError, match="analyse first"):
         session.set_k(5)
 
 
 def test_pins_round_trip_and_bad_files(clip, tmp_path):
     session = Session(FakeHost(clip))
-    session.analysis.pins = [Pin(200, "contact", "left heel down"), Pin(50)]
+    session.set_options(pins=[Pin(200, "contact", "left heel down"), Pin(50)])
     session.export_pins(tmp_path / "pins.json")
-    session.analysis.pins = []
+    session.set_options(pins=[])
     pins = session.import_pins(tmp_path / "pins.json")
     assert pins == [Pin(50), Pin(200, "contact", "left heel down")]
     session.analyze()
@@ -112,8 +112,7 @@ def test_standalone_layers_reproduce_the_original_with_the_residual(clip):
     host = StandaloneHost(clip)
     session = Session(host)
     session.analyze()
-    session.reduction.residual = True
-    session.reduction.space = "channel"
+    session.set_options(residual_layer=True, space="channel")
     session.apply()
     np.testing.assert_allclose(host.evaluated_channels(), clip.channels, atol=1e-9)
     session.remove()

@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from sp_core.clip import POSITION_ATTRIBUTES, ROTATION_ATTRIBUTES, Clip
-from sp_core.errors import ClipFormatError
+from sp_core.errors import ClipError, ClipFormatError
+from sp_core.euler import euler_matrices, unwrap_euler
+from sp_core.io.atomic import atomic_open
 
 _ATTRIBUTES = {a.lower(): a for a in POSITION_ATTRIBUTES + ROTATION_ATTRIBUTES}
 _FRAMES = re.compile(r"^\s*Frames\s*:\s*(\S*)\s*(.*)$", re.IGNORECASE)
@@ -121,68 +124,96 @@ def _parse_hierarchy(tokens: _Tokens) -> list[_Node]:
     return nodes
 
 
+@dataclass
+class _Open:
+    """A joint whose braces are still open while its children are parsed."""
+
+    index: int
+    keyword: str
+    opened: int
+    seen_offset: bool = False
+    seen_channels: bool = False
+
+
 def _parse_joint(tokens: _Tokens, nodes: list[_Node], parent: int, keyword: str) -> None:
-    opened = tokens.line()
-    tokens.take(keyword)
-    name = tokens.take_rest_of_line(f"a name after {keyword}")
-    if any(n.name == name for n in nodes):
-        raise tokens.error(f"joint name {name!r} is used twice; names must be unique", opened)
-    tokens.take("{")
-    index = len(nodes)
-    node = _Node(name, parent, (0.0, 0.0, 0.0), False, line=opened)
-    nodes.append(node)
-    seen_offset = seen_channels = False
-    while True:
+    """Parse one ROOT/JOINT block and everything inside it.
+
+    An explicit stack instead of recursion: a chain of thousands of joints is valid BVH.
+    """
+    names = {n.name for n in nodes}
+    stack: list[_Open] = []
+
+    def open_joint(parent: int, keyword: str) -> None:
+        opened = tokens.line()
+        tokens.take(keyword)
+        name = tokens.take_rest_of_line(f"a name after {keyword}")
+        if name in names:
+            raise tokens.error(f"joint name {name!r} is used twice; names must be unique",
+                               opened)
+        tokens.take("{")
+        names.add(name)
+        stack.append(_Open(len(nodes), keyword, opened))
+        nodes.append(_Node(name, parent, (0.0, 0.0, 0.0), False, line=opened))
+
+    open_joint(parent, keyword)
+    while stack:
+        top = stack[-1]
+        node = nodes[top.index]
+        name = node.name
         word = tokens.peek()
         upper = word.upper() if word is not None else None
         if upper == "OFFSET":
-            if seen_offset:
+            if top.seen_offset:
                 raise tokens.error(f"second OFFSET in joint {name!r}")
             tokens.take("OFFSET")
             node.offset = tuple(tokens.take_number("an OFFSET value (3 numbers)")  # type: ignore[assignment]
                                 for _ in range(3))
-            seen_offset = True
+            top.seen_offset = True
         elif upper == "CHANNELS":
-            if seen_channels:
+            if top.seen_channels:
                 raise tokens.error(f"second CHANNELS in joint {name!r}")
-            line = tokens.line()
-            tokens.take("CHANNELS")
-            count = tokens.take_number("the number of channels")
-            if count != int(count) or not 0 <= count <= 6:
-                raise tokens.error(f"channel count must be an integer from 0 to 6, found {count:g}",
-                                   line)
-            for _ in range(int(count)):
-                token = tokens.peek()
-                if token is None or token.lower() not in _ATTRIBUTES:
-                    raise tokens.error(
-                        f"expected a channel name (one of {', '.join(_ATTRIBUTES.values())}) — "
-                        f"CHANNELS {int(count)} on line {line} lists {int(count)} — found "
-                        f"{tokens.describe_next()}")
-                attribute = _ATTRIBUTES[token.lower()]
-                if attribute in node.channels:
-                    raise tokens.error(f"channel {attribute} listed twice for joint {name!r}")
-                node.channels.append(attribute)
-                tokens.pos += 1
-            seen_channels = True
-        elif upper == "JOINT":
-            if not seen_offset:
+            _parse_channels(tokens, node)
+            top.seen_channels = True
+        elif upper in ("JOINT", "END"):
+            if not top.seen_offset:
                 raise tokens.error(f"joint {name!r} needs an OFFSET before its children")
-            _parse_joint(tokens, nodes, parent=index, keyword="JOINT")
-        elif upper == "END":
-            if not seen_offset:
-                raise tokens.error(f"joint {name!r} needs an OFFSET before its children")
-            _parse_end_site(tokens, nodes, parent=index)
+            if upper == "JOINT":
+                open_joint(top.index, "JOINT")
+            else:
+                _parse_end_site(tokens, nodes, parent=top.index)
+                names.add(nodes[-1].name)
         elif word == "}":
-            if not seen_offset:
+            if not top.seen_offset:
                 raise tokens.error(f"joint {name!r} has no OFFSET")
             tokens.take("}")
-            return
+            stack.pop()
         elif word is None:
-            raise tokens.error(f"expected '}}' closing {keyword} {name!r} (opened on line "
-                               f"{opened}), found {tokens.describe_next()}")
+            raise tokens.error(f"expected '}}' closing {top.keyword} {name!r} (opened on line "
+                               f"{top.opened}), found {tokens.describe_next()}")
         else:
             raise tokens.error(f"expected OFFSET, CHANNELS, JOINT, End Site or '}}' inside "
-                               f"{keyword} {name!r}, found {word!r}")
+                               f"{top.keyword} {name!r}, found {word!r}")
+
+
+def _parse_channels(tokens: _Tokens, node: _Node) -> None:
+    line = tokens.line()
+    tokens.take("CHANNELS")
+    count = tokens.take_number("the number of channels")
+    if count != int(count) or not 0 <= count <= 6:
+        raise tokens.error(f"channel count must be an integer from 0 to 6, found {count:g}",
+                           line)
+    for _ in range(int(count)):
+        token = tokens.peek()
+        if token is None or token.lower() not in _ATTRIBUTES:
+            raise tokens.error(
+                f"expected a channel name (one of {', '.join(_ATTRIBUTES.values())}) — "
+                f"CHANNELS {int(count)} on line {line} lists {int(count)} — found "
+                f"{tokens.describe_next()}")
+        attribute = _ATTRIBUTES[token.lower()]
+        if attribute in node.channels:
+            raise tokens.error(f"channel {attribute} listed twice for joint {node.name!r}")
+        node.channels.append(attribute)
+        tokens.pos += 1
 
 
 def _parse_end_site(tokens: _Tokens, nodes: list[_Node], parent: int) -> None:
@@ -205,6 +236,29 @@ def _parse_end_site(tokens: _Tokens, nodes: list[_Node], parent: int) -> None:
         k += 1
         name = f"{base}{k}"
     nodes.append(_Node(name, parent, offset, True, line=opened))  # type: ignore[arg-type]
+
+
+def read_clip(path: _PathLike, first_frame: int = 0, take: str | None = None,
+              root: str | None = None) -> Clip:
+    """The reader of :mod:`sp_core.io.readers`: :func:`read_bvh`, optionally one hierarchy.
+
+    ``root`` keeps the hierarchy under that root joint (a file may hold several); BVH has no
+    takes, so ``take`` is refused rather than ignored.
+    """
+    if take is not None:
+        raise ClipFormatError("a BVH file has no takes; drop --take", str(path))
+    clip = read_bvh(path, first_frame=first_frame)
+    if root is None:
+        return clip
+    if root not in clip.root_names:
+        raise ClipFormatError(f"no root joint {root!r}; the roots are "
+                              f"{', '.join(clip.root_names)}", str(path))
+    start = clip.node_index(root)
+    inside = {start}
+    for i in range(start + 1, clip.n_nodes):
+        if int(clip.parents[i]) in inside:
+            inside.add(i)
+    return clip.sub_nodes([clip.node_names[i] for i in sorted(inside)])
 
 
 def fps_from_frame_time(frame_time: float) -> float:
@@ -375,7 +429,7 @@ def _write_rows(handle: io.TextIOBase, values: np.ndarray, precision: int) -> No
     if values.shape[1] == 0:
         handle.write("\n" * values.shape[0])
         return
-    row = " ".join([f"%.{precision}f"] * values.shape[1]) + "\n"
+    row = " ".join([f"%.{precision}g"] * values.shape[1]) + "\n"
     # Formatting many rows per call keeps this fast without a Python loop per value.
     block = 512
     for start in range(0, values.shape[0], block):
@@ -404,7 +458,7 @@ def format_bvh(clip: Clip, precision: int = 6, raw: bool = False) -> str:
     return out.getvalue()
 
 
-def write_bvh(clip: Clip, path: _PathLike, precision: int = 6, raw: bool = False) -> None:
+def write_bvh(clip: Clip, path: _PathLike, precision: int = 15, raw: bool = False) -> None:
     """Write ``clip`` as a BVH file.
 
     Parameters
@@ -412,7 +466,8 @@ def write_bvh(clip: Clip, path: _PathLike, precision: int = 6, raw: bool = False
     clip : Clip
     path : str or path-like
     precision : int, optional
-        Decimals printed for offsets and channel values.
+        Significant digits printed for offsets and channel values (15 keeps every value a
+        file can hold and any clip's scale: a round trip is exact to about 1e-15 relative).
     raw : bool, optional
         Write ``clip.raw_channels`` (the values as read) instead of the unwrapped channels.
 
@@ -422,11 +477,12 @@ def write_bvh(clip: Clip, path: _PathLike, precision: int = 6, raw: bool = False
     the order a BVH file implies, so a clip built in another hierarchy order gets its columns
     regrouped accordingly.
     """
-    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+    with atomic_open(path, "w", encoding="utf-8", newline="\n") as handle:
         write_bvh_to(clip, handle, precision=precision, raw=raw)  # type: ignore[arg-type]
 
 
-def write_bvh_to(clip: Clip, handle: io.TextIOBase, precision: int = 6, raw: bool = False) -> None:
+def write_bvh_to(clip: Clip, handle: io.TextIOBase, precision: int = 15, raw: bool = False
+                 ) -> None:
     """Write ``clip`` as BVH text to an open text stream (see :func:`write_bvh`)."""
     order = _dfs_order(clip)
     depth = np.zeros(clip.n_nodes, dtype=int)
@@ -451,7 +507,7 @@ def write_bvh_to(clip: Clip, handle: io.TextIOBase, precision: int = 6, raw: boo
         else:
             lines.append(f"{tab}{'ROOT' if clip.parents[i] < 0 else 'JOINT'} {clip.node_names[i]}")
         lines.append(tab + "{")
-        offset = " ".join(f"{v:.{precision}f}" for v in clip.offsets[i])
+        offset = " ".join(f"{v:.{precision}g}" for v in clip.offsets[i])
         lines.append(f"{tab}\tOFFSET {offset}")
         if not clip.end_sites[i]:
             mine = [c for c in range(clip.n_channels) if clip.channel_nodes[c] == i]
@@ -461,7 +517,45 @@ def write_bvh_to(clip: Clip, handle: io.TextIOBase, precision: int = 6, raw: boo
         open_nodes.append(i)
     close_until(0)
     lines += ["MOTION", f"Frames: {clip.n_frames}", f"Frame Time: {clip.frame_time:.10g}"]
-    handle.write("\n".join(lines) + "\n")
     values = clip.raw_channels if raw else clip.channels
+    if clip.orients is not None:
+        values = _with_orients(clip, values)
+    handle.write("\n".join(lines) + "\n")
     _write_rows(handle, values[:, columns], precision)
+
+
+def _with_orients(clip: Clip, values: np.ndarray) -> np.ndarray:
+    """Channel values with each node's orient folded into its rotation channels.
+
+    BVH has no joint orient: a node's local rotation ``orient · R(channels)`` is written as the
+    Euler angles of that product in the node's own order, which gives the same world positions.
+
+    Parameters
+    ----------
+    clip : Clip with ``orients``
+    values : (n_frames, n_channels) float64, the clip's layout
+
+    Returns
+    -------
+    (n_frames, n_channels) float64, rotations unwrapped
+
+    Raises
+    ------
+    ClipError
+        A node with an orient but no rotation channel to carry it.
+    """
+    assert clip.orients is not None
+    out = np.array(values, dtype=np.float64, copy=True)
+    for i, order in enumerate(clip.rotation_orders):
+        orient = clip.orients[i]
+        if np.allclose(orient, np.eye(3)):
+            continue
+        if len(order) != 3:
+            raise ClipError(f"node {clip.node_names[i]!r} has a joint orient but not three "
+                            "rotation channels; BVH cannot hold it")
+        cols = [c for c in range(clip.n_channels) if clip.channel_nodes[c] == i
+                and clip.channel_names[c].rpartition(".")[2] in ROTATION_ATTRIBUTES]
+        local = np.matmul(orient, euler_matrices(order, values[:, cols]))
+        out[:, cols] = unwrap_euler(Rotation.from_matrix(local).as_euler(order, degrees=True))
+    return out
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from sp_core.clip import Clip
+from sp_core.io.atomic import atomic_open
 from sp_core.io.bvh import write_bvh
 from sp_core.reduction import Reduction
 
@@ -50,7 +51,7 @@ def reduction_record(reduction: Reduction, source: str, fps: float) -> dict[str,
 
 def write_reduction_json(reduction: Reduction, path: str | os.PathLike[str], source: str,
                          fps: float) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
+    with atomic_open(path, "w", encoding="utf-8") as handle:
         json.dump(reduction_record(reduction, source, fps), handle, indent=1)
         handle.write("\n")
 

@@ -1,0 +1,152 @@
+"""Where batch jobs run: a local process pool (default) or a Dask cluster.
+
+Both run :func:`sp_core.batch.run.reduce_one` on each job and call ``on_done(job, row)`` in this
+process as jobs finish, in any order; the results are the same either way. Every worker uses
+``cores // workers`` threads for numba and BLAS, so workers do not fight over the cores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any
+
+from sp_core.batch.take import reduce_one
+from sp_core.jobs import Job
+
+OnDone = Callable[[Job, dict[str, object]], None]
+THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "MKL_NUM_THREADS")
+
+
+def cores() -> int:
+    """Cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def worker_threads(workers: int) -> Iterator[int]:
+    """Environment for worker processes started inside the block: ``cores // workers``
+    threads each (numba and BLAS read it when they load, which is why it is set before the
+    workers start rather than inside them)."""
+    threads = max(1, cores() // max(1, workers))
+    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    os.environ.update({name: str(threads) for name in THREAD_VARIABLES})
+    try:
+        yield threads
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def die_with_parent(parent: int) -> None:
+    """Worker initialiser: end this worker when the batch process ends, however it ends.
+
+    Linux delivers SIGKILL on the parent's death (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and
+    as a second guard, a thread notices the worker being re-parented. Ctrl-C is left to the
+    parent, which stops the workers itself after writing the summary.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(0.5)
+
+    threading.Thread(target=watch, daemon=True, name="salient-poses-parent-watch").start()
+
+
+def run_local(jobs: list[Job], workers: int, on_done: OnDone) -> None:
+    """Run ``jobs`` in this process (one worker) or a pool of ``workers`` processes."""
+    if workers == 1 or len(jobs) == 1:
+        for job in jobs:
+            on_done(job, reduce_one(job))
+        return
+    # spawn, not fork: numba's OpenMP threads do not survive a fork; workers start on demand,
+    # so the thread environment stays set until the pool is done
+    with worker_threads(workers):
+        pool = ProcessPoolExecutor(max_workers=workers,
+                                   mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=die_with_parent, initargs=(os.getpid(),))
+        try:
+            futures = {pool.submit(reduce_one, job): job for job in jobs}
+            _collect(as_completed(futures), futures, on_done, "worker crashed")
+        except BaseException:
+            stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
+
+
+def _collect(completed: Iterable[Any], futures: dict[Any, Job], on_done: OnDone,
+             lost: str) -> None:
+    """Hand each finished future's row to ``on_done``; a worker that died fails its take only."""
+    for future in completed:
+        job = futures[future]
+        try:
+            row = future.result()
+        except Exception as exc:  # noqa: BLE001 - one lost worker must not stop the batch
+            row = {"clip": job.input, "status": f"failed: {lost} ({type(exc).__name__}: {exc})"}
+        on_done(job, row)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Kill the workers now (a kernel in a worker would not notice a gentler request)."""
+    processes = list(getattr(pool, "_processes", {}).values())
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(timeout=2)
+
+
+def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone) -> None:
+    """Run ``jobs`` on Dask: ``local:N`` starts a LocalCluster of N single-threaded worker
+    processes; anything else is the address of a running scheduler."""
+    try:
+        from distributed import Client, LocalCluster
+        from distributed import as_completed as dask_completed
+    except ImportError as exc:  # pragma: no cover - distributed is a dependency
+        from sp_core.errors import OptionError
+
+        raise OptionError(f"--scheduler needs dask.distributed: {exc}") from None
+    count = int(scheduler.partition(":")[2]) if scheduler.startswith("local:") else 0
+    with contextlib.ExitStack() as stack:
+        if count:
+            stack.enter_context(worker_threads(count))  # for the workers the cluster starts
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None,
+                host="127.0.0.1", silence_logs=40))
+            client = stack.enter_context(Client(cluster))
+        else:
+            client = stack.enter_context(Client(scheduler, timeout="20s"))
+        futures = {client.submit(reduce_one, job, pure=False, key=f"take-{i}"): job
+                   for i, job in enumerate(jobs)}
+        try:
+            _collect(dask_completed(list(futures)), futures, on_done, "worker lost")
+        except BaseException:
+            client.cancel(list(futures), force=True)
+            raise

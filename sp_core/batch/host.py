@@ -1,0 +1,76 @@
+"""The in-host batches (``mayapy -m maya_plugin.batch``, ``mobupy -m mobu_plugin.batch``): flags
+generated from the options schema, one job per opened scene, the standalone batch's summary."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sp_core.batch.run import write_summary
+from sp_core.errors import OptionError, SalientPosesError
+from sp_core.io.atomic import OutputGuard
+from sp_core.jobs import Job
+from sp_core.options import HOST, Options, add_arguments, from_arguments, host_fields, load_preset
+
+HOST_BATCH_OPTIONS = host_fields()
+
+
+def add_host_batch_options(parser: argparse.ArgumentParser) -> None:
+    """Flags of the in-host batch scripts: every option that reaches the hosts, generated from
+    the schema, plus ``--preset``."""
+    parser.add_argument("--preset", metavar="FILE.toml",
+                        help="options from a TOML or JSON preset (flags override it)")
+    add_arguments(parser, HOST_BATCH_OPTIONS, required=("out",), front=HOST)
+
+
+def host_batch_options(args: argparse.Namespace) -> Options:
+    """The options of a parsed in-host batch command line; a bad value ends the command with
+    one line naming the option and exit status 2, before any scene opens (as argparse does)."""
+    try:
+        base = Options().replace(**load_preset(args.preset)) if args.preset else None
+        return from_arguments(args, HOST_BATCH_OPTIONS, base=base)
+    except OptionError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(2) from None
+
+
+def run_host_batch(inputs: list[str], options: Options,
+                   reduce_one: Callable[[str, Path], dict[str, object]]) -> int:
+    """Run ``reduce_one(path, out)`` on every input scene, report progress, write
+    ``out/summary.csv``; 1 if any failed.
+
+    Scenes are saved into ``out`` under their own names: an input is never overwritten, and an
+    existing copy only with ``overwrite``; both are checked before the first scene opens.
+    """
+    assert options.batch.out is not None
+    out = Path(options.batch.out)
+    guard = OutputGuard(inputs, options.output.overwrite)
+    out.mkdir(parents=True, exist_ok=True)
+    for path in inputs:
+        guard.claim(out / Path(path).name, f"the reduced copy of {path}")
+    rows = []
+    for i, path in enumerate(inputs, 1):
+        started = time.perf_counter()
+        try:
+            row = reduce_one(path, out)
+        except SalientPosesError as exc:
+            row = {"clip": path, "status": f"failed: {exc}"}
+        except Exception as exc:  # noqa: BLE001 - one bad scene must not stop the batch
+            row = {"clip": path, "status": f"failed: {type(exc).__name__}: {exc}"}
+        row.setdefault("clip", path)
+        row.setdefault("status", "ok")
+        row["seconds"] = f"{time.perf_counter() - started:.3f}"
+        rows.append(row)
+        print(f"[{i}/{len(inputs)}] {path}: {row['status']}", flush=True)
+    write_summary(out, rows)
+    failed = sum(row["status"] != "ok" for row in rows)
+    print(f"{len(rows) - failed} of {len(rows)} reduced; summary in {out / 'summary.csv'}")
+    return 1 if failed else 0
+
+
+def host_job(options: Options) -> Job:
+    """The job an in-host batch runs on each opened scene: reduce and apply as layers."""
+    return Job("", options, "reduce", apply=True)

@@ -1,0 +1,34 @@
+"""One take of a batch: run its job, turn the outcome into a summary row, never raise."""
+
+from __future__ import annotations
+
+import time
+
+from sp_core.errors import SalientPosesError
+from sp_core.jobs import Job, run_job
+from sp_core.reduction import Reduction
+
+
+def reduction_row(reduction: Reduction) -> dict[str, object]:
+    """The summary columns of one reduction: frames of its range, keyframes, errors in mm."""
+    return {"frames": len(reduction.frames), "keys": reduction.curves.n_keys,
+            "mean_mm": f"{reduction.metrics.mean_mm:.4f}",
+            "max_mm": f"{reduction.metrics.max_mm:.4f}"}
+
+
+def reduce_one(job: Job) -> dict[str, object]:
+    """Run one batch job; never raises (failures become a status with the message)."""
+    started = time.perf_counter()
+    row: dict[str, object] = {"clip": job.input, "status": "ok"}
+    try:
+        result = run_job(job)
+        assert result.reduction is not None
+        row.update(reduction_row(result.reduction))
+    except (SalientPosesError, OSError) as exc:
+        message = str(exc) if isinstance(exc, SalientPosesError) else f"{exc.strerror}: " \
+            f"{exc.filename}"
+        row["status"] = f"failed: {message}"
+    except Exception as exc:  # noqa: BLE001 - one bad clip must not stop the batch
+        row["status"] = f"failed: internal error {type(exc).__name__}: {exc}"
+    row["seconds"] = f"{time.perf_counter() - started:.3f}"
+    return row

@@ -1,0 +1,184 @@
+"""Files written whole or not at all, and outputs that can never replace an input.
+
+Every file the tool writes goes through :func:`atomic_open`: the content is written to a hidden
+temporary file in the target's folder, flushed to disk, then renamed over the target in one
+step. A crash, a kill or a full disk therefore leaves either the old file or the complete new
+one under the target's name, never a truncated file that looks complete. A SIGKILL can leave
+the hidden temporary (``.NAME.<pid>.partial``); the next write of the same target removes it.
+
+:class:`OutputGuard` checks a command's outputs before any work starts: an output may not be an
+input (same path, symlink or hard link), may not replace an existing file unless asked to, and
+its folder must exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from sp_core.errors import SalientPosesError
+
+PARTIAL = ".partial"
+
+
+class OutputError(SalientPosesError):
+    """An output cannot or may not be written; the message names the file."""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - someone else's live process
+        return True
+    return True
+
+
+def remove_stale_partials(folder: Path, name: str = "*") -> list[Path]:
+    """Delete hidden temporaries of ``name`` in ``folder`` left by killed writers."""
+    removed = []
+    for partial in folder.glob(f".{name}.*{PARTIAL}"):
+        pid = partial.name[: -len(PARTIAL)].rpartition(".")[2]
+        if pid.isdigit() and (int(pid) == os.getpid() or _pid_alive(int(pid))):
+            continue
+        with contextlib.suppress(OSError):
+            partial.unlink()
+            removed.append(partial)
+    return removed
+
+
+@contextlib.contextmanager
+def sigint_handler(handler: Any) -> Iterator[None]:
+    """Handle Ctrl-C with ``handler`` inside the block (main thread only; elsewhere a no-op).
+
+    Commands run with ``signal.SIG_DFL`` so Ctrl-C ends them at once, even inside a compiled
+    kernel; :func:`atomic_open` switches back to ``KeyboardInterrupt`` while it writes, so its
+    temporary is removed.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any
+                ) -> Iterator[IO[Any]]:
+    """Open ``path`` for writing so it appears whole or not at all.
+
+    Parameters
+    ----------
+    path : str or path-like
+    mode : {"w", "wb"}
+    **kwargs
+        Passed to :func:`open` (``encoding``, ``newline``).
+
+    Raises
+    ------
+    OutputError
+        The folder is missing or the write failed (full disk, permissions); the message names
+        ``path``; nothing is left behind.
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_open writes only, mode {mode!r}")
+    target = Path(path)
+    folder = target.parent
+    if not folder.is_dir():
+        raise OutputError(f"cannot write {target}: folder {folder} does not exist")
+    remove_stale_partials(folder, target.name)
+    temporary = folder / f".{target.name}.{os.getpid()}{PARTIAL}"
+    with sigint_handler(signal.default_int_handler):
+        try:
+            with open(temporary, mode, **kwargs) as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` line ends) atomically."""
+    with atomic_open(path, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+class OutputGuard:
+    """Checks outputs against the inputs and existing files before any work starts.
+
+    Parameters
+    ----------
+    inputs : iterable of path-like
+        Files the command reads: never written, whatever path names them.
+    overwrite : bool
+        Existing files (other than inputs) may be replaced.
+    """
+
+    def __init__(self, inputs: Iterable[str | os.PathLike[str]], overwrite: bool = False
+                 ) -> None:
+        self.inputs = [Path(p) for p in inputs]
+        self._input_ids = {i for i in map(_identity, self.inputs) if i is not None}
+        self._input_paths = {os.path.realpath(p) for p in self.inputs}
+        self.overwrite = overwrite
+        self.claimed: dict[str, str] = {}
+
+    def is_input(self, path: str | os.PathLike[str]) -> bool:
+        """``path`` names an input: the same path, a symlink to it or a hard link."""
+        target = Path(path)
+        return (os.path.realpath(target) in self._input_paths
+                or _identity(target) in self._input_ids)
+
+    def claim(self, path: str | os.PathLike[str], label: str) -> Path:
+        """Check that ``path`` may be written as ``label``'s output; returns it.
+
+        Raises
+        ------
+        OutputError
+            ``path`` is an input, another output, an existing file without ``overwrite``, a
+            folder, or its folder does not exist.
+        """
+        target = Path(path)
+        if self.is_input(target):
+            raise OutputError(f"{label} {target} is an input of this command; refusing to "
+                              "overwrite it (choose another file name)")
+        real = os.path.realpath(target)
+        if real in self.claimed:
+            raise OutputError(f"{label} {target} is also the output of "
+                              f"{self.claimed[real]}; give each output its own file")
+        if target.is_dir():
+            raise OutputError(f"{label} {target} is a folder; give a file name")
+        if not target.parent.is_dir():
+            raise OutputError(f"cannot write {label} {target}: folder {target.parent} does "
+                              "not exist")
+        if not os.access(target.parent, os.W_OK):
+            raise OutputError(f"cannot write {label} {target}: folder {target.parent} is not "
+                              "writable")
+        if target.exists() and not self.overwrite:
+            raise OutputError(f"{label} {target} exists; add --overwrite to replace it")
+        self.claimed[real] = label
+        return target

@@ -1,0 +1,265 @@
+"""Jobs: the one way to run work, from the command line, the panel, a host API or a batch.
+
+A :class:`Job` is data (a motion file or "the host's scene", the options, what to do) and is
+picklable and JSON-serialisable, so it can run in this process, a process pool or a Dask
+worker. :func:`run_job` runs it through a :class:`sp_core.session.Session` on a host (a
+:class:`sp_core.standalone.StandaloneHost` for files) and returns a :class:`Result`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sp_core.clip import Clip
+from sp_core.host import Host, LayerHandle
+from sp_core.io.atomic import OutputGuard, atomic_open, write_text
+from sp_core.io.readers import read_clip
+from sp_core.options import Options, build
+from sp_core.reduction import Reduction
+from sp_core.selection import SelectionSpace
+from sp_core.session import CancelToken, Session
+
+COMMANDS = ("analyze", "reduce")
+#: option groups that decide a result (written into output files)
+RESULT_GROUPS = ("input", "analysis", "keys", "fit")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work.
+
+    Attributes
+    ----------
+    input : str
+        The motion file; empty when a host provides the motion (its scene).
+    options : Options
+        Every option, outputs included (``options.output``).
+    command : {"analyze", "reduce"}
+    apply : bool
+        Write the reduction into the host as layers (host jobs).
+    """
+
+    input: str
+    options: Options = field(default_factory=Options)
+    command: str = "reduce"
+    apply: bool = False
+
+    def __post_init__(self) -> None:
+        if self.command not in COMMANDS:
+            raise ValueError(f"command must be one of {COMMANDS}, got {self.command!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"input": self.input, "command": self.command, "apply": self.apply,
+                "options": self.options.to_dict()}
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> Job:
+        return cls(str(record["input"]), build(record.get("options", {})),
+                   str(record.get("command", "reduce")), bool(record.get("apply", False)))
+
+    def outputs(self) -> list[tuple[str, str]]:
+        """``(flag, path)`` of every file this job writes (``-`` is standard output)."""
+        out = self.options.output
+        wanted = [("--json", out.json), ("--plot", out.plot)] if self.command == "analyze" \
+            else [("--json", out.json), ("--bvh", out.bvh), ("--residual", out.residual)]
+        return [(flag, path) for flag, path in wanted if path and path != "-"]
+
+
+@dataclass
+class Result:
+    """What a job did.
+
+    Attributes
+    ----------
+    job : Job
+    clip : dict
+        ``name``, ``frames``, ``fps``, ``first_frame``, ``last_frame`` of the motion used.
+    space : SelectionSpace or None
+        The analysis (None when the frames were given).
+    keys : int or None
+        K (keyposes in layered mode).
+    frames : list of int
+        Host frames of the keys.
+    labels : list of str or None
+        ``keypose``/``breakdown`` per key in layered mode.
+    reduction : Reduction or None
+    files : list of str
+        Files written.
+    layers : list of LayerHandle
+        Layers written into the host.
+    seconds : float
+    """
+
+    job: Job
+    clip: dict[str, Any]
+    space: SelectionSpace | None = None
+    keys: int | None = None
+    frames: list[int] = field(default_factory=list)
+    labels: list[str] | None = None
+    reduction: Reduction | None = None
+    files: list[str] = field(default_factory=list)
+    layers: list[LayerHandle] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary (the row of a batch summary)."""
+        metrics = self.reduction.metrics.record() if self.reduction is not None else None
+        return {"input": self.job.input, "clip": self.clip, "keys": self.keys,
+                "frames": self.frames, "labels": self.labels, "metrics": metrics,
+                "files": self.files, "seconds": round(self.seconds, 3)}
+
+
+# ------------------------------------------------------------------------------- inputs
+def load_clip(path: str, options: Options | None = None) -> Clip:
+    """Read a motion file (any registered type) with the input options."""
+    options = options or Options()
+    given = options.input
+    return read_clip(path, first_frame=given.first_frame, take=given.take, root=given.root)
+
+
+def guard_outputs(job: Job, overwrite: bool | None = None) -> OutputGuard:
+    """Check every output of ``job`` before any work (see :class:`OutputGuard`)."""
+    guard = OutputGuard([job.input] if job.input else [],
+                        job.options.output.overwrite if overwrite is None else overwrite)
+    for flag, path in job.outputs():
+        guard.claim(path, flag)
+    return guard
+
+
+# ------------------------------------------------------------------------------- running
+def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
+            progress: Callable[[float, str], None] | None = None,
+            cancel: CancelToken | None = None) -> Result:
+    """Run ``job``: read, analyse, choose K, reduce, write its files and (``apply``) layers.
+
+    Parameters
+    ----------
+    job : Job
+    host : Host, optional
+        The application whose scene is the input (default: the job's file in a
+        :class:`StandaloneHost`).
+    clip : Clip, optional
+        The job's file already read (saves reading it twice).
+    progress, cancel
+        As in :meth:`Session.analyze`.
+
+    Raises
+    ------
+    SalientPosesError
+        Bad input, options or outputs; outputs are checked before any work and written
+        atomically, inputs are never written.
+    """
+    started = time.perf_counter()
+    guard_outputs(job)
+    if host is None:
+        from sp_core.standalone import StandaloneHost
+
+        clip = clip if clip is not None else load_clip(job.input, job.options)
+        host = StandaloneHost(clip, source=job.input)
+    session = Session(host, job.options)
+    keys = job.options.keys
+    result = Result(job, {})
+    labels: dict[int, str] | None = None
+    if keys.frames is None:
+        session.analyze(progress=progress, cancel=cancel)
+        result.space, result.keys = session.space, session.k
+        if session.two_pass is not None and keys.keys is None and keys.ratio is None:
+            automatic = session.automatic_selection()
+            result.frames = [int(f) for f in automatic.frames]
+            labels = dict(zip(result.frames, automatic.labels, strict=True))
+            result.keys = len(automatic.keyposes)
+        else:
+            result.frames = [int(f) for f in session.keyframes()]
+            labels = session.labels()
+        result.labels = None if labels is None else [labels[f] for f in result.frames]
+    else:
+        result.frames = list(keys.frames)
+    motion = session.motion if session.motion is not None else session.read_motion()
+    session.motion = motion
+    result.clip = {"name": motion.name, "frames": motion.n_frames, "fps": motion.fps,
+                   "first_frame": motion.first_frame, "last_frame": motion.last_frame}
+    if job.command == "reduce":
+        result.reduction = session.reduce(frames=result.frames, labels=labels)
+        if job.apply:
+            session.apply(result.reduction)
+            result.layers = list(session.applied)
+    result.files = write_outputs(result, motion)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def write_outputs(result: Result, motion: Clip) -> list[str]:
+    """Write the files ``result.job`` asks for (atomically); returns their paths."""
+    job, out = result.job, result.job.options.output
+    written = []
+    if job.command == "analyze":
+        if out.json and result.space is not None:
+            _json(space_record(result), out.json)
+            written.append(out.json)
+        return [w for w in written if w != "-"]
+    reduction = result.reduction
+    assert reduction is not None
+    if out.json:
+        from sp_core.io.keys import reduction_record
+
+        # what a file holds depends only on its input and options, so runs compare byte for
+        # byte: no timings (the terminal and batch summaries have them), no output paths
+        record = reduction_record(reduction, job.input, motion.fps)
+        del record["timings"]
+        record["options"] = job.options.to_dict(RESULT_GROUPS)
+        _json(record, out.json, indent=1)
+        written.append(out.json)
+    if out.bvh:
+        from sp_core.io.keys import write_reduced_bvh
+
+        write_reduced_bvh(motion, reduction, out.bvh)
+        written.append(out.bvh)
+    if out.residual:
+        with atomic_open(out.residual, "wb") as handle:
+            np.save(handle, reduction.residual)
+        written.append(out.residual)
+    return [w for w in written if w != "-"]
+
+
+def _json(record: dict[str, Any], target: str, indent: int = 2) -> None:
+    text = json.dumps(record, indent=indent) + "\n"
+    if target == "-":
+        import sys
+
+        sys.stdout.write(text)
+    else:
+        write_text(target, text)
+
+
+def space_record(result: Result) -> dict[str, Any]:
+    """The ``analyze`` JSON record (schema in docs/formats.md)."""
+    space = result.space
+    assert space is not None
+    job = result.job
+    errors = space.errors
+    record = {
+        "clip": job.input,
+        "fps": result.clip["fps"],
+        "first_frame": space.first_frame,
+        "last_frame": space.last_frame,
+        "cost": space.cost.name,
+        "compose": space.compose,
+        "max_keys": space.max_keys,
+        "options": job.options.to_dict(RESULT_GROUPS),
+        "timings": {k: round(v, 6) for k, v in space.timings.items()},
+        "space": [{"keys": int(k), "error": float(e) if np.isfinite(e) else None,
+                   "frames": space.keyframes(int(k)).tolist() if np.isfinite(e) else None}
+                  for k, e in zip(space.key_counts, errors, strict=True)],
+        "suggested": space.suggestions(job.options.analysis.accuracy,
+                                       job.options.analysis.significance),
+    }
+    if result.labels is not None:
+        record["layered"] = {"keys": result.keys, "frames": result.frames,
+                             "labels": result.labels}
+    return record

@@ -1,0 +1,806 @@
+"""THE declaration of every option: type, default, unit, valid range, help and command-line flag.
+
+Every front end is generated from or bound to these dataclasses: the ``salient-poses`` flags
+(:func:`add_arguments`), validation with one message per bad value (:func:`coerce`), presets in
+JSON or TOML (:func:`load_preset`, :func:`Options.to_dict`), the options block of every output
+JSON, the panel's widgets, the Maya and MotionBuilder Python APIs and batch flags. Adding an
+option is one field here plus its use in the engine (see docs/contributing.md).
+
+The one rule that turns options into K for a clip is :func:`k_for`; nobody else clamps K.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import math
+import tomllib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from sp_core.errors import OptionError
+
+# Fronts a field reaches: the command line, the panel, the host Python APIs and batches.
+CLI, PANEL, HOST = "cli", "panel", "host"
+ALL_FRONTS = frozenset({CLI, PANEL, HOST})
+
+POSE_SPACES = ("positions", "channels")
+COMPOSITIONS = ("max", "sum")
+TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
+FIT_SPACES = ("channel", "world")
+WAND_MODES = ("local", "global")
+
+
+def _cost_names() -> tuple[str, ...]:
+    from sp_core.costs import available_costs  # costs register themselves on import
+
+    return tuple(sorted(available_costs()))
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one option is typed, checked, shown and spelled on the command line.
+
+    Attributes
+    ----------
+    kind : str
+        ``int``, ``float``, ``bool``, ``str``, ``choice``, ``names`` (comma-separated names),
+        ``frames`` (comma-separated whole frames), ``range`` (``START:END``), ``weights``
+        (``NODE=W,...``), ``pins`` (frames, or :class:`Pin`), ``mapping`` or ``path``.
+    help : str
+        One line for ``--help``, tooltips and the guide.
+    unit : str
+        Unit of numbers (``frames``, ``scene units per frame``...), empty when unitless.
+    low, high : float, optional
+        Bounds of numbers; ``low_open`` / ``high_open`` exclude the bound itself.
+    choices : tuple of str or callable, optional
+        Allowed values of a ``choice`` (a callable for registries filled at import time).
+    flag : str, optional
+        The long command-line flag (default ``--field-name``).
+    nullable : bool
+        None is a valid value (meaning "automatic"; the help says what that is).
+    fronts : frozenset of str
+        Front ends the option reaches (:data:`CLI`, :data:`PANEL`, :data:`HOST`).
+    suffix : str
+        Required file suffix of a ``path``.
+    metavar : str
+    """
+
+    kind: str
+    help: str
+    unit: str = ""
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] | None = None
+    flag: str | None = None
+    nullable: bool = False
+    fronts: frozenset[str] = ALL_FRONTS
+    suffix: str = ""
+    metavar: str | None = None
+
+    def allowed(self) -> tuple[str, ...]:
+        choices = self.choices() if callable(self.choices) else self.choices
+        return tuple(choices or ())
+
+    def bounds_text(self) -> str:
+        """The valid range in words: ``in (0, 1]``, ``>= 1``..."""
+        if self.low is not None and self.high is not None:
+            return (f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}"
+                    f"{')' if self.high_open else ']'}")
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None:
+            return f"{'<' if self.high_open else '<='} {self.high:g}"
+        return ""
+
+
+def option(default: Any, kind: str, help: str, **spec: Any) -> Any:
+    """A dataclass field carrying its :class:`Spec` (``metadata["spec"]``)."""
+    made = Spec(kind=kind, help=help, **spec)
+    if isinstance(default, (list, dict)):
+        raise TypeError("mutable defaults: use a tuple or None")
+    return field(default=default, metadata={"spec": made})
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A frame that must be a keyframe, with an optional name and note."""
+
+    frame: int
+    name: str = ""
+    note: str = ""
+
+
+# ---------------------------------------------------------------------------------- groups
+@dataclass(frozen=True)
+class InputOptions:
+    """How a motion file is read."""
+
+    first_frame: int = option(0, "int", "host frame number of the clip's first frame",
+                              unit="frame", metavar="N", fronts=frozenset({CLI}))
+    take: str | None = option(None, "str", "FBX: the take (animation stack) to read (default "
+                              "the file's active take)", nullable=True, fronts=frozenset({CLI}),
+                              metavar="NAME")
+    root: str | None = option(None, "str", "FBX: the root joint of the skeleton to read "
+                              "(default the first skeleton root)", nullable=True,
+                              fronts=frozenset({CLI}), metavar="NODE")
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What is analysed and how (see :class:`sp_core.selection.SelectionSpace`)."""
+
+    roots: tuple[str, ...] | None = option(
+        None, "names", "hierarchies to analyse (default: the selection, else the whole scene)",
+        nullable=True, fronts=frozenset({PANEL, HOST}), metavar="N1,N2,..")
+    pose: str = option("positions", "choice", "pose space: world joint positions or channel "
+                       "values", choices=POSE_SPACES)
+    nodes: tuple[str, ...] | None = option(None, "names", "nodes whose poses count (default all)",
+                                           nullable=True, metavar="N1,N2,..")
+    weights: tuple[tuple[str, float], ...] = option(
+        (), "weights", "per-node weights of the pose distance (default 1)", metavar="N=W,..")
+    cost: str = option("line-max", "choice", "how a pair of keys is scored: line-max (worst "
+                       "frame off the straight line), line-time, line-sse, curve-max",
+                       choices=_cost_names)
+    cost_options: tuple[tuple[str, Any], ...] = option(
+        (), "mapping", "options of the cost, by name (see the cost's declaration)",
+        fronts=frozenset({PANEL, HOST}))
+    compose: str = option("max", "choice", "minimise the largest segment cost (max) or their "
+                          "sum (sum)", choices=COMPOSITIONS)
+    time_scale: float = option(0.0, "float", "add time as a pose coordinate", low=0.0,
+                               unit="scene units per frame", metavar="S")
+    frame_range: tuple[int, int] | None = option(
+        None, "range", "host frames to analyse, inclusive (default the whole clip)",
+        flag="--range", nullable=True, unit="frames", metavar="START:END")
+    pins: tuple[Pin, ...] = option((), "pins", "frames that must be keyframes", unit="frames",
+                                   metavar="F,F,..")
+    stride: int = option(1, "int", "interior keys only on frames divisible by S", low=1,
+                         unit="frames", metavar="S")
+    max_span: int | None = option(None, "int", "longest gap between keyframes (default none)",
+                                  low=1, nullable=True, unit="frames", metavar="F")
+    max_keys: int | None = option(None, "int", "largest K solved (default half the candidate "
+                                  "frames, raised to the K asked for)", low=2, nullable=True,
+                                  metavar="K")
+    memory_gib: float = option(2.0, "float", "memory one analysis may use; past it the "
+                               "analysis refuses and names the options that make it fit",
+                               low=0.05, high=4096.0, unit="GiB", metavar="G")
+    layered: bool = option(False, "bool", "label keys as keyposes and breakdowns, chosen on "
+                           "the --leading part")
+    leading: tuple[str, ...] = option((), "names", "nodes of the leading part (e.g. RightWrist "
+                                      "for a throw); needs --layered", metavar="N1,N2,..")
+    accuracy: float = option(0.05, "float", "threshold of the keypose and breakdown layers, "
+                             "a fraction of the largest pose distance", low=0.0, high=1.0,
+                             low_open=True, metavar="A")
+    significance: float = option(0.1, "float", "least improvement one more key must bring, a "
+                                 "fraction of the error before it", low=0.0, high=1.0,
+                                 high_open=True, metavar="S")
+    breakdowns: int | None = option(None, "int", "breakdowns added to the keyposes (default: "
+                                    "the breakdown space's threshold rule)", low=0,
+                                    nullable=True, fronts=frozenset({PANEL, HOST}), metavar="B")
+
+
+@dataclass(frozen=True)
+class KeyOptions:
+    """How many keys: one of ``keys``, ``ratio``, ``frames``, else the suggested K."""
+
+    keys: int | None = option(None, "int", "the optimal K keyframes (first and last included)",
+                              low=2, nullable=True, metavar="K")
+    ratio: float | None = option(None, "float", "K = round(R x frames of the range), e.g. 0.05",
+                                 low=0.0, high=1.0, low_open=True, nullable=True, metavar="R")
+    suggested: bool = option(False, "bool", "the suggested K of the threshold rule (the "
+                             "default)")
+    tolerance: tuple[float, float] | None = option(
+        None, "tolerance", "the smallest K whose reduction keeps the mean and max joint error "
+        "within MEAN,MAX (character scaled to 1.7 m)", nullable=True, unit="mm",
+        metavar="MEAN,MAX")
+    frames: tuple[int, ...] | None = option(
+        None, "frames", "these host frames, no analysis; the first and last bound the range",
+        nullable=True, unit="frames", fronts=frozenset({CLI, HOST}), metavar="F,F,..")
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """How the curves are fitted through the keys (see :func:`sp_core.reduction.reduce`)."""
+
+    tangents: str = option("unified", "choice", "unified (one tangent in and out, to edit), "
+                           "broken, smooth (broken with a penalty), weighted",
+                           choices=TANGENT_MODES)
+    smoothness: float = option(1.0, "float", "broken-tangent penalty of --tangents smooth",
+                               low=0.0, metavar="X")
+    space: str = option("world", "choice", "fit world joint positions (default) or channel "
+                        "values (fast)", choices=FIT_SPACES)
+    world_iterations: int = option(12, "int", "Gauss-Newton iterations of the world fit",
+                                   low=1, high=100, metavar="N")
+
+
+@dataclass(frozen=True)
+class LayerOptions:
+    """What Apply writes into a host."""
+
+    layer: str = option("salientPoses", "str", "name of the new animation layer",
+                        fronts=frozenset({PANEL, HOST}), metavar="NAME")
+    residual_layer: bool = option(False, "bool", "also write original - reduced into an "
+                                  "additive layer", fronts=frozenset({PANEL, HOST}))
+    residual_weight: float = option(1.0, "float", "weight of the residual layer", low=0.0,
+                                    high=1.0, fronts=frozenset({PANEL, HOST}), metavar="W")
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """Files a command writes (every file is written atomically; see docs/guide.md)."""
+
+    json: str | None = option(None, "path", "write the result as JSON ('-': standard output)",
+                              nullable=True, fronts=frozenset({CLI}), metavar="OUT.json")
+    bvh: str | None = option(None, "path", "the motion on every frame as BVH", nullable=True,
+                             suffix=".bvh", fronts=frozenset({CLI}), metavar="OUT.bvh")
+    residual: str | None = option(None, "path", "original - reduced channel values "
+                                  "(n_frames, n_channels)", nullable=True, suffix=".npy",
+                                  fronts=frozenset({CLI}), metavar="OUT.npy")
+    positions: str | None = option(None, "path", "world positions (n_frames, n_nodes, 3), "
+                                   "scene units, nodes in hierarchy order with End Sites",
+                                   nullable=True, suffix=".npy", fronts=frozenset({CLI}),
+                                   metavar="OUT.npy")
+    plot: str | None = option(None, "path", "save the error-against-K graph", nullable=True,
+                              suffix=".png", fronts=frozenset({CLI}), metavar="OUT.png")
+    linear: bool = option(False, "bool", "linear error axis in --plot", fronts=frozenset({CLI}))
+    tree: bool = option(False, "bool", "also print the hierarchy", fronts=frozenset({CLI}))
+    screenshot: str | None = option(None, "path", "save the window as a PNG and exit (works "
+                                    "without a display)", nullable=True, suffix=".png",
+                                    fronts=frozenset({CLI}), metavar="OUT.png")
+    apply: bool = option(False, "bool", "press Apply after the analysis (with --keys)",
+                         fronts=frozenset({CLI}))
+    falloff: str | None = option(None, "path", "the edit's weight per host frame "
+                                 "(frame,weight)", nullable=True, suffix=".csv",
+                                 fronts=frozenset({CLI}), metavar="OUT.csv")
+    overwrite: bool = option(False, "bool", "replace output files that already exist (an "
+                             "input is never overwritten)", fronts=frozenset({CLI, HOST}))
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """Where a batch writes and how many processes it uses."""
+
+    out: str | None = option(None, "path", "output folder", nullable=True,
+                             fronts=frozenset({CLI, HOST}), metavar="DIR")
+    workers: int | None = option(None, "int", "processes (default one per core)", low=1,
+                                 nullable=True, fronts=frozenset({CLI}), metavar="N")
+    scheduler: str | None = option(None, "str", "run on Dask: an existing scheduler's address "
+                                   "(tcp://host:8786) or local:N for a local cluster of N "
+                                   "worker processes (default: a local process pool)",
+                                   nullable=True, fronts=frozenset({CLI}), metavar="ADDRESS")
+    json_log: bool = option(False, "bool", "one JSON line per event on standard output "
+                            "(for pipelines) instead of the progress bar",
+                            fronts=frozenset({CLI}))
+    demo_out: str = option("demo_out", "path", "folder for the demo's outputs", flag="--out",
+                           fronts=frozenset({CLI}), metavar="DIR")
+
+
+@dataclass(frozen=True)
+class WandOptions:
+    """The magic wand: spreading an edit made at one frame (see :mod:`sp_core.falloff`)."""
+
+    frame: int | None = option(None, "int", "the edited frame", nullable=True, unit="frame",
+                               fronts=frozenset({CLI}), metavar="F")
+    edit: str | None = option(None, "path", '{"offsets": {"Node.Zrotation": 20, ...}} added '
+                              "at --frame", nullable=True, suffix=".json",
+                              fronts=frozenset({CLI}), metavar="EDIT.json")
+    edited_bvh: str | None = option(None, "path", "the edited pose is this file's --frame",
+                                    nullable=True, suffix=".bvh", fronts=frozenset({CLI}),
+                                    metavar="E.bvh")
+    sigma: float | None = option(None, "float", "kernel width (default: adapted to the motion)",
+                                 low=0.0, low_open=True, nullable=True, unit="pose units",
+                                 metavar="S")
+    eigen: int = option(12, "int", "eigenpairs of the Green's function", low=1, high=500,
+                        metavar="M")
+    mode: str = option("local", "choice", "local: follow the motion; global: reach every "
+                       "similar pose", choices=WAND_MODES)
+
+
+GROUPS: dict[str, type] = {
+    "input": InputOptions, "analysis": AnalysisOptions, "keys": KeyOptions, "fit": FitOptions,
+    "layer": LayerOptions, "output": OutputOptions, "batch": BatchOptions, "wand": WandOptions,
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Every option of a job, in groups (each frozen; change with :meth:`replace`)."""
+
+    input: InputOptions = field(default_factory=InputOptions)
+    analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
+    keys: KeyOptions = field(default_factory=KeyOptions)
+    fit: FitOptions = field(default_factory=FitOptions)
+    layer: LayerOptions = field(default_factory=LayerOptions)
+    output: OutputOptions = field(default_factory=OutputOptions)
+    batch: BatchOptions = field(default_factory=BatchOptions)
+    wand: WandOptions = field(default_factory=WandOptions)
+
+    def replace(self, **changes: Any) -> Options:
+        """A copy with fields changed by their (unique) names, each value checked."""
+        return build(changes, base=self)
+
+    def to_dict(self, groups: Iterable[str] = tuple(GROUPS)) -> dict[str, dict[str, Any]]:
+        """JSON-ready ``{group: {field: value}}`` of ``groups`` (default all; output files
+        carry the groups that decide their result)."""
+        record: dict[str, dict[str, Any]] = {}
+        for group in groups:
+            values = getattr(self, group)
+            record[group] = {f.name: _plain(getattr(values, f.name)) for f in fields(values)}
+        return record
+
+    def digest(self, groups: Iterable[str] = ("input", "analysis", "keys", "fit")) -> str:
+        """A short hash of the options that change a result (for batch manifests)."""
+        text = json.dumps(self.to_dict(groups), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Pin):
+        return dataclasses.asdict(value)
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------------------------- the fields
+def field_specs() -> dict[str, tuple[str, Spec]]:
+    """``{field name: (group, spec)}`` over every group; field names are unique."""
+    found: dict[str, tuple[str, Spec]] = {}
+    for group, cls in GROUPS.items():
+        for f in fields(cls):
+            if f.name in found:  # pragma: no cover - guarded by a test
+                raise TypeError(f"option {f.name!r} is declared twice")
+            found[f.name] = (group, f.metadata["spec"])
+    return found
+
+
+def flag_of(name: str) -> str:
+    spec = field_specs()[name][1]
+    return spec.flag or "--" + name.replace("_", "-")
+
+
+def default_of(name: str) -> Any:
+    group, _ = field_specs()[name]
+    return next(f.default for f in fields(GROUPS[group]) if f.name == name)
+
+
+def coerce(name: str, value: Any, label: str | None = None) -> Any:
+    """``value`` converted to option ``name``'s type and checked against its range.
+
+    Parameters
+    ----------
+    name : str
+        Field name.
+    value : Any
+        A Python value, or the text typed on a command line or read from a preset.
+    label : str, optional
+        How the option is named in messages (default the field name; the CLI passes its flag).
+
+    Raises
+    ------
+    OptionError
+        One line naming the option, what it takes and the value given.
+    """
+    specs = field_specs()
+    if name not in specs:
+        raise OptionError(f"unknown option {name!r}; options are {', '.join(sorted(specs))}")
+    spec = specs[name][1]
+    label = label or name
+    if value is None or (isinstance(value, str) and value == "" and spec.nullable
+                         and spec.kind not in ("str",)):
+        if spec.nullable:
+            return None
+        raise OptionError(f"{label} needs a value")
+    convert = _CONVERTERS[spec.kind]
+    return convert(spec, label, value)
+
+
+def _fail(label: str, wants: str, value: Any) -> OptionError:
+    shown = value if isinstance(value, str) else repr(value)
+    return OptionError(f"{label} must be {wants}, got {shown}")
+
+
+def _number(spec: Spec, label: str, value: Any, whole: bool) -> int | float:
+    wants = "a whole number" if whole else "a number"
+    if spec.bounds_text():
+        wants += " " + spec.bounds_text()
+    given = value  # messages show the value as it was typed or passed
+    if isinstance(value, bool):
+        raise _fail(label, wants, given)
+    if isinstance(value, str):
+        try:
+            value = int(value) if whole else float(value)
+        except ValueError:
+            raise _fail(label, wants, given) from None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise _fail(label, wants, given) from None
+    if not math.isfinite(number) or (whole and number != int(number)):
+        raise _fail(label, wants, given)
+    if whole and not isinstance(value, int) and not hasattr(value, "__index__"):
+        raise _fail(label, wants, given)  # 3.0 is a float: frames and counts are whole
+    low, high = spec.low, spec.high
+    if (low is not None and (number < low or (spec.low_open and number == low))) or \
+            (high is not None and (number > high or (spec.high_open and number == high))):
+        raise _fail(label, wants, given)
+    return int(number) if whole else number
+
+
+def _int(spec: Spec, label: str, value: Any) -> int:
+    return int(_number(spec, label, value, whole=True))
+
+
+def _float(spec: Spec, label: str, value: Any) -> float:
+    return float(_number(spec, label, value, whole=False))
+
+
+def _bool(spec: Spec, label: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "yes", "on", "1", "false", "no",
+                                                    "off", "0"):
+        return value.lower() in ("true", "yes", "on", "1")
+    raise _fail(label, "true or false", value)
+
+
+def _str(spec: Spec, label: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(label, "a non-empty name", value if value != "" else "''")
+    return value.strip()
+
+
+def _choice(spec: Spec, label: str, value: Any) -> str:
+    allowed = spec.allowed()
+    if value not in allowed:
+        raise _fail(label, "one of " + ", ".join(allowed), value)
+    return str(value)
+
+
+def _path(spec: Spec, label: str, value: Any) -> str:
+    if not isinstance(value, (str, Path)) or not str(value):
+        raise _fail(label, "a file name", value)
+    text = str(value)
+    if spec.suffix and text != "-" and not text.lower().endswith(spec.suffix):
+        raise _fail(label, f"a {spec.suffix} file name", text)
+    return text
+
+
+def _items(value: Any) -> list[Any]:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise TypeError
+
+
+def _names(spec: Spec, label: str, value: Any) -> tuple[str, ...]:
+    wants = "node names separated by commas"
+    try:
+        names = _items(value)
+    except TypeError:
+        raise _fail(label, wants, value) from None
+    if not all(isinstance(n, str) and n.strip() for n in names):
+        raise _fail(label, wants, value)
+    if not names and spec.nullable:  # "none given" is spelled None, not an empty list
+        raise _fail(label, "at least one node name", value if value != "" else "''")
+    return tuple(dict.fromkeys(n.strip() for n in names))
+
+
+def _frames(spec: Spec, label: str, value: Any) -> tuple[int, ...]:
+    wants = "whole frame numbers separated by commas"
+    try:
+        items = _items(value)
+    except TypeError:
+        raise _fail(label, wants, value) from None
+    frames = []
+    for item in items:
+        try:
+            frames.append(_number(Spec("int", ""), label, item, whole=True))
+        except OptionError:
+            raise _fail(label, wants, value) from None
+    if not frames and spec.nullable:
+        raise _fail(label, "at least one frame", value if value != "" else "''")
+    return tuple(sorted(set(int(f) for f in frames)))
+
+
+def _pins(spec: Spec, label: str, value: Any) -> tuple[Pin, ...]:
+    if isinstance(value, (list, tuple)) and value and all(
+            isinstance(p, (Pin, Mapping)) for p in value):
+        pins = []
+        for p in value:
+            pin = p if isinstance(p, Pin) else Pin(**dict(p))
+            frame = _frames(spec, label, [pin.frame])[0]
+            pins.append(Pin(frame, str(pin.name), str(pin.note)))
+        return tuple(sorted({p.frame: p for p in pins}.values(), key=lambda p: p.frame))
+    return tuple(Pin(f) for f in _frames(spec, label, value))
+
+
+def _range(spec: Spec, label: str, value: Any) -> tuple[int, int]:
+    wants = "START:END host frames with END > START"
+    if isinstance(value, str):
+        start, sep, end = value.partition(":")
+        if not sep:
+            raise _fail(label, wants, value)
+        value = (start.strip(), end.strip())
+    try:
+        start, end = value
+        bounds = (_number(Spec("int", ""), label, start, whole=True),
+                  _number(Spec("int", ""), label, end, whole=True))
+    except (TypeError, ValueError, OptionError):
+        raise _fail(label, wants, value) from None
+    if bounds[1] <= bounds[0]:
+        raise _fail(label, wants, f"{bounds[0]}:{bounds[1]}")
+    return int(bounds[0]), int(bounds[1])
+
+
+def _weights(spec: Spec, label: str, value: Any) -> tuple[tuple[str, float], ...]:
+    wants = "NODE=WEIGHT pairs (weights finite and >= 0) separated by commas"
+    pairs: list[tuple[str, Any]] = []
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, str):
+        for item in (v for v in value.split(",") if v.strip()):
+            name, sep, number = item.partition("=")
+            if not sep or not name.strip():
+                raise _fail(label, wants, value)
+            pairs.append((name.strip(), number))
+    elif isinstance(value, (list, tuple)):
+        pairs = [tuple(p) for p in value]
+    else:
+        raise _fail(label, wants, value)
+    weights = {}
+    for name, number in pairs:
+        try:
+            weights[str(name)] = _number(Spec("float", "", low=0.0), label, number, whole=False)
+        except OptionError:
+            raise _fail(label, wants, value) from None
+    return tuple(weights.items())
+
+
+def _mapping(spec: Spec, label: str, value: Any) -> tuple[tuple[str, Any], ...]:
+    if isinstance(value, str):  # typed on a command line as JSON
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise _fail(label, 'a JSON object such as {"name": 1}', value) from None
+    if isinstance(value, Mapping):
+        return tuple(sorted(value.items()))
+    if isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2
+                                                for p in value):
+        return tuple(sorted((str(k), v) for k, v in value))
+    raise _fail(label, "a mapping of option names to values", value)
+
+
+def _tolerance(spec: Spec, label: str, value: Any) -> tuple[float, float]:
+    wants = "MEAN,MAX millimetres, both > 0 and MEAN <= MAX"
+    try:
+        items = _items(value)
+        mean, worst = (_number(Spec("float", "", low=0.0, low_open=True), label, v, whole=False)
+                       for v in items) if len(items) == 2 else (None, None)
+    except (TypeError, OptionError):
+        raise _fail(label, wants, value) from None
+    if mean is None or worst is None or mean > worst:
+        raise _fail(label, wants, value)
+    return float(mean), float(worst)
+
+
+_CONVERTERS: dict[str, Callable[[Spec, str, Any], Any]] = {
+    "int": _int, "float": _float, "bool": _bool, "str": _str, "choice": _choice,
+    "path": _path, "names": _names, "frames": _frames, "pins": _pins, "range": _range,
+    "weights": _weights, "mapping": _mapping, "tolerance": _tolerance,
+}
+
+
+# ------------------------------------------------------------------------------- building
+def build(values: Mapping[str, Any], base: Options | None = None,
+          labels: Mapping[str, str] | None = None) -> Options:
+    """Options from ``{field: value}`` (flat, or ``{group: {field: value}}`` as in presets and
+    output JSON) over ``base``; every value checked, then the combination (:func:`check`).
+
+    Raises
+    ------
+    OptionError
+        An unknown name, a bad value or a combination that cannot be honoured.
+    """
+    flat = flatten(values)
+    specs = field_specs()
+    labels = labels or {}
+    grouped: dict[str, dict[str, Any]] = {}
+    for name, value in flat.items():
+        if name not in specs:
+            raise OptionError(f"unknown option {name!r}; options are {', '.join(sorted(specs))}")
+        grouped.setdefault(specs[name][0], {})[name] = coerce(name, value, labels.get(name))
+    base = base or Options()
+    changes = {group: dataclasses.replace(getattr(base, group), **values)
+               for group, values in grouped.items()}
+    options = dataclasses.replace(base, **changes)
+    check(options, labels)
+    return options
+
+
+def flatten(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``{group: {field: value}}`` or flat ``{field: value}`` → flat."""
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in GROUPS and isinstance(value, Mapping):
+            flat.update(value)
+        else:
+            flat[key] = value
+    return flat
+
+
+def check(options: Options, labels: Mapping[str, str] | None = None) -> None:
+    """Refuse combinations that cannot all be honoured (nothing is silently ignored)."""
+    labels = labels or {}
+
+    def name(field_name: str) -> str:
+        return labels.get(field_name, field_name)
+
+    keys, analysis = options.keys, options.analysis
+    chosen = [f for f in ("keys", "ratio", "tolerance", "frames")
+              if getattr(keys, f) is not None]
+    if keys.suggested:
+        chosen.append("suggested")
+    if len(chosen) > 1:
+        raise OptionError(f"{name(chosen[0])} and {name(chosen[1])} both choose the keys; "
+                          "give one")
+    if keys.frames is not None:
+        if len(keys.frames) < 2:
+            raise OptionError(f"{name('frames')} needs at least 2 frames (the first and last "
+                              f"bound the range), got {len(keys.frames)}")
+        for other in ("pins", "frame_range", "layered"):
+            if getattr(analysis, other) not in (None, (), False):
+                raise OptionError(f"{name('frames')} gives the keys itself: {name(other)} "
+                                  "cannot apply; drop one of them")
+    if analysis.leading and not analysis.layered:
+        raise OptionError(f"{name('leading')} is used only with {name('layered')}; add "
+                          f"{name('layered')} or drop {name('leading')}")
+    if analysis.layered:
+        defaults = AnalysisOptions()
+        for other in ("pins", "cost", "cost_options", "compose", "max_span", "max_keys",
+                      "time_scale"):
+            if getattr(analysis, other) != getattr(defaults, other):
+                raise OptionError(f"{name(other)} is not supported with {name('layered')} "
+                                  "(keyposes and breakdowns use their own costs and no "
+                                  "constraints); drop one of them")
+    if analysis.max_keys is not None and keys.keys is not None and keys.keys > analysis.max_keys:
+        raise OptionError(f"{name('keys')} {keys.keys} is more than {name('max_keys')} "
+                          f"{analysis.max_keys}; raise {name('max_keys')} or ask for fewer keys")
+
+
+# ------------------------------------------------------------------------------- the K rule
+def candidate_count(first: int, last: int, stride: int) -> int:
+    """Candidate keyframes of a range: frames divisible by ``stride`` plus the first and last."""
+    inner = [f for f in (first, last) if f % stride != 0]
+    return (last // stride - (first - 1) // stride) + len(inner)
+
+
+def k_for(options: Options, first: int, last: int) -> int | None:
+    """The K the options ask for on host frames ``first..last`` (None: the suggested K, known
+    after the analysis).
+
+    ``keys`` is taken as given; ``ratio`` gives ``max(2, round(ratio × frames))``. Either must
+    fit the range: at least 2 plus the pins inside it, at most its candidate frames.
+
+    Raises
+    ------
+    OptionError
+        K outside what the range can hold (the message gives the limits).
+    """
+    keys, analysis = options.keys, options.analysis
+    n = last - first + 1
+    if keys.keys is not None:
+        wanted, label = keys.keys, "keys"
+    elif keys.ratio is not None:
+        wanted, label = max(2, round(keys.ratio * n)), "ratio"
+    else:
+        return None
+    if analysis.layered:
+        return wanted
+    pins = {p.frame for p in analysis.pins if first < p.frame < last}
+    low = 2 + len(pins)
+    high = candidate_count(first, last, analysis.stride)
+    if not low <= wanted <= high:
+        given = keys.keys if label == "keys" else keys.ratio
+        raise OptionError(f"{label} {given} asks for {wanted} keys, but frames {first}..{last} "
+                          f"hold {low} to {high} (first and last{', the pins' if pins else ''}"
+                          f"; {high} candidate frames at stride {analysis.stride})")
+    return wanted
+
+
+def max_keys_for(options: Options, wanted: int | None) -> int | None:
+    """The ``max_keys`` an analysis needs to offer K = ``wanted``."""
+    current = options.analysis.max_keys
+    if wanted is None:
+        return current
+    return wanted if current is None or current < wanted else current
+
+
+# --------------------------------------------------------------------------- presets, CLI
+def load_preset(path: str | Path) -> dict[str, Any]:
+    """Read a preset (``.toml`` or ``.json``): ``{group: {field: value}}`` or flat."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        record = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
+    except OSError as exc:
+        raise OptionError(f"cannot read preset {path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise OptionError(f"{path}: not a valid {path.suffix[1:].upper()} preset: {exc}") \
+            from None
+    if not isinstance(record, dict):
+        raise OptionError(f"{path}: a preset is a table of options")
+    return record
+
+
+def preset_text(options: Options, groups: Sequence[str] = ("analysis", "keys", "fit", "layer")
+                ) -> str:
+    """``options`` as TOML a TD can share (only values that differ from the defaults)."""
+    import tomli_w
+
+    defaults = Options().to_dict()
+    record = options.to_dict()
+    table = {g: {k: v for k, v in record[g].items() if v != defaults[g][k] and v is not None}
+             for g in groups}
+    return tomli_w.dumps({g: t for g, t in table.items() if t})
+
+
+def add_arguments(parser: argparse.ArgumentParser, names: Sequence[str],
+                  required: Sequence[str] = (), front: str = CLI) -> None:
+    """Add the flags of option fields ``names`` to ``parser``, grouped as in the schema
+    (``front``: the front end the parser belongs to, :data:`CLI` or :data:`HOST` batches).
+
+    Values are parsed later by :func:`from_arguments` (so every bad value gets the schema's
+    message); unset flags stay absent.
+    """
+    specs = field_specs()
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    exclusive = None
+    for name in names:
+        group, spec = specs[name]
+        if front not in spec.fronts:
+            raise TypeError(f"option {name!r} does not reach the {front} front end")
+        if group not in groups:
+            groups[group] = parser.add_argument_group(group)
+        target: Any = groups[group]
+        if group == "keys" and name in ("keys", "ratio", "tolerance", "suggested", "frames"):
+            exclusive = exclusive or groups[group].add_mutually_exclusive_group()
+            target = exclusive
+        text = spec.help
+        if spec.unit:
+            text += f" ({spec.unit})"
+        default = default_of(name)
+        if default not in (None, (), False) and spec.kind != "bool":
+            text += f" [default {_plain(default)}]"
+        if spec.kind == "choice":
+            text += f"; one of {', '.join(spec.allowed())}" if len(spec.allowed()) > 4 else ""
+        kwargs: dict[str, Any] = {"dest": name, "help": text, "default": argparse.SUPPRESS}
+        if spec.kind == "bool":
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["metavar"] = spec.metavar or name.upper()
+            if spec.kind == "choice":
+                kwargs["metavar"] = "{" + ",".join(spec.allowed()) + "}"
+            if name in required:
+                kwargs["required"] = True
+        target.add_argument(flag_of(name), **kwargs)
+
+
+def host_fields(groups: Sequence[str] = ("analysis", "keys", "fit", "layer", "output", "batch")
+                ) -> list[str]:
+    """Fields that reach the host APIs and batches (:data:`HOST`), in schema order."""
+    return [n for n, (g, spec) in field_specs().items() if g in groups and HOST in spec.fronts]
+
+
+def from_arguments(namespace: argparse.Namespace, names: Sequence[str],
+                   base: Options | None = None) -> Options:
+    """Options from parsed flags (only those given), over a preset and the defaults."""
+    given = {n: getattr(namespace, n) for n in names if hasattr(namespace, n)}
+    return build(given, base=base, labels={n: flag_of(n) for n in field_specs()})

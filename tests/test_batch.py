@@ -1,0 +1,133 @@
+"""Batches as jobs: same results on a process pool and a Dask cluster, resumable after a kill,
+one bad take never stops the others (issue 21)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sp_core.cli import main
+from sp_core.io.atomic import PARTIAL
+from sp_core.io.bvh import read_bvh, write_bvh
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def takes(tmp_path_factory) -> Path:
+    """Four short takes cut from the sample, and one malformed file."""
+    folder = tmp_path_factory.mktemp("takes")
+    clip = read_bvh(ROOT / "examples" / "cmu_131_01.bvh")
+    for i, start in enumerate((0, 200, 400, 600)):
+        write_bvh(clip.sub_range(start, start + 179), folder / f"take{i}.bvh")
+    text = (folder / "take0.bvh").read_text().splitlines()
+    text[12] = "    OFFSET 1.0 oops 2.0"
+    (folder / "broken.bvh").write_text("\n".join(text) + "\n")
+    return folder
+
+
+def outputs(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+            if p.name.endswith((".keys.json", ".reduced.bvh"))}
+
+
+def rows(folder: Path) -> dict[str, dict]:
+    record = json.loads((folder / "summary.json").read_text())
+    return {Path(r["clip"]).name: r for r in record["rows"]}
+
+
+BASE = ["--keys", "12", "--tangents", "broken"]
+
+
+def test_a_bad_take_is_reported_with_its_line_and_the_rest_complete(takes, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["batch", str(takes), "--out", str(out), *BASE, "--workers", "1"]) == 1
+    summary = rows(out)
+    assert [name for name, r in summary.items() if r["status"] == "ok"] == [
+        "take0.bvh", "take1.bvh", "take2.bvh", "take3.bvh"]
+    assert summary["broken.bvh"]["status"].startswith(f"failed: {takes / 'broken.bvh'}, line 13:")
+    record = json.loads((out / "summary.json").read_text())
+    assert (record["takes"], record["ok"], record["failed"]) == (5, 4, 1)
+    csv_rows = (out / "summary.csv").read_text().splitlines()
+    assert csv_rows[0] == "clip,frames,keys,mean_mm,max_mm,seconds,status" and len(csv_rows) == 6
+
+
+def test_dask_cluster_gives_the_same_files_as_the_process_pool(takes, tmp_path):
+    pool, cluster = tmp_path / "pool", tmp_path / "cluster"
+    inputs = [str(takes / f"take{i}.bvh") for i in range(4)]
+    assert main(["batch", *inputs, "--out", str(pool), *BASE, "--workers", "2"]) == 0
+    assert main(["batch", *inputs, "--out", str(cluster), *BASE, "--scheduler", "local:2"]) == 0
+    assert outputs(pool) == outputs(cluster) and len(outputs(pool)) == 8
+    assert json.loads((cluster / "summary.json").read_text())["scheduler"] == "local:2"
+
+
+def test_a_killed_batch_resumes_with_only_the_missing_takes(takes, tmp_path):
+    out = tmp_path / "out"
+    inputs = [str(takes / f"take{i}.bvh") for i in range(4)]
+    command = [sys.executable, "-m", "sp_core.cli", "batch", *inputs, "--out", str(out), *BASE,
+               "--workers", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(out.glob("*.reduced.bvh"))) < 2:
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    finished = {p.name for p in out.glob("*.reduced.bvh")}
+    assert 2 <= len(finished) < 4
+    stamps = {name: (out / name).stat().st_mtime_ns for name in finished}
+    # the re-run: no --overwrite needed (the manifest says the files are the batch's own)
+    result = subprocess.run([*command, "--json-log"], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[0]["event"] == "start" and events[-1]["event"] == "finished"
+    redone = {Path(e["clip"]).name for e in events if e["event"] == "take"}
+    skipped = events[0]["skipped"]
+    assert skipped >= 1 and len(redone) + skipped == 4
+    for name, stamp in stamps.items():  # a take recorded as done is not redone
+        take = name.replace(".reduced.bvh", ".bvh")
+        if take not in redone:
+            assert (out / name).stat().st_mtime_ns == stamp
+    assert len(list(out.glob("*.reduced.bvh"))) == 4
+    assert not list(out.glob(f".*{PARTIAL}"))
+    assert all(r["status"] == "ok" for r in rows(out).values())
+
+
+def test_changed_inputs_and_options_are_redone(takes, tmp_path, capsys):
+    work = tmp_path / "in"
+    work.mkdir()
+    for i in range(2):
+        (work / f"take{i}.bvh").write_bytes((takes / f"take{i}.bvh").read_bytes())
+    out = tmp_path / "out"
+    args = ["batch", str(work), "--out", str(out), *BASE, "--workers", "1"]
+    assert main(args) == 0
+    capsys.readouterr()
+    # one take changes: only it is redone
+    clip = read_bvh(takes / "take2.bvh")
+    write_bvh(clip, work / "take1.bvh")
+    assert main(args) == 0
+    assert "2 of 2 takes reduced (1 done earlier, skipped)" in capsys.readouterr().out
+    # other options: everything is redone
+    assert main([*args[:-4], "--keys", "10", "--workers", "1"]) == 0
+    assert "2 of 2 takes reduced;" in capsys.readouterr().out
+    assert json.loads((out / "take0.keys.json").read_text())["options"]["keys"]["keys"] == 10
+
+
+def test_memory_per_worker_is_checked_before_work(takes, tmp_path, capsys):
+    assert main(["batch", str(takes / "take0.bvh"), "--out", str(tmp_path / "o"),
+                 "--workers", "64", "--memory-gib", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "64 workers x --memory-gib 4 = 256.0 GiB, more than 80% of this machine's" in err
+    assert not (tmp_path / "o").exists()
+    assert main(["batch", str(takes / "take0.bvh"), "--out", str(tmp_path / "o"),
+                 "--scheduler", "local:0"]) == 2
+    assert "--scheduler local:N needs N >= 1 worker processes, got local:0" in \
+        capsys.readouterr().err

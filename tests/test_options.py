@@ -1,0 +1,264 @@
+"""The options schema: one declaration reaching every front end, one message per bad value,
+presets, and one rule for K (issue 16)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from sp_core.errors import OptionError, SelectionError
+from sp_core.io.bvh import read_bvh, write_bvh
+from sp_core.jobs import Job, run_job
+from sp_core.options import (
+    CLI,
+    HOST,
+    Options,
+    Pin,
+    build,
+    candidate_count,
+    coerce,
+    default_of,
+    field_specs,
+    flag_of,
+    k_for,
+    load_preset,
+    preset_text,
+)
+from sp_core.session import Session
+from sp_core.standalone import StandaloneHost
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_field_declares_help_and_a_sensible_default():
+    for name, (_, spec) in field_specs().items():
+        assert spec.help and not spec.help.endswith("."), name
+        assert spec.fronts, name
+        default = default_of(name)
+        if default is not None:
+            assert coerce(name, default) == default, name  # the default passes its own check
+
+
+def test_every_cli_field_is_a_flag_of_some_command_and_has_help():
+    from sp_core.cli import COMMAND_OPTIONS, build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "command").choices
+    reached = set()
+    for command, names in COMMAND_OPTIONS.items():
+        flags = {o: a for a in subparsers[command]._actions for o in a.option_strings}
+        for name in names:
+            action = flags[flag_of(name)]
+            assert action.dest == name and action.help, (command, name)
+            reached.add(name)
+    cli_fields = {n for n, (_, spec) in field_specs().items() if CLI in spec.fronts}
+    assert cli_fields == reached
+
+
+def test_every_host_field_reaches_the_host_api_and_batches():
+    from sp_core.batch import HOST_BATCH_OPTIONS, add_host_batch_options
+
+    sys.path.insert(0, str(Path(__file__).parent / "fake_maya"))
+    from maya_plugin import api
+
+    host_fields = [n for n, (g, spec) in field_specs().items() if HOST in spec.fronts
+                   and g not in ("input", "wand")]
+    assert set(api.OPTIONS) == set(host_fields)
+    for name in host_fields:  # the API accepts each with its default, under its own name
+        value = default_of(name)
+        if value is None:
+            value = {"roots": ["Hips"], "nodes": ["Hips"], "max_span": 10, "max_keys": 4,
+                     "breakdowns": 1, "keys": 4, "ratio": 0.5, "frames": [0, 5],
+                     "out": "o", "frame_range": (0, 9), "tolerance": (2.0, 20.0)}[name]
+        options = api.options_for(**{name: value})
+        assert getattr(getattr(options, field_specs()[name][0]), name) == coerce(name, value)
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_host_batch_options(parser)
+    flags = {o for a in parser._actions for o in a.option_strings}
+    assert {flag_of(n) for n in HOST_BATCH_OPTIONS} <= flags
+    assert set(HOST_BATCH_OPTIONS) == set(host_fields)
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("ratio", 0, "ratio must be a number in (0, 1], got 0"),
+    ("ratio", "1.5", "ratio must be a number in (0, 1], got 1.5"),
+    ("keys", 2.5, "keys must be a whole number >= 2, got 2.5"),
+    ("keys", True, "keys must be a whole number >= 2, got True"),
+    ("stride", "two", "stride must be a whole number >= 1, got two"),
+    ("tangents", "bent", "tangents must be one of unified, broken, smooth, weighted, got bent"),
+    ("cost", "line-mx", "cost must be one of curve-max, line-max, line-sse, line-time, got "
+                        "line-mx"),
+    ("frame_range", "9:3", "frame_range must be START:END host frames with END > START, "
+                           "got 9:3"),
+    ("pins", [1.5], "pins must be whole frame numbers separated by commas"),
+    ("weights", {"Head": -1}, "weights must be NODE=WEIGHT pairs (weights finite and >= 0)"),
+    ("nodes", [], "nodes must be at least one node name"),
+    ("layer", "  ", "layer must be a non-empty name"),
+    ("residual_weight", math.inf, "residual_weight must be a number in [0, 1], got inf"),
+    ("cost_options", "{x", "cost_options must be a JSON object"),
+])
+def test_one_message_per_bad_value(name, value, message):
+    with pytest.raises(OptionError) as caught:
+        coerce(name, value)
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+def test_options_are_frozen_and_changes_are_checked():
+    options = Options()
+    with pytest.raises(AttributeError):
+        options.analysis.stride = 2  # type: ignore[misc]
+    changed = options.replace(stride="4", pins="8,4", weights="Head=2")
+    assert changed.analysis.stride == 4 and changed.analysis.pins == (Pin(4), Pin(8))
+    assert changed.analysis.weights == (("Head", 2.0),) and options.analysis.stride == 1
+    with pytest.raises(OptionError, match="unknown option 'strid'"):
+        options.replace(strid=2)
+    with pytest.raises(OptionError, match="keys and ratio both choose the keys; give one"):
+        options.replace(keys=5, ratio=0.1)
+
+
+def test_presets_round_trip_through_toml_and_json(tmp_path):
+    options = Options().replace(cost="line-time", stride=2, pins=[Pin(40, "contact")],
+                                tangents="broken", ratio=0.05, layer="studio",
+                                weights={"Head": 2.0})
+    text = preset_text(options)
+    (tmp_path / "studio.toml").write_text(text)
+    assert build(load_preset(tmp_path / "studio.toml")) == options
+    (tmp_path / "studio.json").write_text(json.dumps(options.to_dict()))
+    assert build(load_preset(tmp_path / "studio.json")) == options
+    (tmp_path / "bad.toml").write_text("[analysis]\nstride = 0\n")
+    with pytest.raises(OptionError, match="stride must be a whole number >= 1, got 0"):
+        build(load_preset(tmp_path / "bad.toml"))
+    (tmp_path / "broken.toml").write_text("[analysis\n")
+    with pytest.raises(OptionError, match="broken.toml: not a valid TOML preset"):
+        load_preset(tmp_path / "broken.toml")
+
+
+def test_cli_preset_then_flags(tmp_path, capsys):
+    from sp_core.cli import main
+
+    clip = tmp_path / "take.bvh"
+    write_bvh(read_bvh(ROOT / "examples" / "cmu_131_01.bvh").sub_range(0, 199), clip)
+    (tmp_path / "studio.toml").write_text('[keys]\nratio = 0.05\n[fit]\ntangents = "broken"\n'
+                                          'space = "channel"\n')
+    out = tmp_path / "k.json"
+    assert main(["reduce", str(clip), "--preset", str(tmp_path / "studio.toml"),
+                 "--tangents", "weighted", "--json", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert len(record["frames"]) == 10 and record["tangents"] == "weighted"
+    assert record["options"]["keys"]["ratio"] == 0.05
+    assert record["options"]["fit"] == {"tangents": "weighted", "smoothness": 1.0,
+                                        "space": "channel", "world_iterations": 12}
+
+
+def test_candidate_count_matches_the_selection():
+    import numpy as np
+
+    from sp_core.selection import SelectionSpace
+
+    rng = np.random.default_rng(3)
+    for first, last, stride in [(0, 99, 1), (1001, 1100, 4), (7, 50, 3), (-5, 5, 2)]:
+        poses = rng.normal(size=(last - first + 1, 3))
+        space = SelectionSpace(poses, first_frame=first, stride=stride, max_keys=2)
+        assert candidate_count(first, last, stride) == len(space.candidates)
+
+
+def test_k_rule():
+    options = Options()
+    assert k_for(options, 0, 199) is None
+    assert k_for(options.replace(ratio=0.6), 0, 199) == 120
+    assert k_for(options.replace(ratio=0.001), 0, 199) == 2
+    assert k_for(options.replace(keys=7), 1001, 1200) == 7
+    with pytest.raises(OptionError, match=r"ratio 0.6 asks for 120 keys, but frames 0..199 hold "
+                                          r"2 to 51 \(first and last; 51 candidate frames at "
+                                          r"stride 4\)"):
+        k_for(options.replace(ratio=0.6, stride=4), 0, 199)
+    with pytest.raises(OptionError, match="keys 2 asks for 2 keys, but frames 0..199 hold 3 to "
+                                          "200 \\(first and last, the pins"):
+        k_for(options.replace(keys=2, pins=[50]), 0, 199)
+
+
+@pytest.fixture(scope="module")
+def clip200():
+    return read_bvh(ROOT / "examples" / "cmu_131_01.bvh", first_frame=1001).sub_range(1001, 1200)
+
+
+@pytest.mark.parametrize("choice", [{"ratio": 0.6}, {"keys": 17}, {}, {"pins": [1050, 1111],
+                                                                        "keys": 9}])
+@pytest.mark.parametrize("tangents", ["unified", "broken"])
+def test_same_keys_and_curves_through_cli_session_job_and_maya_api(clip200, tmp_path, choice,
+                                                                   tangents):
+    """The same options give the same K, keys and curves on every front end."""
+    import numpy as np
+
+    from sp_core.cli import main
+
+    options = Options().replace(tangents=tangents, space="channel", **choice)
+    path = tmp_path / "take.bvh"
+    write_bvh(clip200, path)
+    clip = read_bvh(path, first_frame=1001)
+    # the job (what batches run)
+    job = run_job(Job(str(path), options.replace(first_frame=1001)))
+    # the session (what the panel drives)
+    session = Session(StandaloneHost(clip), options)
+    session.analyze()
+    session.set_k()
+    reduction = session.apply()
+    assert session.k == job.keys and session.keyframes().tolist() == job.frames
+    np.testing.assert_array_equal(reduction.curves.values, job.reduction.curves.values)
+    # the command line
+    flags = []
+    for name, value in choice.items():
+        flags += [flag_of(name), ",".join(map(str, value)) if isinstance(value, list)
+                  else str(value)]
+    out = tmp_path / "k.json"
+    assert main(["reduce", str(path), "--first-frame", "1001", "--tangents", tangents,
+                 "--space", "channel", *flags, "--json", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["frames"] == job.frames
+    hips = next(c for c in record["channels"] if c["name"] == "Hips.Zrotation")
+    column = job.reduction.curves.channel_names.index("Hips.Zrotation")
+    np.testing.assert_allclose([k[1] for k in hips["keys"]],
+                               job.reduction.curves.values[:, column])
+    if "ratio" in choice:
+        assert job.keys == 120  # round(0.6 x 200), above the default max_keys of N/2
+
+
+def test_tolerance_gives_a_k_that_meets_it(clip200):
+    session = Session(StandaloneHost(clip200), Options().replace(tolerance="3,60",
+                                                                  space="channel"))
+    session.analyze()
+    metrics = session.reduce().metrics
+    assert metrics.mean_mm <= 3 and metrics.max_mm <= 60
+    fewer = session.reduce(frames=session.space.keyframes(session.space.min_keys)).metrics
+    assert fewer.max_mm > 60  # the tolerance is what chose K, not the space's floor
+    with pytest.raises(OptionError, match="keys and tolerance both choose the keys"):
+        Options().replace(keys=5, tolerance="1,2")
+    impossible = Session(StandaloneHost(clip200), Options().replace(
+        tolerance="0.001,0.01", space="channel", max_keys=6))
+    with pytest.raises(SelectionError, match=r"no K up to 6 keeps the error within mean "
+                                             r"0.001 mm and max 0.01 mm \(K = 6 gives mean"):
+        impossible.analyze()
+
+
+def test_host_batch_flags_refuse_bad_values_with_one_line(capsys):
+    import argparse
+
+    from sp_core.batch import add_host_batch_options, host_batch_options
+
+    parser = argparse.ArgumentParser()
+    add_host_batch_options(parser)
+    args = parser.parse_args(["--out", "o", "--ratio", "0", "--roots", "Hips"])
+    with pytest.raises(SystemExit) as stop:
+        host_batch_options(args)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == "error: --ratio must be a number in (0, 1], got 0\n"
+    good = host_batch_options(parser.parse_args(["--out", "o", "--keys", "9", "--residual-layer",
+                                                 "--layer", "walk"]))
+    assert (good.keys.keys, good.layer.residual_layer, good.layer.layer) == (9, True, "walk")

@@ -4,57 +4,36 @@ Example (Script Editor)::
 
     from maya_plugin import api
     space = api.analyse(["hips"], cost="line-max", stride=1)
-    result = api.reduce(["hips"], ratio=0.05, tangents="unified", residual=True)
+    result = api.reduce(["hips"], ratio=0.05, tangents="unified", residual_layer=True)
     result.layers        # the layers created (one undo step; api.remove(result) deletes them)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from maya_plugin.host import MayaHost
-from sp_core.host import LayerHandle
-from sp_core.reduction import Reduction
+from sp_core.jobs import Job, Result, run_job
+from sp_core.options import Options, host_fields
 from sp_core.selection import SelectionSpace
-from sp_core.session import Pin, Session
+from sp_core.session import Session
 
-_ANALYSIS = ("nodes", "weights", "pose", "cost", "cost_options", "compose", "frame_range",
-             "stride", "max_span", "max_keys", "time_scale")
-_REDUCTION = ("tangents", "smoothness", "space", "layer", "residual", "residual_weight")
-
-
-@dataclass
-class Result:
-    """What :func:`reduce` did: the selection space, K, the reduction and the layers made."""
-
-    space: SelectionSpace
-    keys: int
-    reduction: Reduction
-    layers: list[LayerHandle]
-    session: Session
+#: Keyword options of :func:`analyse` and :func:`reduce`: every option that reaches the hosts
+#: (declared in :mod:`sp_core.options`).
+OPTIONS = host_fields()
 
 
-def session_for(roots: Sequence[str] | None = None, pins: Sequence[int] = (),
-                **options: Any) -> Session:
-    """A session over the current scene with the given options.
+def options_for(roots: Sequence[str] | None = None, **options: Any) -> Options:
+    """Checked options (:class:`sp_core.errors.OptionError` names a bad or unknown one)."""
+    if roots:
+        options["roots"] = list(roots)
+    return Options().replace(**options)
 
-    ``roots``: the hierarchies to analyse (default: the selection). Other keywords are the
-    fields of :class:`sp_core.session.AnalysisOptions` and :class:`ReductionOptions`.
-    """
-    session = Session(MayaHost())
-    session.analysis.roots = list(roots) if roots else None
-    session.analysis.pins = [Pin(int(f)) for f in pins]
-    for key, value in options.items():
-        if key in _ANALYSIS:
-            setattr(session.analysis, key, value)
-        elif key in _REDUCTION:
-            setattr(session.reduction, key, value)
-        else:
-            raise TypeError(f"unknown option {key!r}; analysis options: {', '.join(_ANALYSIS)};"
-                            f" reduction options: {', '.join(_REDUCTION)}")
-    return session
+
+def session_for(roots: Sequence[str] | None = None, **options: Any) -> Session:
+    """A session over the current scene with the given options (see :data:`OPTIONS`)."""
+    return Session(MayaHost(), options_for(roots, **options))
 
 
 def analyse(roots: Sequence[str] | None = None, **options: Any) -> SelectionSpace:
@@ -62,21 +41,18 @@ def analyse(roots: Sequence[str] | None = None, **options: Any) -> SelectionSpac
     return session_for(roots, **options).analyze()
 
 
-def reduce(roots: Sequence[str] | None = None, keys: int | None = None,
-           ratio: float | None = None, **options: Any) -> Result:
-    """Analyse, choose K (``keys``, ``ratio`` of the frames, or the suggested K) and apply.
+def reduce(roots: Sequence[str] | None = None, **options: Any) -> Result:
+    """Analyse, choose K (``keys``, ``ratio``, ``frames`` or the suggested K) and apply.
 
-    Everything written is one undo step; the original curves are untouched.
+    Everything written is one undo step; the original curves are untouched. The result's
+    ``layers`` are the layers made (:func:`remove` deletes them).
     """
-    session = session_for(roots, **options)
-    space = session.analyze()
-    if keys is None and ratio is not None:
-        keys = max(2, round(ratio * space.n_frames))
-    k = session.set_k(session.suggested_k if keys is None else keys)
-    reduction = session.apply()
-    return Result(space, k, reduction, list(session.applied), session)
+    return run_job(Job("", options_for(roots, **options), "reduce", apply=True), host=MayaHost())
 
 
 def remove(result: Result) -> None:
     """Delete the layers a :func:`reduce` call created (one undo step)."""
-    result.session.remove()
+    host = MayaHost()
+    with host.undo_chunk("Salient Poses: remove layers"):
+        for handle in reversed(result.layers):
+            host.remove_layer(handle)

@@ -1,10 +1,14 @@
-"""Batch reduction of Maya scenes: ``mayapy -m maya_plugin.batch SCENE.ma ... --out DIR``.
+"""Batch reduction of Maya scenes: ``mayapy /path/to/checkout/maya_plugin/batch.py SCENE.ma ...
+--out DIR`` (or ``mayapy -m maya_plugin.batch`` with the checkout on ``PYTHONPATH``).
 
-Each scene is opened with ``maya.standalone`` (no UI), the hierarchies under ``--nodes`` (default:
-every top-level joint) are reduced with the given options into new layers, and a copy is saved in
-DIR with the same name; ``DIR/summary.csv`` gets one row per scene with the columns of
-``salient-poses batch``. A scene that fails is recorded and the rest continue; the exit status is
-1 if any failed.
+Each scene is opened with ``maya.standalone`` (no UI), the hierarchies under ``--roots``
+(default: every top-level joint) are reduced with the given options (the flags are generated
+from :mod:`sp_core.options`) into new layers, and a copy is saved in DIR with the same name;
+``DIR/summary.csv`` gets one row per scene with the columns of ``salient-poses batch``. A scene
+that fails is recorded and the rest continue; the exit status is 1 if any failed.
+
+Only the standard library is imported at module level: Maya is started
+(:func:`maya_plugin.mayapy.bootstrap`) before the engine and ``maya.cmds`` are imported.
 """
 
 from __future__ import annotations
@@ -13,46 +17,56 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sp_core.batch import add_host_batch_options, reduction_row, run_host_batch
+if TYPE_CHECKING:
+    from sp_core.options import Options
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mayapy -m maya_plugin.batch",
+    from sp_core.batch import add_host_batch_options
+
+    parser = argparse.ArgumentParser(prog="mayapy maya_plugin/batch.py",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("scenes", nargs="+", metavar="SCENE", help=".ma or .mb files")
     add_host_batch_options(parser)
     return parser
 
 
-def reduce_scene(path: str, out: Path, args: argparse.Namespace) -> dict[str, object]:
-    """Open, reduce and save one scene."""
-    from maya_plugin import api
-    from maya_plugin.host import cmds
+def reduce_scene(path: str, out: Path, options: Options) -> dict[str, object]:
+    """Open, reduce and save one scene (its copy in ``out``; the input is never saved)."""
+    from maya import cmds
+
+    from maya_plugin.host import MayaHost
+    from sp_core.batch import host_job, reduction_row
+    from sp_core.jobs import run_job
 
     cmds.file(path, open=True, force=True)
-    roots = [n.strip() for n in args.nodes.split(",")] if args.nodes else None
-    result = api.reduce(roots, keys=args.keys, ratio=args.ratio, tangents=args.tangents,
-                        smoothness=args.smoothness, space=args.space, residual=args.residual,
-                        layer=args.layer)
+    result = run_job(host_job(options), host=MayaHost())
     target = out / Path(path).name
     cmds.file(rename=str(target))
     cmds.file(save=True, force=True,
               type="mayaBinary" if target.suffix.lower() == ".mb" else "mayaAscii")
+    assert result.reduction is not None
     return reduction_row(result.reduction)
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Reduce every scene (Maya must already be initialised); returns the exit status."""
+    from sp_core.batch import host_batch_options, run_host_batch
+
     args = build_parser().parse_args(argv)
-    return run_host_batch(args.scenes, Path(args.out),
-                          lambda path, out: reduce_scene(path, out, args))
+    options = host_batch_options(args)
+    return run_host_batch(args.scenes, options,
+                          lambda path, out: reduce_scene(path, out, options))
 
 
 def main() -> int:
+    from maya_plugin.mayapy import bootstrap
+
+    bootstrap()
     from maya import standalone
 
-    standalone.initialize(name="python")
     try:
         return run()
     finally:
@@ -60,4 +74,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for maya_plugin.mayapy
     sys.exit(main())

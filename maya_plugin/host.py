@@ -1,28 +1,30 @@
-"""MayaHost: the Host protocol over ``maya.cmds`` (Maya 2025+).
+"""MayaHost: the Host protocol on Maya's Python API 2.0 (``maya.api.OpenMaya``, Maya 2025+).
 
-Facts used (../shared/reference/HOST_APIS.md):
+How it talks to Maya (every call is backed in tests/fake_maya/FACTS.md):
 
-- Times are frames in the scene's UI time unit (``currentUnit -time``); ``getAttr -time``
-  evaluates in context, without scrubbing the UI. Values from ``getAttr`` are in UI units
-  (degrees or radians, cm or m...), world matrices in internal cm (translation in elements
-  12..14, row-vector convention).
-- Apply never edits the original curves: it creates an override layer and keys the layer's own
-  curve for each plug (``animLayer -findCurveForPlug``); ``setKeyframe -animLayer`` would
-  back-solve the composite. Tangents are fixed, unweighted (one-third handles) unless the fit is
-  weighted, with angles and weights in (frames, UI value units) from :mod:`sp_core.tangents`.
-- The residual goes into an additive layer with per-component rotation accumulation, keyed on
-  every frame with linear tangents, so base + override + residual is the original.
-- Everything one Apply writes is inside one undo chunk; if anything fails the chunk is closed and
-  undone, so nothing is left behind.
-
-Maya's ``cmds`` is imported lazily so that ``import maya_plugin`` works outside Maya.
+- **Time and units, once**: frames are in the scene's UI time unit (``MTime.uiUnit()``; an
+  ``MTime`` without a unit would be film, 24 fps); the API reads and writes internal units
+  (cm, radians, seconds), the engine works in UI linear units and degrees. Conversions happen
+  in :meth:`MayaHost._units` and nowhere else.
+- **Reading**: one ``MDGContextGuard`` per frame and one ``worldMatrix[0]`` read per joint per
+  frame (plus ``parentMatrix[0]`` of the roots); no time-slider scrubbing, no call per plug
+  per frame. Local channels come from the matrices (``L = P⁻¹ · W``, minus the static joint
+  orient), unwrapped from the plugs' own values at the first frame
+  (:func:`sp_core.euler.unwrap_euler_from`). Long reads show a progress window with Esc.
+- **Writing**: each layer is created with ``animLayer``, its plugs added with ``animLayer -e
+  -attribute`` and keyed once with ``setKeyframe -animLayer`` (that is what creates the layer's
+  curve for a plug); then the registered command ``salientPosesWriteCurves`` (plug-in file
+  ``module/plug-ins/salientPoses.py``) writes every curve in bulk with ``MFnAnimCurve`` and an
+  ``MAnimCurveChange``, so it is undoable. All of it runs inside one ``undoInfo`` chunk: one
+  undo step, and on any failure the chunk is undone (nothing left behind).
 """
 
 from __future__ import annotations
 
-import re
+import time as _time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,41 +33,37 @@ from scipy.spatial.transform import Rotation
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import SalientPosesError
+from sp_core.euler import unwrap_euler_from
 from sp_core.host import HostError, LayerHandle, LazyModule, host_step
-from sp_core.tangents import to_maya_angle_weight
+from sp_core.tangents import to_maya_xy
+
+if TYPE_CHECKING:  # mypy checks every call against maya-stubs
+    from maya import cmds
+    from maya.api import OpenMaya as om
+    from maya.api import OpenMayaAnim as oma
+else:
+    cmds = LazyModule("maya.cmds")
+    om = LazyModule("maya.api.OpenMaya")
+    oma = LazyModule("maya.api.OpenMayaAnim")
 
 #: Maya attribute ↔ the engine's channel attribute.
 ATTRIBUTES = {"translateX": "Xposition", "translateY": "Yposition", "translateZ": "Zposition",
               "rotateX": "Xrotation", "rotateY": "Yrotation", "rotateZ": "Zrotation"}
 ENGINE_ATTRIBUTES = {v: k for k, v in ATTRIBUTES.items()}
-#: ``rotateOrder`` enum → the engine's Euler order (Maya "xyz" applies X first: R = Rz·Ry·Rx).
+#: ``rotateOrder`` enum → scipy intrinsic sequence (Maya "xyz" applies X first: R = Rz·Ry·Rx).
 ROTATE_ORDERS = ("ZYX", "XZY", "YXZ", "YZX", "ZXY", "XYZ")
-_TIME_UNITS = {"game": 15.0, "film": 24.0, "pal": 25.0, "ntsc": 30.0, "show": 48.0,
-               "palf": 50.0, "ntscf": 60.0, "millisec": 1000.0, "sec": 1.0}
-_NTSC = {"23.976": 24000 / 1001, "29.97": 30000 / 1001, "47.952": 48000 / 1001,
-         "59.94": 60000 / 1001, "119.88": 120000 / 1001}
-_CM_PER_UNIT = {"mm": 0.1, "cm": 1.0, "m": 100.0, "km": 1e5, "in": 2.54, "ft": 30.48,
-                "yd": 91.44, "mi": 160934.4}
-_DEGREES_PER_UNIT = {"deg": 1.0, "degree": 1.0, "rad": 180.0 / np.pi, "radian": 180.0 / np.pi,
-                     "min": 1.0 / 60.0, "sec": 1.0 / 3600.0}
 QUATERNION_MODES = ("quaternion", "quaternionSlerp", "quaternionSquad")
+#: The plug-in file the module loads; it registers :data:`COMMAND`.
+PLUGIN_FILE = Path(__file__).resolve().parent / "module" / "plug-ins" / "salientPoses.py"
+COMMAND = "salientPosesWriteCurves"
+#: Tangents locked (one direction for in and out) per fitting mode.
+LOCKED_MODES = {"unified": True, "weighted": True, "broken": False, "smooth": False}
+#: Reads slower than this (seconds) show a progress window that Esc cancels.
+PROGRESS_AFTER = 1.0
 
 
-def fps_from_unit(unit: str) -> float:
-    """Frames per second of a Maya time unit name (``'film'``, ``'ntsc'``, ``'120fps'``,
-    ``'29.97fps'``, ``'29.97df'``...)."""
-    if unit in _TIME_UNITS:
-        return _TIME_UNITS[unit]
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(fps|df)", unit)
-    if not match:
-        raise HostError(f"reading the scene frame rate: unknown Maya time unit {unit!r}")
-    return _NTSC.get(match.group(1), float(match.group(1)))
-
-
-if TYPE_CHECKING:  # mypy checks every call against maya-stubs
-    from maya import cmds
-else:
-    cmds = LazyModule("maya.cmds")
+class Cancelled(SalientPosesError):
+    """The user pressed Esc during a long read."""
 
 
 def _names(result: object) -> list[str]:
@@ -79,96 +77,192 @@ def _names(result: object) -> list[str]:
     raise HostError(f"unexpected answer from Maya: {result!r}")
 
 
+class _Progress:
+    """A progress window (interactive Maya only) that appears once a read has taken more than
+    :data:`PROGRESS_AFTER` seconds; Esc cancels."""
+
+    def __init__(self, title: str, total: int) -> None:
+        self.title, self.total = title, max(total, 1)
+        self.start = _time.perf_counter()
+        self.shown = False
+        self.interactive = not cmds.about(batch=True)
+        self.every = max(1, self.total // 200)  # at most ~200 updates (and Esc checks)
+
+    def step(self, done: int) -> None:
+        if not self.interactive or done % self.every:
+            return
+        percent = int(100 * done / self.total)
+        if not self.shown:
+            if _time.perf_counter() - self.start < PROGRESS_AFTER:
+                return
+            cmds.progressWindow(title="Salient Poses", progress=percent, status=self.title,
+                                isInterruptable=True)
+            self.shown = True
+        else:
+            cmds.progressWindow(edit=True, progress=percent)
+        if cmds.progressWindow(query=True, isCancelled=True):
+            self.close()
+            raise Cancelled(f"{self.title}: cancelled (Esc); nothing was changed")
+
+    def close(self) -> None:
+        if self.shown:
+            cmds.progressWindow(endProgress=True)
+            self.shown = False
+
+
 class MayaHost:
     """The current Maya scene as a Salient Poses host.
 
     Attributes
     ----------
     skipped : dict of str to str
-        Animated plugs Apply leaves alone, with the reason (locked, not keyable).
+        Animated plugs Apply leaves alone, with the reason (locked, not keyable, driven).
+    notes : list of str
+        What the last write wants the user to know.
     """
 
     name = "Maya"
 
     def __init__(self) -> None:
         self.skipped: dict[str, str] = {}
+        self.notes: list[str] = []
         self._preview: list[int] = []
+        self._changed = False  # something undoable happened inside the open undo chunk
 
     # ------------------------------------------------------------------ units and time
+    @staticmethod
+    def _units() -> tuple[int, float, float]:
+        """(UI time unit, frames per second, cm per UI linear unit) — read once per call."""
+        unit = om.MTime.uiUnit()
+        fps = om.MTime(1.0, om.MTime.kSeconds).asUnits(unit)
+        cm = om.MDistance(1.0, om.MDistance.uiUnit()).asUnits(om.MDistance.kCentimeters)
+        return unit, float(fps), float(cm)
+
     @property
     def fps(self) -> float:
         with host_step("reading the scene frame rate"):
-            return fps_from_unit(str(cmds.currentUnit(query=True, time=True)))
-
-    def _cm_per_unit(self) -> float:
-        unit = str(cmds.currentUnit(query=True, linear=True))
-        if unit not in _CM_PER_UNIT:
-            raise HostError(f"reading the scene units: unknown linear unit {unit!r}")
-        return _CM_PER_UNIT[unit]
-
-    def _degrees_per_unit(self) -> float:
-        unit = str(cmds.currentUnit(query=True, angle=True))
-        if unit not in _DEGREES_PER_UNIT:
-            raise HostError(f"reading the scene units: unknown angle unit {unit!r}")
-        return _DEGREES_PER_UNIT[unit]
+            return self._units()[1]
 
     def playback_range(self) -> tuple[int, int]:
         with host_step("reading the playback range"):
-            first = float(cmds.playbackOptions(query=True, minTime=True))
-            last = float(cmds.playbackOptions(query=True, maxTime=True))
+            unit = om.MTime.uiUnit()
+            first = oma.MAnimControl.minTime().asUnits(unit)
+            last = oma.MAnimControl.maxTime().asUnits(unit)
         return int(np.ceil(first - 1e-6)), int(np.floor(last + 1e-6))
 
     def current_frame(self) -> int:
         with host_step("reading the current frame"):
-            return int(round(float(cmds.currentTime(query=True))))
+            return int(round(oma.MAnimControl.currentTime().asUnits(om.MTime.uiUnit())))
 
     def set_current_frame(self, frame: int) -> None:
         with host_step(f"going to frame {frame}"):
-            cmds.currentTime(frame)
+            oma.MAnimControl.setCurrentTime(om.MTime(float(frame), om.MTime.uiUnit()))
 
     # ------------------------------------------------------------------ scene structure
+    @staticmethod
+    def _object(name: str) -> Any:
+        selection = om.MSelectionList()
+        try:
+            selection.add(name)
+        except RuntimeError as exc:
+            raise HostError(f"no node {name!r} in the scene") from exc
+        return selection.getDependNode(0)
+
+    def _plug(self, node: str, attribute: str) -> Any:
+        return om.MFnDependencyNode(self._object(node)).findPlug(attribute, False)
+
     def selected_nodes(self) -> list[str]:
         with host_step("reading the selection"):
-            return list(cmds.ls(selection=True, type="transform") or [])
+            selection = om.MGlobal.getActiveSelectionList()
+            result = []
+            for i in range(selection.length()):
+                obj = selection.getDependNode(i)
+                if obj.hasFn(om.MFn.kTransform):
+                    result.append(om.MFnDagNode(obj).partialPathName())
+            return result
 
     def hierarchy(self, roots: Sequence[str]) -> list[tuple[str, str | None]]:
         with host_step("reading the hierarchy"):
             if not roots:
-                joints = cmds.ls(type="joint") or []
-                roots = [j for j in joints if not (cmds.listRelatives(j, parent=True,
-                                                                      type="joint") or [])]
+                joints = [str(j) for j in cmds.ls(type="joint") or []]
+                roots = [j for j in joints if not self._joint_parent(j)]
             result: list[tuple[str, str | None]] = []
             seen: set[str] = set()
             for root in roots:
-                if not cmds.objExists(root):
-                    raise HostError(f"reading the hierarchy: no node {root!r} in the scene")
-                queue: list[tuple[str, str | None]] = [(root, None)]
+                queue: list[tuple[Any, str | None]] = [(self._object(root), None)]
                 while queue:
-                    node, parent = queue.pop(0)
-                    if node in seen:
+                    obj, parent = queue.pop(0)
+                    dag = om.MFnDagNode(obj)
+                    name = dag.partialPathName()
+                    if name in seen:
                         continue
-                    seen.add(node)
-                    result.append((node, parent))
-                    children = cmds.listRelatives(node, children=True, type="transform") or []
-                    queue.extend((child, node) for child in children)
+                    seen.add(name)
+                    result.append((name, parent))
+                    for i in range(dag.childCount()):
+                        child = dag.child(i)
+                        if child.hasFn(om.MFn.kTransform):
+                            queue.append((child, name))
             return result
 
-    def world_positions(self, nodes: Sequence[str], frames: Sequence[int]) -> np.ndarray:
-        scale = 1.0 / self._cm_per_unit()
-        out = np.empty((len(frames), len(nodes), 3))
-        for j, node in enumerate(nodes):
-            with host_step(f"reading the world position of {node}"):
-                for i, frame in enumerate(frames):
-                    matrix = cmds.getAttr(f"{node}.worldMatrix[0]", time=frame)
-                    out[i, j] = np.asarray(matrix, dtype=float)[12:15] * scale
-        return out
+    def _joint_parent(self, name: str) -> bool:
+        dag = om.MFnDagNode(self._object(name))
+        return dag.parentCount() > 0 and dag.parent(0).hasFn(om.MFn.kJoint)
 
-    def _plug_state(self, plug: str) -> tuple[bool, bool, bool]:
-        """(animated, keyable, locked) of a plug."""
-        animated = bool(cmds.keyframe(plug, query=True, keyframeCount=True))
-        keyable = bool(cmds.getAttr(plug, keyable=True))
-        locked = bool(cmds.getAttr(plug, lock=True))
-        return animated, keyable, locked
+    # ------------------------------------------------------------------ reading
+    def _matrices(self, plugs: Sequence[tuple[str, Any]], frames: Sequence[int],
+                  what: str) -> np.ndarray:
+        """(n_frames, n_plugs, 4, 4) row-vector matrices of matrix plugs, one DG context per
+        frame (internal cm)."""
+        from maya.api.MDGContextGuard import MDGContextGuard
+
+        unit = om.MTime.uiUnit()
+        out = np.empty((len(frames), len(plugs), 16))
+        progress = _Progress(what, len(frames))
+        try:
+            for i, frame in enumerate(frames):
+                with MDGContextGuard(om.MDGContext(om.MTime(float(frame), unit))):
+                    for j, (_name, plug) in enumerate(plugs):
+                        out[i, j] = tuple(om.MFnMatrixData(plug.asMObject()).matrix())
+                progress.step(i + 1)
+        finally:
+            progress.close()
+        bad = ~np.isfinite(out).all(axis=2)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise HostError(f"{what}: {plugs[j][0]} is not a number at frame {frames[i]} "
+                            "(NaN keys?); fix the animation and try again")
+        return out.reshape(len(frames), len(plugs), 4, 4)
+
+    def _world_plugs(self, nodes: Sequence[str]) -> list[tuple[str, Any]]:
+        return [(node, self._plug(node, "worldMatrix").elementByLogicalIndex(0))
+                for node in nodes]
+
+    def world_positions(self, nodes: Sequence[str], frames: Sequence[int]) -> np.ndarray:
+        with host_step("reading world positions"):
+            _unit, _fps, cm = self._units()
+            matrices = self._matrices(self._world_plugs(nodes), frames,
+                                      "reading world positions")
+        return matrices[:, :, 3, :3] / cm
+
+    def _plug_state(self, node: str, attribute: str) -> tuple[bool, str | None, str | None]:
+        """(animated, reason to leave it alone or None, driving anim curve or None)."""
+        plug = self._plug(node, attribute)
+        animated = bool(oma.MAnimUtil.isAnimated(plug))
+        curve = None
+        reason = None
+        if plug.isDestination:
+            source = plug.source()
+            kind = om.MFnDependencyNode(source.node()).typeName
+            if kind.startswith("animCurve"):
+                curve = om.MFnDependencyNode(source.node()).name()
+            elif not kind.startswith("animBlendNode"):
+                animated = True
+                reason = f"driven by {om.MFnDependencyNode(source.node()).name()} ({kind})"
+        if reason is None and plug.isLocked:
+            reason = "locked"
+        elif reason is None and not plug.isKeyable:
+            reason = "not keyable"
+        return animated, reason, curve
 
     def animated_channels(self, nodes: Sequence[str]) -> list[str]:
         result = []
@@ -176,155 +270,247 @@ class MayaHost:
             for attribute in ATTRIBUTES:
                 plug = f"{node}.{attribute}"
                 with host_step(f"reading {plug}"):
-                    animated, keyable, locked = self._plug_state(plug)
-                if animated and keyable and not locked:
+                    animated, reason, _curve = self._plug_state(node, attribute)
+                if animated and reason is None:
                     result.append(plug)
-                elif animated:
-                    self.skipped[plug] = "locked" if locked else "not keyable"
+                elif animated and reason is not None:
+                    self.skipped[plug] = reason
         return result
 
+    def _local(self, nodes: Sequence[tuple[str, str | None]], first: int, last: int
+               ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+        """Local channels of ``nodes`` (node, parent among ``nodes`` or None) over the range.
+
+        Returns
+        -------
+        translate, rotate : (n_frames, n_nodes, 3) float64
+            UI linear units; degrees about X, Y, Z.
+        orders : list of str
+            Each node's scipy rotation sequence.
+        orients : (n_nodes, 3, 3) float64
+            Joint orients (identity for plain transforms).
+        """
+        from maya.api.MDGContextGuard import MDGContextGuard
+
+        unit, _fps, cm = self._units()
+        names = [n for n, _ in nodes]
+        index = {n: i for i, n in enumerate(names)}
+        orders, orients, start = [], [], []
+        with MDGContextGuard(om.MDGContext(om.MTime(float(first), unit))):
+            for name in names:
+                with host_step(f"reading the transform of {name}"):
+                    fn = om.MFnDependencyNode(self._object(name))
+                    orders.append(ROTATE_ORDERS[fn.findPlug("rotateOrder", False).asInt()])
+                    angles = [fn.findPlug(f"jointOrient{a}", False).asDouble()
+                              if self._object(name).hasFn(om.MFn.kJoint) else 0.0
+                              for a in "XYZ"]
+                    axis = [fn.findPlug(f"rotateAxis{a}", False).asDouble() for a in "XYZ"]
+                    if np.any(np.abs(axis) > 1e-12):
+                        raise HostError(f"{name} has a rotate axis (rotateAxis); zero it or "
+                                        "leave the node out of the analysis")
+                    # jointOrient applies X, then Y, then Z (like rotateOrder xyz)
+                    orients.append(Rotation.from_euler("ZYX", angles[::-1]).as_matrix())
+                    start.append([np.degrees(fn.findPlug(f"rotate{a}", False).asDouble())
+                                  for a in "XYZ"])
+        roots = [n for n, p in nodes if p is None]
+        plugs = self._world_plugs(names) + [
+            (f"{n} (parent)", self._plug(n, "parentMatrix").elementByLogicalIndex(0))
+            for n in roots]
+        frames = list(range(first, last + 1))
+        matrices = np.swapaxes(self._matrices(plugs, frames, "reading the animation"), 2, 3)
+        world = matrices[:, :len(names)]  # column-vector convention from here on
+        parent_world = np.empty_like(world)
+        for j, (name, parent) in enumerate(nodes):
+            parent_world[:, j] = (world[:, index[parent]] if parent is not None
+                                  else matrices[:, len(names) + roots.index(name)])
+        local = np.linalg.solve(parent_world, world)
+        translate = local[:, :, :3, 3] / cm
+        rotation = local[:, :, :3, :3]
+        rotation = rotation / np.linalg.norm(rotation, axis=2, keepdims=True)  # drop scale
+        rotate = np.empty((len(frames), len(names), 3))
+        for j, order in enumerate(orders):
+            own = np.swapaxes(orients[j], 0, 1) @ rotation[:, j]
+            sequence = Rotation.from_matrix(own).as_euler(order, degrees=True)
+            axes = ["XYZ".index(a) for a in order]
+            unwrapped = unwrap_euler_from(sequence, np.asarray(start[j])[axes])
+            rotate[:, j, axes] = unwrapped
+        return translate, rotate, orders, np.array(orients)
+
     def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
-        frames = range(first, last + 1)
-        out = np.empty((len(frames), len(channels)))
-        degrees = self._degrees_per_unit()
-        for c, plug in enumerate(channels):
-            scale = degrees if ".rotate" in plug else 1.0
-            with host_step(f"reading {plug}"):
-                out[:, c] = [float(cmds.getAttr(plug, time=f)) * scale for f in frames]
+        """Accepts engine names (``hips.Xrotation``) or plugs (``hips.rotateX``)."""
+        wanted = []
+        for channel in channels:
+            node, _, attribute = channel.rpartition(".")
+            wanted.append((node, ATTRIBUTES.get(attribute, attribute)))
+        nodes = list(dict.fromkeys(node for node, _ in wanted))
+        with host_step(f"reading {len(channels)} channels"):
+            # each node read with its own parentMatrix: exact whatever the hierarchy
+            translate, rotate, _orders, _orients = self._local([(n, None) for n in nodes],
+                                                               first, last)
+        out = np.empty((last - first + 1, len(channels)))
+        for c, (node, attribute) in enumerate(wanted):
+            axis = "XYZ".index(attribute[0])
+            source = translate if attribute.endswith("position") else rotate
+            out[:, c] = source[:, nodes.index(node), axis]
         return out
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         """The transforms under ``roots`` with translate and rotate as channels (composite
         values, UI units, rotations in degrees), joint orients and rotate orders."""
         nodes = self.hierarchy(roots)
+        if not nodes:
+            raise HostError("nothing to analyse: select a joint (or the root of a skeleton)")
         names = [n for n, _ in nodes]
         index = {n: i for i, n in enumerate(names)}
-        offsets, orients, channel_names, plugs = [], [], [], []
         self.skipped.clear()
-        quaternion = []
-        for node, _parent in nodes:
-            with host_step(f"reading the transform of {node}"):
-                offsets.append(np.asarray(cmds.getAttr(f"{node}.translate", time=first),
-                                          dtype=float).reshape(3))
-                orient = np.zeros(3)
-                if cmds.objectType(node) == "joint":
-                    orient = np.asarray(cmds.getAttr(f"{node}.jointOrient"),
-                                        dtype=float).reshape(3) * self._degrees_per_unit()
-                # jointOrient is applied X, then Y, then Z (like rotateOrder xyz)
-                orients.append(Rotation.from_euler("ZYX", orient[::-1], degrees=True)
-                               .as_matrix())
-                order = ROTATE_ORDERS[int(cmds.getAttr(f"{node}.rotateOrder"))]
-                for axis in "XYZ":
-                    channel_names.append(f"{node}.{axis}position")
-                    plugs.append(f"{node}.translate{axis}")
-                for axis in order:
-                    channel_names.append(f"{node}.{axis}rotation")
-                    plugs.append(f"{node}.rotate{axis}")
-                for axis in "XYZ":
-                    plug = f"{node}.rotate{axis}"
-                    for curve in _names(cmds.keyframe(plug, query=True, name=True)):
-                        mode = str(cmds.rotationInterpolation(curve, query=True))
-                        if mode in QUATERNION_MODES:
-                            quaternion.append(f"{plug} ({mode})")
-            for plug in plugs[-6:]:
-                with host_step(f"reading {plug}"):
-                    animated, keyable, locked = self._plug_state(plug)
-                if animated and (locked or not keyable):
-                    self.skipped[plug] = "locked" if locked else "not keyable"
-        if quaternion:
-            raise HostError("these rotation curves use quaternion interpolation, which ignores "
-                            "per-channel tangents; set them to Euler first (Graph Editor: Curves "
-                            "> Change Rotation Interp): " + ", ".join(quaternion))
-        values = self.channel_values(plugs, first, last)
+        rotate_curves: dict[str, str] = {}
+        for node in names:
+            for attribute in ATTRIBUTES:
+                with host_step(f"reading {node}.{attribute}"):
+                    animated, reason, curve = self._plug_state(node, attribute)
+                if animated and reason is not None:
+                    self.skipped[f"{node}.{attribute}"] = reason
+                if curve is not None and attribute.startswith("rotate"):
+                    rotate_curves[curve] = f"{node}.{attribute}"
+        if rotate_curves:
+            with host_step("reading the rotation interpolation of the rotate curves"):
+                modes = _names(cmds.rotationInterpolation(*rotate_curves, query=True,
+                                                          convert=True))
+            quaternion = [f"{plug} ({mode})" for plug, mode in zip(rotate_curves.values(),
+                                                                   modes, strict=True)
+                          if mode in QUATERNION_MODES]
+            if quaternion:
+                raise HostError("these rotation curves use quaternion interpolation, which "
+                                "ignores per-channel tangents; set them to Euler first (Graph "
+                                "Editor: Curves > Change Rotation Interp): "
+                                + ", ".join(quaternion))
+        with host_step("reading the animation"):
+            translate, rotate, orders, orients = self._local(nodes, first, last)
+            _unit, fps, _cm = self._units()
+        channel_names, columns = [], []
+        for j, node in enumerate(names):
+            for axis in "XYZ":
+                channel_names.append(f"{node}.{axis}position")
+                columns.append(translate[:, j, "XYZ".index(axis)])
+            for axis in orders[j]:
+                channel_names.append(f"{node}.{axis}rotation")
+                columns.append(rotate[:, j, "XYZ".index(axis)])
         parents = [index[p] if p is not None else -1 for _, p in nodes]
-        return Clip(names, parents, np.array(offsets), [False] * len(names), channel_names,
-                    values, self.fps, first_frame=first, name=", ".join(roots),
-                    orients=np.array(orients))
+        return Clip(names, parents, translate[0], [False] * len(names), channel_names,
+                    np.stack(columns, axis=1), fps, first_frame=first, name=", ".join(roots),
+                    orients=orients)
 
     # ------------------------------------------------------------------ writing
-    def _layer(self, name: str, override: bool) -> str:
-        layer = str(cmds.animLayer(name, override=override))
-        if not override:
-            # per component (Euler) accumulation: base + residual adds channel by channel
-            cmds.setAttr(f"{layer}.rotationAccumulationMode", 0)  # type: ignore[arg-type]
-            # (maya-stubs types every setAttr argument as str; Maya takes the number)
-        return layer
+    def _ensure_plugin(self) -> None:
+        if not cmds.pluginInfo(str(PLUGIN_FILE), query=True, loaded=True):
+            cmds.loadPlugin(str(PLUGIN_FILE), quiet=True)
 
-    def _layer_curve(self, layer: str, plug: str) -> str:
-        cmds.animLayer(layer, edit=True, attribute=plug)
-        curves = _names(cmds.animLayer(layer, query=True, findCurveForPlug=plug))
-        if not curves:
-            raise HostError(f"adding {plug} to layer {layer}: Maya created no curve for it")
-        return str(curves[0])
+    def _layer_curves(self, layer: str, plugs: list[str], first: float) -> list[str]:
+        """Add ``plugs`` to ``layer`` and key each once on it: that creates the layer's own
+        curve for the plug, which ``findCurveForPlug`` then returns."""
+        cmds.animLayer(layer, edit=True, attribute=plugs)
+        # maya-stubs types -time as int; Maya takes any time in the UI unit
+        cmds.setKeyframe(*plugs, animLayer=layer, time=first)  # type: ignore[arg-type]
+        curves = []
+        for plug in plugs:
+            found = _names(cmds.animLayer(layer, query=True, findCurveForPlug=plug))
+            if not found:
+                raise HostError(f"keying {plug} in layer {layer}: Maya created no curve for it")
+            curves.append(found[0])
+        return curves
+
+    def _write(self, jobs: list[dict[str, Any]]) -> None:
+        """Run the undoable plug-in command on prepared curve data."""
+        from maya_plugin import command
+
+        self._ensure_plugin()
+        command.PENDING[:] = jobs
+        try:
+            getattr(cmds, COMMAND)()
+        finally:
+            command.PENDING.clear()
+
+    def _plugs_to_write(self, channels: Sequence[str], animated: np.ndarray | None
+                        ) -> list[tuple[int, str]]:
+        result = []
+        for c, channel in enumerate(channels):
+            plug = self.plug_for(channel) if channel.rpartition(".")[2] in ENGINE_ATTRIBUTES \
+                else channel
+            if (animated is None or animated[c]) and plug not in self.skipped:
+                result.append((c, plug))
+        if not result:
+            raise HostError("nothing to write: every animated channel is locked, driven or "
+                            "not keyable")
+        return result
 
     def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
-        degrees = self._degrees_per_unit()
+        _unit, fps, cm = self._units()
+        targets = self._plugs_to_write(curves.channel_names, curves.animated)
         with host_step(f"creating override layer {layer!r}"):
-            created = self._layer(layer, override=True)
+            self._changed = True
+            created = str(cmds.animLayer(layer, override=True))
+        with host_step(f"creating the curves of layer {created!r}"):
+            names = self._layer_curves(created, [p for _, p in targets],
+                                       float(curves.frames[0]))
+        locked = LOCKED_MODES.get(curves.tangents, False)
         weighted = curves.weighted
-        for c, channel in enumerate(curves.channel_names):
-            plug = self.plug_for(channel)
-            if not curves.animated[c] or plug in self.skipped:
-                continue
-            scale = 1.0 / degrees if ".rotate" in plug else 1.0
-            with host_step(f"keying {plug} in layer {created!r}"):
-                curve = self._layer_curve(created, plug)
-                for frame, value in zip(curves.frames, curves.values[:, c], strict=True):
-                    cmds.setKeyframe(curve, time=int(frame), value=float(value * scale))
-                cmds.keyTangent(curve, edit=True, lock=False)
-                if weighted:
-                    cmds.keyTangent(curve, edit=True, weightedTangents=True)
-                    cmds.keyTangent(curve, edit=True, weightLock=False)
-                handles_in = curves.in_handles[:, c] * [1.0, scale]
-                handles_out = curves.out_handles[:, c] * [1.0, scale]
-                in_angle, in_weight = to_maya_angle_weight(handles_in, incoming=True)
-                out_angle, out_weight = to_maya_angle_weight(handles_out, incoming=False)
-                for k, frame in enumerate(curves.frames):
-                    flags: dict[str, Any] = dict(inAngle=float(in_angle[k]),
-                                                 outAngle=float(out_angle[k]))
-                    if weighted:
-                        flags.update(inWeight=float(in_weight[k]),
-                                     outWeight=float(out_weight[k]))
-                    cmds.keyTangent(curve, edit=True, time=(int(frame), int(frame)),
-                                    absolute=True, inTangentType="fixed",
-                                    outTangentType="fixed", **flags)
-                for frame in curves.breakdown_frames:  # Maya's own breakdown keys
-                    cmds.keyframe(curve, edit=True, time=(frame, frame), breakdown=True)
+        breakdowns = [k for k, f in enumerate(curves.frames) if int(f) in
+                      set(curves.breakdown_frames)]
+        jobs = []
+        for (c, plug), name in zip(targets, names, strict=True):
+            scale = np.pi / 180.0 if ".rotate" in plug else cm  # engine units -> internal
+            handles_in = curves.in_handles[:, c] * [1.0, scale]
+            handles_out = curves.out_handles[:, c] * [1.0, scale]
+            xy_in = to_maya_xy(handles_in, fps, incoming=True)
+            xy_out = to_maya_xy(handles_out, fps, incoming=False)
+            jobs.append({"curve": name, "plug": plug, "frames": curves.frames.astype(float),
+                         "values": curves.values[:, c] * scale, "tangents": "fixed",
+                         "in_xy": xy_in, "out_xy": xy_out, "locked": locked,
+                         "weighted": weighted, "breakdowns": breakdowns})
+        with host_step(f"writing the curves of layer {created!r}"):
+            self._write(jobs)
         return LayerHandle(created, "override", token=created)
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
                        layer: str, weight: float) -> LayerHandle:
-        degrees = self._degrees_per_unit()
+        _unit, _fps, cm = self._units()
+        targets = self._plugs_to_write(channels, None)
         with host_step(f"creating additive layer {layer!r}"):
-            created = self._layer(layer, override=False)
+            self._changed = True
+            created = str(cmds.animLayer(layer, override=False))
+            # per component (Euler) accumulation, set before the layer gets content
+            cmds.setAttr(f"{created}.rotationAccumulationMode", 0)  # type: ignore[arg-type]
+            # (maya-stubs types every setAttr value as str; Maya takes the number)
             cmds.animLayer(created, edit=True, weight=float(weight))
-        for c, channel in enumerate(channels):
-            plug = self.plug_for(channel)
-            if plug in self.skipped:
-                continue
-            scale = 1.0 / degrees if ".rotate" in plug else 1.0
-            with host_step(f"keying the residual of {plug} in layer {created!r}"):
-                curve = self._layer_curve(created, plug)
-                for frame, value in zip(frames, residual[:, c], strict=True):
-                    cmds.setKeyframe(curve, time=int(frame), value=float(value * scale))
-                cmds.keyTangent(curve, edit=True, inTangentType="linear",
-                                outTangentType="linear")
+        with host_step(f"creating the curves of layer {created!r}"):
+            names = self._layer_curves(created, [p for _, p in targets], float(frames[0]))
+        jobs = []
+        for (c, plug), name in zip(targets, names, strict=True):
+            scale = np.pi / 180.0 if ".rotate" in plug else cm
+            jobs.append({"curve": name, "plug": plug, "frames": np.asarray(frames, float),
+                         "values": residual[:, c] * scale, "tangents": "linear"})
+        with host_step(f"writing the residual curves of layer {created!r}"):
+            self._write(jobs)
         return LayerHandle(created, "additive", token=created)
 
     def remove_layer(self, handle: LayerHandle) -> None:
         with host_step(f"deleting layer {handle.name!r}"):
             if cmds.objExists(str(handle.token)):
+                self._changed = True
                 cmds.delete(str(handle.token))
 
     @contextmanager
     def undo_chunk(self, label: str) -> Iterator[None]:
-        """One undo step; if the block raises, everything it did is undone."""
+        """One undo step; if the block raises, everything it did is undone (and only that: an
+        empty chunk is not undone, which would undo the user's previous action)."""
+        self._changed = False
         cmds.undoInfo(openChunk=True, chunkName=label)
         try:
             yield
         except BaseException:
             cmds.undoInfo(closeChunk=True)
-            cmds.undo()
+            if self._changed:
+                cmds.undo()
             raise
         else:
             cmds.undoInfo(closeChunk=True)
@@ -337,7 +523,7 @@ class MayaHost:
         self._preview = [int(f) for f in frames]
         from maya_plugin import preview
 
-        preview.show(self._preview, self.fps, labels)
+        preview.show(self._preview, labels)
 
     def clear_preview(self) -> None:
         self._preview = []

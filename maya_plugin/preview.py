@@ -1,8 +1,12 @@
-"""Keyframe markers on Maya's time slider (HOST_APIS.md §6).
+"""Keyframe markers on Maya's time slider.
 
-Maya 2023+ draws custom primitives on the time slider (``MTimeSliderCustomDrawManager``); the
-markers are UI only, so they are neither saved nor on the undo queue. Without it (older Maya,
-batch, no UI) the preview does nothing: the panel's graph and the keyframe list still show K.
+Maya 2023+ draws custom primitives on the time slider through ``MTimeSliderCustomDrawManager``,
+a singleton (C++ reference). C++ reaches it with ``instance()``; the Python API 2.0 class has no
+``instance`` (py_ref member list; maya-stubs) and is constructed, like Autodesk's Python example
+for its sibling ``MSequencerCustomDrawManager()``; its methods are instance methods, so calling
+them on the class fails (the old bug). The markers are UI only: neither saved nor
+on the undo queue. In batch (``mayapy``) there is no time slider and the preview does nothing;
+the panel's graph and keyframe list still show K.
 """
 
 from __future__ import annotations
@@ -16,21 +20,20 @@ _state: dict[str, Any] = {"id": None}
 
 def _manager() -> Any:
     """The time-slider draw manager, or None where there is none (batch, Maya < 2023)."""
-    try:
-        from maya import cmds
-        from maya.api import OpenMayaUI
+    from maya import cmds
 
-        if cmds.about(batch=True):
-            return None
-        manager = OpenMayaUI.MTimeSliderCustomDrawManager
-        return manager.instance() if hasattr(manager, "instance") else manager
-    except (ImportError, AttributeError, RuntimeError):
+    if cmds.about(batch=True):
         return None
+    from maya.api import OpenMayaUI
+
+    if not hasattr(OpenMayaUI, "MTimeSliderCustomDrawManager"):  # Maya < 2023
+        return None
+    return OpenMayaUI.MTimeSliderCustomDrawManager()
 
 
-def show(frames: Sequence[int], fps: float, labels: Sequence[str] | None = None) -> None:
+def show(frames: Sequence[int], labels: Sequence[str] | None = None) -> None:
     """Draw one flag per frame on the time slider (breakdowns in blue), replacing the previous
-    preview."""
+    preview. Frames are in the scene's UI time unit."""
     manager = _manager()
     if manager is None:
         return

@@ -1,8 +1,9 @@
 """Maya UI: the Salient Poses menu and the dockable panel (workspaceControl).
 
-Facts (HOST_APIS.md §7): the panel is parented into a ``workspaceControl`` through
-``MQtUtil.findControl`` + ``addWidgetToMayaLayout``; ``uiScript`` rebuilds it when Maya restores
-its layout; menus go under ``MayaWindow`` and are skipped in batch.
+Facts (tests/fake_maya/FACTS.md): the panel is parented into a ``workspaceControl`` through
+``MQtUtil.findControl`` + ``addWidgetToMayaLayout``; Maya runs the control's ``uiScript`` to
+build it (on creation and on layout restore); menus go under ``MayaWindow`` and are skipped in
+batch.
 """
 
 from __future__ import annotations
@@ -39,7 +40,11 @@ def install_menu() -> None:
 
 
 def show_panel() -> None:
-    """Open (or re-open) the dockable panel, tabbed next to the Attribute Editor."""
+    """Open (or re-open) the dockable panel, tabbed next to the Attribute Editor.
+
+    Maya runs ``uiScript`` to build the control's contents, both now and when it restores its
+    layout (workspaceControl docs), so the panel is built there and only there.
+    """
     if cmds.workspaceControl(WORKSPACE, exists=True):
         cmds.deleteUI(WORKSPACE)
     # uiScript must be a string: Maya stores it with the layout to rebuild the panel
@@ -47,11 +52,10 @@ def show_panel() -> None:
     restore_script: Any = "from maya_plugin import ui; ui.restore()"
     cmds.workspaceControl(WORKSPACE, label="Salient Poses", retain=False, initialWidth=470,
                           tabToControl=("AttributeEditor", -1), uiScript=restore_script)
-    restore()
 
 
 def restore() -> None:
-    """Build the panel inside the workspace control (also called by Maya on layout restore)."""
+    """Build the panel inside the workspace control (Maya calls this through ``uiScript``)."""
     from maya import OpenMayaUI
     from shiboken6 import getCppPointer
 
@@ -93,6 +97,7 @@ def reduce_with_last_settings() -> None:
     except SalientPosesError as exc:
         cmds.warning(f"Salient Poses: {exc}")
         return
+    assert result.reduction is not None  # a reduce job always reduces
     m = result.reduction.metrics
     cmds.inViewMessage(assistMessage=f"Salient Poses: {result.keys} keys into "
                                      f"{', '.join(h.name for h in result.layers)}; mean error "

@@ -1,4 +1,4 @@
-"""MayaHost against the fake ``maya.cmds`` (tests/fake_maya): read, apply, compose, undo."""
+"""MayaHost against the strict fake ``maya`` package (tests/fake_maya, see its FACTS.md)."""
 
 from __future__ import annotations
 
@@ -9,181 +9,301 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fake_maya"))
-from maya import cmds  # noqa: E402  (the fake)
+from maya import cmds, testing  # noqa: E402  (the fake)
+from maya._scene import STATE  # noqa: E402
 
-from maya_plugin.host import ROTATE_ORDERS, MayaHost, fps_from_unit  # noqa: E402
-from sp_core.errors import SalientPosesError  # noqa: E402
+from maya_plugin.host import LOCKED_MODES, ROTATE_ORDERS, MayaHost  # noqa: E402
+from sp_core.errors import OptionError, SalientPosesError  # noqa: E402
 from sp_core.session import Session  # noqa: E402
 
 LOCKED = "LeftWrist.rotateY"
+ENGINE = {"Xposition": "translateX", "Yposition": "translateY", "Zposition": "translateZ",
+          "Xrotation": "rotateX", "Yrotation": "rotateY", "Zrotation": "rotateZ"}
 
 
-def build_scene(clip, time_unit="film", first=1001, frames=121, orients=False):
+def build_scene(clip, time_unit="film", first=1001, frames=121, orients=False,
+                linear_unit="cm"):
     """The sample skeleton as Maya joints keyed on every frame from ``first``."""
-    cmds.reset()
-    cmds.scene.time_unit = time_unit
+    testing.reset(time_unit)
+    STATE.scene.linear_unit = linear_unit
+    cm = {"cm": 1.0, "m": 100.0}[linear_unit]
     part = clip.sub_range(0, frames - 1)
     rng = np.random.default_rng(7)
     for i, name in enumerate(part.node_names):
         parent = part.node_names[part.parents[i]] if part.parents[i] >= 0 else None
         order = part.rotation_orders[i] or "ZYX"
         orient = tuple(rng.uniform(-40, 40, 3)) if orients and parent else (0.0, 0.0, 0.0)
-        cmds.create_node(name, parent, translate=part.offsets[i], orient=orient,
-                         rotate_order=ROTATE_ORDERS.index(order))
+        testing.create_node(name, parent, translate=part.offsets[i] * cm, orient_degrees=orient,
+                            rotate_order=ROTATE_ORDERS.index(order))
     times = np.arange(first, first + frames)
-    maya_attr = {"Xposition": "translateX", "Yposition": "translateY", "Zposition": "translateZ",
-                 "Xrotation": "rotateX", "Yrotation": "rotateY", "Zrotation": "rotateZ"}
     for c, channel in enumerate(part.channel_names):
         node, _, attribute = channel.rpartition(".")
-        cmds.key_base(f"{node}.{maya_attr[attribute]}", times, part.channels[:, c])
+        values = part.channels[:, c]
+        values = np.radians(values) if "rotation" in attribute else values * cm
+        testing.key_base(f"{node}.{ENGINE[attribute]}", times, values)
     node, attr = LOCKED.split(".")
-    cmds.scene.nodes[node].locked[attr] = True
-    cmds.scene.playback = (float(first), float(first + frames - 1))
-    cmds.scene.selection = [part.node_names[0]]
+    STATE.scene.nodes[node].locked.add(attr)
+    STATE.scene.playback = (float(first), float(first + frames - 1))
+    STATE.scene.selection = [part.node_names[0]]
+    STATE.calls.clear()
     return part, times
 
 
-def composite(plugs, times):
-    return np.array([[cmds.evaluate(p, float(t)) for p in plugs] for t in times])
+def ui_composite(plugs, times):
+    """Composite values in engine units (UI linear units, degrees)."""
+    values = testing.composite(plugs, times)
+    cm = {"cm": 1.0, "m": 100.0}[STATE.scene.linear_unit]
+    return np.stack([np.degrees(values[:, i]) if ".rotate" in p else values[:, i] / cm
+                     for i, p in enumerate(plugs)], axis=1)
 
 
-def base_values(plugs, times):
-    return np.array([[cmds.scene.curves[cmds.scene.base[p]].evaluate(float(t))
-                      if p in cmds.scene.base else cmds.evaluate(p, float(t)) for p in plugs]
-                     for t in times])
+def layer(override: bool):
+    return next(la for la in STATE.scene.layers if la.override == override)
 
 
-def test_time_units():
-    assert fps_from_unit("film") == 24 and fps_from_unit("ntsc") == 30
-    assert fps_from_unit("120fps") == 120
-    assert fps_from_unit("29.97fps") == pytest.approx(30000 / 1001)
-    with pytest.raises(SalientPosesError, match="unknown Maya time unit 'weird'"):
-        fps_from_unit("weird")
-
-
-@pytest.mark.parametrize("time_unit", ["film", "ntsc"])
-def test_motion_matches_maya_world_positions(sample_clip, time_unit):
-    part, times = build_scene(sample_clip, time_unit, orients=True)
+@pytest.mark.parametrize(("time_unit", "fps"), [("film", 24), ("ntsc", 30), ("pal", 25),
+                                                ("ntscf", 60), ("120fps", 120),
+                                                ("29.97fps", 30000 / 1001)])
+def test_frame_rate_and_range_in_the_scene_time_unit(sample_clip, time_unit, fps):
+    build_scene(sample_clip, time_unit, frames=20)
     host = MayaHost()
-    assert host.fps == fps_from_unit(time_unit)
-    assert host.playback_range() == (1001, 1121)
+    assert host.fps == pytest.approx(fps)
+    assert host.playback_range() == (1001, 1020)
+    host.set_current_frame(1010)
+    assert host.current_frame() == 1010 and STATE.scene.time == 1010
+
+
+@pytest.mark.parametrize(("time_unit", "linear_unit"), [("film", "cm"), ("ntsc", "m")])
+def test_motion_reproduces_the_channels_and_maya_world_positions(sample_clip, time_unit,
+                                                                  linear_unit):
+    part, times = build_scene(sample_clip, time_unit, orients=True, linear_unit=linear_unit)
+    host = MayaHost()
     motion = host.motion(host.selected_nodes(), 1001, 1121)
     assert motion.first_frame == 1001 and motion.n_frames == 121
+    assert motion.fps == pytest.approx(host.fps)
+    plugs = [host.plug_for(c) for c in motion.channel_names]
+    np.testing.assert_allclose(motion.channels, ui_composite(plugs, times), atol=1e-7)
     maya = host.world_positions(motion.node_names, [1001, 1050, 1121])
-    np.testing.assert_allclose(motion.positions[[0, 49, 120]], maya, atol=1e-9)
+    np.testing.assert_allclose(motion.positions[[0, 49, 120]], maya, atol=1e-7)
     assert host.skipped == {LOCKED: "locked"}
 
 
+def test_reading_makes_no_call_per_plug_per_frame(sample_clip):
+    part, times = build_scene(sample_clip, frames=50)
+    host = MayaHost()
+    host.motion(host.selected_nodes(), 1001, 1050)
+    joints = len(part.node_names)
+    assert STATE.calls["MDGContextGuard"] == 50 + 1  # one per frame + one for the start values
+    assert STATE.calls["MPlug.asMObject"] == 50 * (joints + 1)  # + the root's parentMatrix
+    assert STATE.calls["MPlug.asDouble"] <= joints * 12  # static reads, once per joint
+    assert STATE.calls["cmds.getAttr"] == 0
+
+
 @pytest.mark.parametrize(("time_unit", "tangents"), [("film", "unified"), ("ntsc", "broken"),
-                                                     ("film", "weighted")])
-def test_apply_composes_reduced_and_original(sample_clip, time_unit, tangents):
+                                                     ("film", "weighted"), ("pal", "smooth")])
+def test_apply_composes_reduced_curves_with_the_locks_of_the_mode(sample_clip, time_unit,
+                                                                   tangents):
     part, times = build_scene(sample_clip, time_unit)
     host = MayaHost()
     session = Session(host)
     session.analyze()
     session.set_k(14)
-    session.reduction.tangents = tangents
-    session.reduction.space = "channel"
+    session.set_options(tangents=tangents, space="channel")
     reduction = session.apply()
+    assert len(STATE.undo_queue) == 1 and not STATE.unrecorded_api_edits
+    override = layer(True)
     plugs = [host.plug_for(c) for c in reduction.curves.channel_names]
-    assert cmds.calls.count("openChunk") == 1 and "undo" not in cmds.calls
-    override = [layer for layer in cmds.scene.layers if layer.override]
-    assert len(override) == 1 and LOCKED not in override[0].curves
-    written = [i for i, p in enumerate(plugs) if p in override[0].curves]
+    written = [i for i, p in enumerate(plugs) if p in override.curves]
+    assert LOCKED not in override.curves
     assert len(written) == int(reduction.curves.animated.sum()) - 1  # all but the locked one
-    # every frame of the composite equals the reduced curves on the written plugs...
-    got = composite([plugs[i] for i in written], times)
+    got = ui_composite([plugs[i] for i in written], times)
     expected = reduction.curves.evaluate(times)[:, written]
     np.testing.assert_allclose(got, expected, atol=1e-6)
-    # ... and the original where nothing was written (locked, unanimated)
-    rest = [p for p in plugs if p not in override[0].curves]
-    np.testing.assert_allclose(composite(rest, times), base_values(rest, times), atol=1e-9)
-    # keys only at the keyframes, in host frames
-    curve = cmds.scene.curves[override[0].curves[plugs[written[0]]]]
-    assert sorted(curve.keys) == [float(f) for f in session.keyframes()]
+    rest = [p for p in plugs if p not in override.curves and p in STATE.scene.inputs]
+    assert LOCKED in rest
+    base = [STATE.scene.curves[STATE.scene.inputs[p]].evaluate(times / STATE.scene.fps)
+            for p in rest]
+    np.testing.assert_allclose(testing.composite(rest, times), np.stack(base, axis=1),
+                               atol=1e-12)
+    for i in written:
+        curve = STATE.scene.curves[override.curves[plugs[i]]]
+        frames = np.round(curve.times * STATE.scene.fps)
+        assert frames.tolist() == [float(f) for f in session.keyframes()]
+        assert curve.tangents_locked.all() == LOCKED_MODES[tangents]
+        assert not curve.tangents_locked.any() or LOCKED_MODES[tangents]
+        assert curve.weighted == (tangents == "weighted")
 
 
 def test_residual_layer_restores_the_original_and_undo_removes_everything(sample_clip):
     part, times = build_scene(sample_clip, "ntsc")
+    original = {p: STATE.scene.curves[c].copy() for p, c in STATE.scene.inputs.items()}
     host = MayaHost()
     session = Session(host)
     session.analyze()
     session.set_k(10)
-    session.reduction.space = "channel"
-    session.reduction.residual = True
+    session.set_options(space="channel", residual_layer=True)
     session.apply()
-    plugs = [f"{n}.{a}" for n in part.node_names for a in ("translateX", "rotateZ", "rotateY")]
-    additive = [layer for layer in cmds.scene.layers if not layer.override]
-    assert len(additive) == 1 and additive[0].accumulation == 0
-    np.testing.assert_allclose(composite(plugs, times), base_values(plugs, times), atol=1e-9)
+    additive = layer(False)
+    assert additive.accumulation == 0
+    plugs = [p for p in STATE.scene.inputs if p != LOCKED]
+    expected = np.stack([original[p].evaluate(times / 30.0) for p in plugs], axis=1)
+    np.testing.assert_allclose(testing.composite(plugs, times), expected, atol=1e-9)
     cmds.undo()  # the one chunk of Apply
-    assert cmds.scene.layers == []
+    assert STATE.scene.layers == [] and set(STATE.scene.curves) == {
+        STATE.scene.inputs[p] for p in STATE.scene.inputs}
+    np.testing.assert_allclose(testing.composite(plugs, times), expected, atol=1e-12)
     session.applied.clear()
+
+
+def test_analysing_again_after_apply_reads_the_layered_composite(sample_clip):
+    part, times = build_scene(sample_clip, frames=60)
+    host = MayaHost()
+    session = Session(host)
+    session.analyze()
+    session.set_k(6)
+    session.set_options(space="channel")
+    session.apply()
+    motion = host.motion(["Hips"], 1001, 1060)  # plugs now driven by the layers' blend nodes
+    plugs = [host.plug_for(c) for c in motion.channel_names]
+    np.testing.assert_allclose(motion.channels, ui_composite(plugs, times), atol=1e-7)
+    assert host.skipped == {LOCKED: "locked"}
 
 
 def test_remove_is_one_undo_step(sample_clip):
     build_scene(sample_clip)
     session = Session(MayaHost())
     session.analyze()
-    session.reduction.space = "channel"
-    session.reduction.residual = True
+    session.set_options(space="channel", residual_layer=True)
     session.apply()
-    assert len(cmds.scene.layers) == 2
+    assert len(STATE.scene.layers) == 2
     session.remove()
-    assert cmds.scene.layers == []
+    assert STATE.scene.layers == []
     cmds.undo()
-    assert len(cmds.scene.layers) == 2
+    assert len(STATE.scene.layers) == 2
 
 
 def test_failure_midway_leaves_nothing_behind(sample_clip, monkeypatch):
     build_scene(sample_clip)
     session = Session(MayaHost())
     session.analyze()
-    session.reduction.space = "channel"
+    session.set_options(space="channel")
+    from maya.api import OpenMayaAnim
+
     count = {"n": 0}
-    real = cmds.setKeyframe
+    real = OpenMayaAnim.MFnAnimCurve.addKeysWithTangents
 
-    def flaky(curve, time, value):
+    def flaky(self, *args, **kwargs):
         count["n"] += 1
-        if count["n"] == 50:
-            raise RuntimeError("disk full")
-        return real(curve, time, value)
+        if count["n"] == 20:
+            raise RuntimeError("(kFailure): disk full")
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(cmds, "setKeyframe", flaky)
-    with pytest.raises(SalientPosesError, match="keying .* in layer 'salientPoses': "
-                                                "RuntimeError: disk full"):
+    monkeypatch.setattr(OpenMayaAnim.MFnAnimCurve, "addKeysWithTangents", flaky)
+    with pytest.raises(SalientPosesError, match=r"writing the curves of layer 'salientPoses'.*"
+                                                r"disk full"):
         session.apply()
-    assert cmds.scene.layers == [] and "undo" in cmds.calls
+    assert STATE.scene.layers == [] and STATE.undo_queue == []
+    assert all(not name.endswith("_inputB") for name in STATE.scene.curves)
+
+
+def test_a_failure_before_any_change_leaves_the_users_undo_queue_alone(sample_clip,
+                                                                      monkeypatch):
+    build_scene(sample_clip, frames=30)
+    session = Session(MayaHost())
+    session.analyze()
+    cmds.select("LeftKnee")  # the user's last undoable action
+    queue = list(STATE.undo_queue)
+    monkeypatch.setattr(MayaHost, "_plugs_to_write", lambda *a: (_ for _ in ()).throw(
+        SalientPosesError("nothing to write")))
+    with pytest.raises(SalientPosesError, match="nothing to write"):
+        session.apply()
+    assert STATE.undo_queue == queue and STATE.scene.selection == ["LeftKnee"]
 
 
 def test_quaternion_curves_are_reported_before_anything_is_written(sample_clip):
     build_scene(sample_clip)
-    cmds.scene.curves[cmds.scene.base["Hips.rotateX"]].interpolation = "quaternionSlerp"
+    STATE.scene.curves[STATE.scene.inputs["Hips.rotateX"]].interpolation = "quaternionSlerp"
     session = Session(MayaHost())
-    with pytest.raises(SalientPosesError, match="quaternion interpolation.*Hips.rotateX"):
+    with pytest.raises(SalientPosesError, match=r"quaternion interpolation.*Hips\.rotateX "
+                                                r"\(quaternionSlerp\)"):
         session.analyze()
-    assert cmds.scene.layers == []
+    assert STATE.scene.layers == []
 
 
-def test_selftest_passes_on_the_fake_and_fails_when_apply_is_wrong(monkeypatch):
-    from maya_plugin import selftest
+def test_driven_channels_are_named_and_left_alone(sample_clip):
+    build_scene(sample_clip)
+    testing.create_node("Hips_parentConstraint1", "Hips", type="parentConstraint")
+    STATE.scene.inputs["LeftKnee.rotateZ"] = "Hips_parentConstraint1"
+    host = MayaHost()
+    host.motion(["Hips"], 1001, 1010)
+    assert host.skipped["LeftKnee.rotateZ"] == ("driven by Hips_parentConstraint1 "
+                                             "(parentConstraint)")
 
-    cmds.reset()
-    lines = []
-    assert selftest.run(lines.append)
-    assert lines[-1] == "Salient Poses self-test: PASS" and len(lines) == 7
-    assert all(line.startswith("PASS") for line in lines[:-1])
-    # a host that keys wrong values must be caught
-    real = cmds.setKeyframe
 
-    def off_by_one(curve, time, value):
-        return real(curve, time, value + (0.5 if "salientPoses" in curve else 0.0))
+def test_bad_selections_and_nan_keys_give_one_clear_message(sample_clip):
+    build_scene(sample_clip, frames=20)
+    host = MayaHost()
+    with pytest.raises(SalientPosesError, match="no node 'nobody' in the scene"):
+        host.motion(["nobody"], 1001, 1020)
+    curve = STATE.scene.curves[STATE.scene.inputs["LeftKnee.rotateX"]]
+    curve.values[5] = np.nan
+    STATE.touch()
+    with pytest.raises(SalientPosesError, match=r"LeftKnee.* is not a number at frame 100[56] "):
+        host.motion(["Hips"], 1001, 1020)
 
-    monkeypatch.setattr(cmds, "setKeyframe", off_by_one)
-    lines.clear()
-    assert not selftest.run(lines.append)
-    assert any(line.startswith("FAIL  override layer alone") for line in lines)
-    assert lines[-1] == "Salient Poses self-test: FAIL"
+
+def test_a_scene_without_joints_and_a_one_frame_range(sample_clip):
+    testing.reset()
+    testing.create_node("camera1", type="transform")
+    with pytest.raises(SalientPosesError, match="nothing to analyse: select a joint"):
+        MayaHost().motion([], 1, 10)
+    build_scene(sample_clip, frames=5)
+    motion = MayaHost().motion(["Hips"], 1003, 1003)
+    assert motion.n_frames == 1 and motion.first_frame == 1003
+    plugs = [MayaHost.plug_for(c) for c in motion.channel_names]
+    np.testing.assert_allclose(motion.channels, ui_composite(plugs, [1003]), atol=1e-7)
+
+
+def test_long_reads_show_a_progress_window_that_esc_cancels(sample_clip, monkeypatch):
+    from maya_plugin import host as host_module
+
+    build_scene(sample_clip, frames=30)
+    STATE.batch = False
+    monkeypatch.setattr(host_module, "PROGRESS_AFTER", 0.0)
+    STATE.ui["cancel_at"] = 50  # the user presses Esc when half way
+    with pytest.raises(SalientPosesError, match="cancelled"):
+        MayaHost().motion(["Hips"], 1001, 1030)
+    assert STATE.ui["progress_windows"] == 1 and STATE.ui["progress"] is None
+
+
+def test_layered_apply_writes_maya_breakdown_keys(sample_clip):
+    build_scene(sample_clip)
+    session = Session(MayaHost())
+    session.set_options(layered=True, leading=["RightWrist", "LeftWrist"], breakdowns=3)
+    session.analyze()
+    session.set_k(5)
+    session.set_options(space="channel")
+    reduction = session.apply()
+    labels = reduction.curves.labels
+    assert labels.count("keypose") == 5 and labels.count("breakdown") == 3
+    breakdowns = [f in reduction.curves.breakdown_frames for f in reduction.curves.frames]
+    for name in layer(True).curves.values():
+        assert STATE.scene.curves[name].breakdown.tolist() == breakdowns
+
+
+def test_preview_draws_flags_on_the_time_slider_singleton(sample_clip):
+    build_scene(sample_clip, frames=20)
+    STATE.batch = False
+    host = MayaHost()
+    host.preview_keyframes([1001, 1010, 1020], ["keypose", "breakdown", "keypose"])
+    from maya.api.OpenMayaUI import MTimeSliderCustomDrawManager
+
+    contexts = MTimeSliderCustomDrawManager().contexts
+    (primitives,) = contexts.values()
+    assert [p.startTime.value for p in primitives] == [1001, 1010, 1020]
+    assert primitives[1].tooltip == "Salient Poses breakdown 1010"
+    host.clear_preview()
+    assert list(contexts.values()) == [[]]
 
 
 def test_api_reduces_with_cli_options(sample_clip):
@@ -191,12 +311,12 @@ def test_api_reduces_with_cli_options(sample_clip):
 
     build_scene(sample_clip)
     result = api.reduce(["Hips"], ratio=0.1, tangents="broken", space="channel",
-                        residual=True, layer="walk")
+                        residual_layer=True, layer="walk")
     assert result.keys == round(0.1 * 121)
     assert [h.name for h in result.layers] == ["walk", "walk_residual"]
     api.remove(result)
-    assert cmds.scene.layers == []
-    with pytest.raises(TypeError, match="unknown option 'colour'"):
+    assert STATE.scene.layers == []
+    with pytest.raises(OptionError, match="unknown option 'colour'"):
         api.reduce(["Hips"], colour="red")
 
 
@@ -204,17 +324,19 @@ def test_mayapy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):
     from maya_plugin import batch
 
     build_scene(sample_clip)
-    cmds.saved["walk.ma"] = __import__("copy").deepcopy(cmds.scene)
+    saved = STATE.scene.snapshot()
+    saved.curves = {k: v.copy() for k, v in saved.curves.items()}
+    STATE.saved["walk.ma"] = saved
     out = tmp_path / "out"
     code = batch.run(["walk.ma", "missing.ma", "--out", str(out), "--ratio", "0.1",
-                      "--space", "channel", "--residual"])
+                      "--space", "channel", "--residual-layer"])
     assert code == 1
     rows = (out / "summary.csv").read_text().splitlines()
     assert rows[0] == "clip,frames,keys,mean_mm,max_mm,seconds,status"
     assert rows[1].startswith("walk.ma,121,12,") and rows[1].endswith(",ok")
-    assert "failed: RuntimeError: File not found: missing.ma" in rows[2]
-    saved = cmds.saved[str(out / "walk.ma")]
-    assert [layer.name for layer in saved.layers] == ["salientPoses", "salientPoses_residual"]
+    assert "File not found: missing.ma" in rows[2]
+    written = STATE.saved[str(out / "walk.ma")]
+    assert [la.name for la in written.layers] == ["salientPoses", "salientPoses_residual"]
     assert (out / "walk.ma").exists()
 
 
@@ -225,6 +347,29 @@ def test_maya_plugin_imports_outside_maya():
             "maya_plugin.batch, maya_plugin.selftest, maya_plugin.preview; "
             "assert 'maya' not in sys.modules and 'maya.cmds' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_selftest_passes_on_the_fake_and_fails_when_apply_is_wrong(monkeypatch):
+    from maya_plugin import command, selftest
+
+    testing.reset("film")
+    lines = []
+    assert selftest.run(lines.append), "\n".join(lines)
+    assert lines[-1] == "Salient Poses self-test: PASS"
+    assert all(line.startswith(("PASS", "Maya", "      ")) for line in lines[:-1])
+    real = command.write_curve
+
+    def off(job, unit, change):  # a host that keys wrong values must be caught
+        job = dict(job, values=job["values"] + 0.01)
+        return real(job, unit, change)
+
+    monkeypatch.setattr(command, "write_curve", off)
+    monkeypatch.setattr(selftest, "MODES", ("unified",))
+    testing.reset("film")
+    lines.clear()
+    assert not selftest.run(lines.append)
+    assert any(line.startswith("FAIL") for line in lines)
+    assert lines[-1] == "Salient Poses self-test: FAIL"
 
 
 def test_panel_reports_the_channels_maya_left_alone(sample_clip, qtbot, tmp_path):
@@ -239,24 +384,22 @@ def test_panel_reports_the_channels_maya_left_alone(sample_clip, qtbot, tmp_path
     qtbot.addWidget(panel)
     panel.start_analysis()
     qtbot.waitUntil(lambda: not panel.analysing, timeout=60_000)
-    panel.space_combo.setCurrentText("channel")
-    panel.apply()
+    session.set_options(space="channel")
+    panel.apply()  # fits in a worker, writes on this thread
+    qtbot.waitUntil(lambda: not panel.applying, timeout=60_000)
     assert "Left alone: LeftWrist.rotateY (locked)." in panel.status.text()
 
 
-def test_layered_apply_writes_maya_breakdown_keys(sample_clip):
-    build_scene(sample_clip)
-    session = Session(MayaHost())
-    session.analysis.layered = True
-    session.analysis.leading = ["RightWrist", "LeftWrist"]
-    session.analysis.breakdowns = 3
-    session.analyze()
-    session.set_k(5)
-    session.reduction.space = "channel"
-    reduction = session.apply()
-    labels = reduction.curves.labels
-    assert labels.count("keypose") == 5 and labels.count("breakdown") == 3
-    breakdowns = {float(f) for f in reduction.curves.breakdown_frames}
-    override = [layer for layer in cmds.scene.layers if layer.override][0]
-    for curve_name in override.curves.values():
-        assert cmds.scene.curves[curve_name].breakdowns == breakdowns
+@pytest.mark.parametrize("batch", [False, True])
+def test_module_user_setup_loads_the_plugin_and_adds_the_menu(batch):
+    from maya_plugin import ui
+    from maya_plugin.host import COMMAND, PLUGIN_FILE
+
+    testing.reset(batch=batch)
+    user_setup = PLUGIN_FILE.parents[1] / "scripts" / "userSetup.py"
+    exec(compile(user_setup.read_text(), str(user_setup), "exec"), {})  # what Maya does
+    assert cmds.pluginInfo(str(PLUGIN_FILE), query=True, loaded=True)
+    assert callable(getattr(cmds, COMMAND))
+    items = STATE.ui["menus"].get(ui.MENU, {}).get("items")
+    assert items == (None if batch else ["Open Panel", "Reduce Selection with Last Settings",
+                                          "-", "Run Self-Test (new scene)", "Help"])

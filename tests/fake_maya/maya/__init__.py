@@ -1,1 +1,2 @@
-"""A small fake of the ``maya`` package for tests (see cmds.py); not Autodesk code."""
+"""A strict fake of the ``maya`` package for tests, written from Autodesk's documentation (see
+tests/fake_maya/FACTS.md); not Autodesk code. ``maya._scene.STATE`` holds the scene."""

@@ -1,416 +1,597 @@
-"""Fake ``maya.cmds``: the subset MayaHost uses, with Maya's documented semantics.
+"""Strict fake of the ``maya.cmds`` commands the plug-in uses (see ../FACTS.md).
 
-Scene state lives in :data:`scene` (reset with :func:`reset`). What is modelled, from Autodesk's
-documentation and ../shared/reference/HOST_APIS.md:
-
-- transforms and joints with translate, rotate (any rotateOrder), jointOrient; world matrices
-  as Maya returns them (row-vector convention, translation in elements 12..14, internal cm);
-- anim curves keyed in frames of the UI time unit; fixed tangents given as angle (degrees) and
-  weight in (frames, value) units; unweighted curves are Hermite on tan(angle), weighted curves
-  Bézier with handle = weight · (cos, sin); linear tangents; constant before and after the keys;
-- animation layers: override (result = (1 - w) · below + w · layer) and additive
-  (result = below + w · layer, per component), evaluated in creation order over the base curve;
-- ``getAttr -time`` evaluates the composite; ``keyable`` and ``lock`` flags;
-- undo chunks: ``undo()`` restores the scene as it was when the last closed chunk opened.
+Every command takes exactly the flags listed in its signature (an unknown flag raises
+``TypeError`` as Maya does); values are in UI units (``currentUnit``), times in UI frames.
+Undoable commands put one entry on the undo queue, grouped by ``undoInfo`` chunks; commands
+registered by a loaded plug-in are reached as ``cmds.<name>`` like in Maya.
 """
 
 from __future__ import annotations
 
-import copy
-from builtins import open as builtins_open
-from dataclasses import dataclass, field
+import functools
+import importlib.util
+import os
+from pathlib import Path
 
 import numpy as np
-from reference_bezier import bezier_at
-from scipy.spatial.transform import Rotation
 
-ORDERS = ("ZYX", "XZY", "YXZ", "YZX", "ZXY", "XYZ")  # rotateOrder enum -> column-vector order
-_AXES = "XYZ"
+from maya._scene import (
+    ANGLE_RAD,
+    AXES,
+    LINEAR,
+    LINEAR_CM,
+    STATE,
+    TIME_NAMES,
+    Curve,
+    Layer,
+    MayaError,
+    Node,
+    Scene,
+)
 
-
-@dataclass
-class Curve:
-    keys: dict[float, float] = field(default_factory=dict)
-    in_angle: dict[float, float] = field(default_factory=dict)
-    out_angle: dict[float, float] = field(default_factory=dict)
-    in_weight: dict[float, float] = field(default_factory=dict)
-    out_weight: dict[float, float] = field(default_factory=dict)
-    linear: bool = True
-    weighted: bool = False
-    interpolation: str = "euler"
-    breakdowns: set = field(default_factory=set)
-
-    def evaluate(self, t: float) -> float:
-        times = sorted(self.keys)
-        if t <= times[0]:
-            return self.keys[times[0]]
-        if t >= times[-1]:
-            return self.keys[times[-1]]
-        k = int(np.searchsorted(times, t, side="right")) - 1
-        t0, t1 = times[k], times[k + 1]
-        v0, v1 = self.keys[t0], self.keys[t1]
-        span = t1 - t0
-        if self.linear:
-            return v0 + (v1 - v0) * (t - t0) / span
-        a0, a1 = np.radians(self.out_angle[t0]), np.radians(self.in_angle[t1])
-        if not self.weighted:  # Hermite on the slopes, handles one third of the span
-            u = (t - t0) / span
-            m0, m1 = np.tan(a0) * span, np.tan(a1) * span
-            return float((2 * u**3 - 3 * u**2 + 1) * v0 + (u**3 - 2 * u**2 + u) * m0
-                         + (-2 * u**3 + 3 * u**2) * v1 + (u**3 - u**2) * m1)
-        w0, w1 = self.out_weight[t0], self.in_weight[t1]
-        return bezier_at([[t0, v0], [t0 + w0 * np.cos(a0), v0 + w0 * np.sin(a0)],
-                          [t1 - w1 * np.cos(a1), v1 - w1 * np.sin(a1)], [t1, v1]], t)
+_LINEAR = {f"translate{a}" for a in AXES}
+_ANGULAR = {f"{p}{a}" for p in ("rotate", "jointOrient", "rotateAxis") for a in AXES}
+_COMPOUND = ("translate", "rotate", "jointOrient", "rotateAxis", "scale")
+_CHANNELS = {f"{p}{a}" for p in ("translate", "rotate") for a in AXES}
 
 
-@dataclass
-class Node:
-    parent: str | None
-    kind: str
-    values: dict[str, float]
-    keyable: dict[str, bool] = field(default_factory=dict)
-    locked: dict[str, bool] = field(default_factory=dict)
-    orient: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    rotate_order: int = 0
+def _command(undoable: bool = False):
+    """Count the call; undoable commands record the scene as it was before them."""
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            STATE.calls[f"cmds.{function.__name__}"] += 1
+            before = STATE.scene.snapshot() if undoable else None
+            result = function(*args, **kwargs)
+            if undoable and not kwargs.get("query"):
+                STATE.record(("snapshot", before))
+                STATE.touch()
+            return result
+        return wrapper
+    return decorate
 
 
-@dataclass
-class Layer:
-    name: str
-    override: bool
-    weight: float = 1.0
-    accumulation: int = 0
-    mute: bool = False
-    curves: dict[str, str] = field(default_factory=dict)  # plug -> curve name
+def _to_internal(attr: str, value: float) -> float:
+    if attr in _LINEAR:
+        return float(value) * LINEAR_CM[STATE.scene.linear_unit]
+    if attr in _ANGULAR:
+        return float(value) * ANGLE_RAD[STATE.scene.angle_unit]
+    return float(value)
 
 
-@dataclass
-class Scene:
-    time_unit: str = "film"
-    linear_unit: str = "cm"
-    angle_unit: str = "deg"
-    playback: tuple[float, float] = (1.0, 24.0)
-    time: float = 1.0
-    selection: list[str] = field(default_factory=list)
-    nodes: dict[str, Node] = field(default_factory=dict)
-    curves: dict[str, Curve] = field(default_factory=dict)
-    base: dict[str, str] = field(default_factory=dict)  # plug -> base curve
-    layers: list[Layer] = field(default_factory=list)
+def _to_ui(attr: str, value: float) -> float:
+    return float(value) / _to_internal(attr, 1.0) if attr in _LINEAR | _ANGULAR else value
 
 
-scene = Scene()
-_undo: list[Scene] = []
-_open: list[Scene] = []
-calls: list[str] = []
+def _split(plug: str) -> tuple[str, str]:
+    if "." not in plug:
+        raise MayaError(f"No object matches name: {plug}")
+    node, attr = plug.split(".", 1)
+    if node not in STATE.scene.nodes:
+        raise MayaError(f"No object matches name: {plug}")
+    return node, attr
 
 
-def reset() -> None:
-    global scene
-    scene = Scene()
-    saved.clear()
-    _undo.clear()
-    _open.clear()
-    calls.clear()
+def _seconds(frame: float) -> float:
+    return float(frame) / STATE.scene.fps
 
 
-# ------------------------------------------------------------------------- building scenes
-def create_node(name: str, parent: str | None = None, kind: str = "joint",
-                translate=(0.0, 0.0, 0.0), rotate=(0.0, 0.0, 0.0), orient=(0.0, 0.0, 0.0),
-                rotate_order: int = 0) -> None:
-    values = {f"translate{a}": float(v) for a, v in zip(_AXES, translate, strict=True)}
-    values.update({f"rotate{a}": float(v) for a, v in zip(_AXES, rotate, strict=True)})
-    scene.nodes[name] = Node(parent, kind, values, orient=tuple(orient),
-                             rotate_order=rotate_order)
+# ------------------------------------------------------------------------- units and time
+@_command()
+def currentUnit(query: bool = False, time=None, linear=None, angle=None,  # noqa: N802
+                updateAnimation: bool = True) -> str | None:  # noqa: N803
+    scene = STATE.scene
+    if query:
+        if time:
+            return next(k for k, v in TIME_NAMES.items() if v == scene.time_unit)
+        if linear:
+            return scene.linear_unit
+        if angle:
+            return scene.angle_unit
+        raise TypeError("currentUnit -query needs -time, -linear or -angle")
+    if time is not None:
+        if time not in TIME_NAMES:
+            raise MayaError(f"Invalid time unit: {time}")
+        old = scene.fps
+        scene.time_unit = TIME_NAMES[time]
+        if updateAnimation:  # keys stay on the same frame numbers
+            for curve in scene.curves.values():
+                curve.times = curve.times * old / scene.fps
+    if linear is not None:
+        scene.linear_unit = linear
+    if angle is not None:
+        scene.angle_unit = angle
+    STATE.touch()
+    return None
 
 
-def key_base(plug: str, frames, values) -> None:
-    """Key the base animation of a plug (linear tangents, like dense mocap)."""
-    name = f"{plug.replace('.', '_')}_base"
-    scene.curves[name] = Curve(keys={float(f): float(v) for f, v in zip(frames, values,
-                                                                        strict=True)})
-    scene.base[plug] = name
+@_command()
+def playbackOptions(query: bool = False, minTime=None, maxTime=None,  # noqa: N802, N803
+                    animationStartTime=None, animationEndTime=None):  # noqa: N803
+    scene = STATE.scene
+    if query:
+        if minTime or animationStartTime:
+            return scene.playback[0]
+        return scene.playback[1]
+    first = minTime if minTime is not None else scene.playback[0]
+    last = maxTime if maxTime is not None else scene.playback[1]
+    scene.playback = (float(first), float(last))
+    STATE.touch()
+    return None
 
 
-def evaluate(plug: str, t: float) -> float:
-    """The composite value of a plug at time t (base, then every layer in order)."""
-    node, attribute = plug.split(".")
-    value = (scene.curves[scene.base[plug]].evaluate(t) if plug in scene.base
-             else scene.nodes[node].values[attribute])
-    for layer in scene.layers:
-        if plug not in layer.curves or layer.mute:
-            continue
-        curve = scene.curves[layer.curves[plug]]
-        if not curve.keys:
-            continue
-        mine = curve.evaluate(t)
-        value = ((1 - layer.weight) * value + layer.weight * mine if layer.override
-                 else value + layer.weight * mine)
-    return value
+@_command()
+def currentTime(time=None, query: bool = False, edit: bool = False,  # noqa: N802
+                update: bool = True) -> float:
+    if query:
+        return STATE.scene.time
+    STATE.scene.time = float(time)
+    STATE.touch()
+    return STATE.scene.time
 
 
-def _local(node_name: str, t: float) -> np.ndarray:
-    node = scene.nodes[node_name]
-    degrees = 180 / np.pi if scene.angle_unit == "rad" else 1.0
-    angles = {a: evaluate(f"{node_name}.rotate{a}", t) * degrees for a in _AXES}
-    order = ORDERS[node.rotate_order]
-    rotate = Rotation.from_euler(order, [angles[a] for a in order], degrees=True).as_matrix()
-    orient = Rotation.from_euler("ZYX", list(node.orient)[::-1], degrees=True).as_matrix()
-    matrix = np.eye(4)
-    matrix[:3, :3] = orient @ rotate
-    matrix[:3, 3] = [evaluate(f"{node_name}.translate{a}", t) for a in _AXES]
-    return matrix
+@_command()
+def about(batch: bool = False, version: bool = False, apiVersion: bool = False):  # noqa: N803
+    if batch:
+        return STATE.batch
+    if version:
+        return "2025"
+    if apiVersion:
+        return 20250000
+    raise TypeError("about: give a flag")
 
 
-def world_matrix(node_name: str, t: float) -> np.ndarray:
-    """Column-vector world matrix (internal cm)."""
-    matrix = _local(node_name, t)
-    parent = scene.nodes[node_name].parent
-    return matrix if parent is None else world_matrix(parent, t) @ matrix
-
-
-# ------------------------------------------------------------------------- cmds
-def currentUnit(query: bool = False, time=False, linear=False, angle=False) -> str:  # noqa: N802
-    if not query:
-        if isinstance(time, str):
-            scene.time_unit = time
-        return ""
-    return scene.time_unit if time else scene.linear_unit if linear else scene.angle_unit
-
-
-def playbackOptions(query: bool = False, minTime=False, maxTime=False) -> float:  # noqa: N802, N803
-    if not query:
-        scene.playback = (float(minTime), float(maxTime))
-        return 0.0
-    return scene.playback[0] if minTime else scene.playback[1]
-
-
-saved: dict[str, Scene] = {}  # "files" on the fake disk
-_name: list[str] = [""]
-
-
+# ------------------------------------------------------------------------- scene structure
+@_command(undoable=True)
 def file(path: str | None = None, newFile: bool = False, force: bool = False,  # noqa: A001, N803
          open: bool = False, rename: str | None = None, save: bool = False,  # noqa: A002
          type: str | None = None) -> str:  # noqa: A002
-    global scene
     if newFile:
-        scene = Scene()
+        STATE.scene = Scene()
     elif open:
-        if path not in saved:
-            raise RuntimeError(f"File not found: {path}")
-        scene = copy.deepcopy(saved[path])
-        _name[0] = str(path)
+        if path not in STATE.saved:
+            raise MayaError(f"File not found: {path}")
+        STATE.scene = STATE.saved[path].snapshot()
+        STATE.scene.curves = {k: v.copy() for k, v in STATE.scene.curves.items()}
+        STATE.file_name = str(path)
     elif rename is not None:
-        _name[0] = rename
+        STATE.file_name = rename
     elif save:
-        saved[_name[0]] = copy.deepcopy(scene)
-        with builtins_open(_name[0], "w") as handle:  # a marker file on the real disk
-            handle.write(f"// fake {type} scene\n")
-    return _name[0]
+        saved = STATE.scene.snapshot()
+        saved.curves = {k: v.copy() for k, v in saved.curves.items()}
+        STATE.saved[STATE.file_name] = saved
+        Path(STATE.file_name).write_text(f"// fake {type} scene\n")
+    else:
+        raise TypeError("file: give -newFile, -open, -rename or -save")
+    STATE.touch()
+    return STATE.file_name
 
 
-def select(*names: str, clear: bool = False) -> None:
-    scene.selection = [] if clear else list(names)
+@_command()
+def objExists(name: str) -> bool:  # noqa: N802
+    return name in STATE.scene.nodes or name in STATE.scene.curves
 
 
-def joint(name: str, position=(0.0, 0.0, 0.0), relative: bool = False) -> str:
-    create_node(name, None, translate=position)
+@_command()
+def ls(*objects: str, type: str | None = None, selection: bool = False):  # noqa: A002
+    names = list(STATE.scene.selection) if selection else list(STATE.scene.nodes)
+    if type is not None:
+        names = [n for n in names if STATE.scene.nodes[n].type == type]
+    return names
+
+
+@_command(undoable=True)
+def select(*objects: str, clear: bool = False, replace: bool = True) -> None:
+    for name in objects:
+        if name not in STATE.scene.nodes:
+            raise MayaError(f"No object matches name: {name}")
+    STATE.scene.selection = [] if clear else list(objects)
+
+
+@_command(undoable=True)
+def joint(name: str | None = None, position=(0.0, 0.0, 0.0), relative: bool = False,
+          absolute: bool = False) -> str:
+    """A new joint, child of the selected joint (joint command docs)."""
+    scene = STATE.scene
+    name = name or f"joint{len(scene.nodes) + 1}"
+    parent = next((n for n in scene.selection if scene.nodes[n].type == "joint"), None)
+    attrs = {f"translate{a}": _to_internal(f"translate{a}", v) for a, v in zip(AXES, position,
+                                                                               strict=True)}
+    attrs.update({f"{p}{a}": 0.0 for p in ("rotate", "jointOrient", "rotateAxis")
+                  for a in AXES})
+    attrs["rotateOrder"] = 0
+    scene.nodes[name] = Node(name, "joint", parent, attrs)
+    scene.selection = [name]
     return name
 
 
-def parent(child: str, new_parent: str, relative: bool = False) -> list[str]:
-    scene.nodes[child].parent = new_parent
+@_command(undoable=True)
+def parent(child: str, newParent: str | None = None, relative: bool = False,  # noqa: N803
+           world: bool = False) -> list[str]:
+    STATE.scene.nodes[child].parent = None if world else newParent
     return [child]
 
 
-def currentTime(value: float | None = None, query: bool = False) -> float:  # noqa: N802
-    if not query and value is not None:
-        scene.time = float(value)
-    return scene.time
+@_command(undoable=True)
+def delete(*objects: str) -> None:
+    scene = STATE.scene
+    for name in objects:
+        layer = next((la for la in scene.layers if la.name == name), None)
+        if layer is None:
+            raise MayaError(f"delete: this fake deletes animation layers only, not {name}")
+        for curve in layer.curves.values():
+            scene.curves.pop(curve, None)
+        for plug in layer.plugs:
+            scene.nodes.pop(f"{plug.replace('.', '_')}_{layer.name}", None)
+        scene.layers.remove(layer)
+        scene.nodes.pop(name, None)
 
 
-def about(batch: bool = False) -> bool:
-    return True
-
-
-def objExists(name: str) -> bool:  # noqa: N802
-    return name in scene.nodes or any(layer.name == name for layer in scene.layers)
-
-
-def objectType(name: str) -> str:  # noqa: N802
-    return scene.nodes[name].kind
-
-
-def ls(selection: bool = False, type: str | None = None) -> list[str]:  # noqa: A002
-    if type == "animLayer":
-        return [layer.name for layer in scene.layers]
-    names = scene.selection if selection else list(scene.nodes)
-    return [n for n in names if type in (None, "transform") or scene.nodes[n].kind == type]
-
-
-def listRelatives(node: str, parent: bool = False, children: bool = False,  # noqa: N802
-                  type: str | None = None) -> list[str] | None:  # noqa: A002
-    if parent:
-        p = scene.nodes[node].parent
-        ok = p is not None and type in (None, "transform", scene.nodes[p].kind)
-        return [p] if ok else None
-    found = [n for n, v in scene.nodes.items() if v.parent == node
-             and type in (None, "transform", v.kind)]
-    return found or None
-
-
-def getAttr(plug: str, time: float | None = None, keyable: bool = False,  # noqa: N802
-            lock: bool = False):
-    node_name, attribute = plug.split(".", 1)
-    if node_name not in scene.nodes:
-        for layer in scene.layers:
-            if layer.name == node_name:
-                return getattr(layer, {"weight": "weight",
-                                       "rotationAccumulationMode": "accumulation"}[attribute])
-        raise RuntimeError(f"No object matches name: {plug}")
-    node = scene.nodes[node_name]
+# ------------------------------------------------------------------------- attributes
+@_command()
+def getAttr(plug: str, time=None, keyable: bool = False, lock: bool = False):  # noqa: N802
+    node, attr = _split(plug)
+    item = STATE.scene.nodes[node]
     if keyable:
-        return node.keyable.get(attribute, True)
+        return attr not in item.nonkeyable
     if lock:
-        return node.locked.get(attribute, False)
-    t = scene.time if time is None else float(time)
-    if attribute == "worldMatrix[0]":
-        return list(world_matrix(node_name, t).T.reshape(-1))  # row-vector layout
-    if attribute in ("translate", "rotate"):
-        return [tuple(evaluate(f"{node_name}.{attribute}{a}", t) for a in _AXES)]
-    if attribute == "jointOrient":
-        return [tuple(node.orient)]
-    if attribute == "rotateOrder":
-        return node.rotate_order
-    return evaluate(plug, t)
+        return attr in item.locked
+    seconds = STATE.scene.time / STATE.scene.fps if time is None else _seconds(time)
+    if attr in _COMPOUND:
+        return [tuple(getAttr(f"{plug}{a}", time=time) for a in AXES)]
+    if attr == "worldMatrix[0]":
+        return [float(v) for v in STATE.world_matrix_at(node, seconds).T.reshape(-1)]
+    if attr in _CHANNELS:
+        return _to_ui(attr, STATE.plug_value(plug, seconds))
+    if attr in item.attrs:
+        return _to_ui(attr, item.attrs[attr])
+    raise MayaError(f"getAttr: no attribute {plug}")
 
 
-def setAttr(plug: str, *values: float, type: str | None = None) -> None:  # noqa: N802, A002
-    node_name, attribute = plug.split(".", 1)
-    if type == "double3":
-        for axis, v in zip(_AXES, values, strict=True):
-            setAttr(f"{plug}{axis}", v)
+@_command(undoable=True)
+def setAttr(plug: str, *values, type: str | None = None, lock: bool | None = None,  # noqa: N802, A002
+            keyable: bool | None = None) -> None:
+    node, attr = _split(plug)
+    item = STATE.scene.nodes[node]
+    if lock is not None or keyable is not None:
+        if lock is not None:
+            (item.locked.add if lock else item.locked.discard)(attr)
+        if keyable is not None:
+            (item.nonkeyable.discard if keyable else item.nonkeyable.add)(attr)
         return
-    value = values[0]
-    if attribute == "rotateOrder":
-        scene.nodes[node_name].rotate_order = int(value)
+    if attr in _COMPOUND:
+        if type != "double3" or len(values) != 3:
+            raise MayaError(f"setAttr: {plug} is a double3: give three values and "
+                            "type='double3'")
+        for axis, value in zip(AXES, values, strict=True):
+            setAttr(f"{plug}{axis}", value)
         return
-    for layer in scene.layers:
-        if layer.name == node_name and attribute == "rotationAccumulationMode":
-            layer.accumulation = int(value)
+    if len(values) != 1:
+        raise MayaError(f"setAttr: {plug} takes one value")
+    if attr in item.locked:
+        raise MayaError(f"The attribute '{plug}' is locked or connected and cannot be modified.")
+    if item.type == "animLayer":
+        layer = next(la for la in STATE.scene.layers if la.name == node)
+        if attr == "rotationAccumulationMode":
+            layer.accumulation = int(values[0])
             return
-    node = scene.nodes[node_name]
-    if node.locked.get(attribute):
-        raise RuntimeError(f"The attribute '{plug}' is locked or connected and cannot be "
-                           "modified.")
-    node.values[attribute] = float(value)
+    if f"{node}.{attr}" in STATE.scene.inputs:
+        raise MayaError(f"The attribute '{plug}' is locked or connected and cannot be modified.")
+    item.attrs[attr] = _to_internal(attr, values[0])
 
 
-def keyframe(plug: str, query: bool = False, keyframeCount: bool = False,  # noqa: N803
-             name: bool = False, edit: bool = False, time=None, breakdown: bool = False):
-    if edit:  # plug is a curve here: mark breakdown keys
+# ------------------------------------------------------------------------- keys and layers
+def _curve_kind(attr: str) -> str:
+    return "TL" if attr in _LINEAR else "TA" if attr in _ANGULAR else "TU"
+
+
+@_command(undoable=True)
+def setKeyframe(*objects: str, time=None, value=None, animLayer: str | None = None,  # noqa: N802, N803
+                breakdown: bool = False, inTangentType: str | None = None,  # noqa: N803
+                outTangentType: str | None = None) -> int:  # noqa: N803
+    """Key plugs (``node.attr``) at ``time`` (UI frames; default the current time) with
+    ``value`` (UI units; default the plug's current value)."""
+    scene = STATE.scene
+    frame = scene.time if time is None else float(time)
+    seconds = _seconds(frame)
+    types = {"linear": LINEAR, "fixed": 1, "flat": 3, "step": 5, "auto": 11, None: 0}
+    count = 0
+    for plug in objects:
+        node, attr = _split(plug)
+        if attr in scene.nodes[node].locked:
+            raise MayaError(f"The attribute '{plug}' is locked and cannot be keyed.")
+        layer = next((la for la in scene.layers if la.name == animLayer), None)
+        if animLayer is not None and layer is None:
+            raise MayaError(f"setKeyframe: no animation layer {animLayer}")
+        internal = (STATE.plug_value(plug, seconds) if value is None
+                    else _to_internal(attr, value))
+        if layer is not None and plug in layer.plugs:  # keys go on the layer's own curve
+            name = layer.curves.get(plug, f"{node}_{attr}_{layer.name}_inputB")
+            if not layer.override:  # additive: the layer holds the difference
+                internal -= _below(plug, layer, seconds)
+            layer.curves[plug] = name
+        else:  # -animLayer is ignored when the plug is not in that layer (setKeyframe docs)
+            if any(plug in la.plugs for la in scene.layers):
+                raise NotImplementedError("keying a layered plug without its layer")
+            name = scene.inputs.get(plug, f"{node}_{attr}")
+            scene.inputs[plug] = name
+        curve = scene.curves[name].copy() if name in scene.curves else Curve(_curve_kind(attr))
+        curve.set_keys([seconds], [internal], types[inTangentType], types[outTangentType],
+                       keep=True)
         if breakdown:
-            scene.curves[plug].breakdowns.add(float(time[0]))
-        return 1
-    curves = [scene.base[plug]] if plug in scene.base else []
-    curves += [layer.curves[plug] for layer in scene.layers if plug in layer.curves]
-    if keyframeCount:
-        return sum(len(scene.curves[c].keys) for c in curves)
-    return curves or None
+            curve.breakdown[np.searchsorted(curve.times, seconds)] = True
+        scene.curves[name] = curve
+        count += 1
+    return count
 
 
-def rotationInterpolation(curve: str, query: bool = False) -> str:  # noqa: N802
-    return scene.curves[curve].interpolation
+def _below(plug: str, layer: Layer, seconds: float) -> float:
+    """Composite of the plug from the layers under ``layer``."""
+    scene = STATE.scene
+    index = scene.layers.index(layer)
+    saved = scene.layers
+    scene.layers = saved[:index]
+    try:
+        return STATE.plug_value(plug, seconds)
+    finally:
+        scene.layers = saved
 
 
-def animLayer(name: str | None = None, edit: bool = False, query: bool = False,  # noqa: N802
-              override: bool = False, attribute: str | None = None,
+@_command(undoable=True)
+def animLayer(name: str | None = None, override: bool | None = None,  # noqa: N802
+              edit: bool = False, query: bool = False, attribute=None,
               findCurveForPlug: str | None = None, weight: float | None = None,  # noqa: N803
-              mute: bool | None = None):
-    calls.append(f"animLayer {name}")
+              mute: bool | None = None, root: bool = False):
+    scene = STATE.scene
     if query:
-        layer = _find_layer(name)
-        if findCurveForPlug is not None:
-            return [layer.curves[findCurveForPlug]] if findCurveForPlug in layer.curves else None
-        return layer.weight
+        if root:
+            return "BaseAnimation" if scene.layers else None
+        layer = _layer(name)
+        if findCurveForPlug is not None:  # the layer's curve exists once the plug is keyed
+            curve = layer.curves.get(findCurveForPlug)
+            return [curve] if curve else []
+        if weight:
+            return layer.weight
+        raise TypeError("animLayer -query: give -findCurveForPlug, -weight or -root")
     if edit:
-        layer = _find_layer(name)
-        if attribute is not None:
-            node_name, attr = attribute.split(".")
-            if scene.nodes[node_name].locked.get(attr):
-                raise RuntimeError(f"{attribute} is locked")
-            layer.curves.setdefault(attribute, f"{attribute.replace('.', '_')}_{layer.name}")
-            scene.curves.setdefault(layer.curves[attribute], Curve())
+        layer = _layer(name)
+        for plug in [attribute] if isinstance(attribute, str) else attribute or []:
+            node, attr = _split(plug)
+            if attr in scene.nodes[node].locked:
+                raise MayaError(f"animLayer: {plug} is locked and cannot be added to {name}")
+            if plug not in layer.plugs:  # the plug is now driven by the layer's blend node
+                layer.plugs.append(plug)
+                kind = "Rotation" if attr in _ANGULAR else "DL" if attr in _LINEAR else "DA"
+                blend = f"{node}_{attr}_{layer.name}"
+                scene.nodes[blend] = Node(blend, f"animBlendNodeAdditive{kind}")
         if weight is not None:
             layer.weight = float(weight)
         if mute is not None:
             layer.mute = bool(mute)
         return None
-    unique, n = name or "animLayer1", 1
-    while objExists(unique):
+    unique, n = name or "AnimLayer1", 1
+    while unique in scene.nodes:
         n += 1
         unique = f"{name}{n}"
-    scene.layers.append(Layer(unique, override))
+    scene.nodes.setdefault("BaseAnimation", Node("BaseAnimation", "animLayer"))
+    scene.nodes[unique] = Node(unique, "animLayer")
+    scene.layers.append(Layer(unique, bool(override)))
     return unique
 
 
-def _find_layer(name: str | None) -> Layer:
-    for layer in scene.layers:
+def _layer(name: str | None) -> Layer:
+    for layer in STATE.scene.layers:
         if layer.name == name:
             return layer
-    raise RuntimeError(f"animLayer: no layer {name!r}")
+    raise MayaError(f"animLayer: object '{name}' not found")
 
 
-def setKeyframe(curve: str, time: float, value: float) -> int:  # noqa: N802
-    calls.append("setKeyframe")
-    if curve not in scene.curves:  # a plug: key its base curve (linear, like dense mocap)
-        if curve not in scene.base:
-            key_base(curve, [], [])
-        curve = scene.base[curve]
-    scene.curves[curve].keys[float(time)] = float(value)
-    return 1
+@_command()
+def rotationInterpolation(*objects: str, query: bool = False, convert=None) -> list[str]:  # noqa: N802
+    """Query: ``rotationInterpolation -q -convert curve...`` → one mode per curve (a list)."""
+    if query:
+        if not convert:
+            raise TypeError("rotationInterpolation: in query mode, -convert is needed")
+        return [STATE.scene.curves[name].interpolation for name in objects]
+    for name in objects:
+        STATE.scene.curves[name].interpolation = convert
+    return []
 
 
-def keyTangent(curve: str, edit: bool = False, lock: bool | None = None,  # noqa: N802
-               weightedTangents: bool | None = None, weightLock: bool | None = None,  # noqa: N803
-               time: tuple[float, float] | None = None, absolute: bool = False,
-               inAngle: float | None = None, outAngle: float | None = None,  # noqa: N803
-               inWeight: float | None = None, outWeight: float | None = None,  # noqa: N803
-               inTangentType: str | None = None,  # noqa: N803
-               outTangentType: str | None = None) -> int:  # noqa: N803
-    item = scene.curves[curve]
-    if weightedTangents is not None:
-        item.weighted = bool(weightedTangents)
-    if inTangentType == "fixed" or outTangentType == "fixed":
-        item.linear = False
-    if inTangentType == "linear" and outTangentType == "linear" and time is None:
-        item.linear = True
-    if time is not None:
-        t = float(time[0])
-        for target, value in ((item.in_angle, inAngle), (item.out_angle, outAngle),
-                              (item.in_weight, inWeight), (item.out_weight, outWeight)):
-            if value is not None:
-                target[t] = float(value)
-    return 1
-
-
-def delete(name: str) -> None:
-    calls.append(f"delete {name}")
-    layer = _find_layer(name)
-    for curve in layer.curves.values():
-        scene.curves.pop(curve, None)
-    scene.layers.remove(layer)
-
-
+# ------------------------------------------------------------------------- undo
+@_command()
 def undoInfo(openChunk: bool = False, closeChunk: bool = False,  # noqa: N802, N803
-             chunkName: str = "") -> None:  # noqa: N803
-    calls.append("openChunk" if openChunk else "closeChunk")
+             chunkName: str | None = None, query: bool = False, state: bool = False):
+    if query:
+        return True
     if openChunk:
-        _open.append(copy.deepcopy(scene))
+        STATE.chunks.append([])
     elif closeChunk:
-        _undo.append(_open.pop())
+        if not STATE.chunks:
+            raise MayaError("undoInfo: no open chunk")
+        entries = STATE.chunks.pop()  # one undo step for everything inside the chunk
+        if entries and STATE.chunks:
+            STATE.chunks[-1].extend(entries)
+        elif entries:
+            STATE.undo_queue.append(entries)
+    else:
+        raise TypeError("undoInfo: give a flag")
+    return None
 
 
+@_command()
 def undo() -> None:
-    global scene
-    calls.append("undo")
-    scene = _undo.pop()
+    STATE.undo()
+
+
+# ------------------------------------------------------------------------- plug-ins
+def _plugin_file(name: str) -> Path:
+    candidate = Path(name)
+    if candidate.is_absolute() and candidate.exists():
+        return candidate
+    for folder in STATE.plugin_path + os.environ.get("MAYA_PLUG_IN_PATH", "").split(
+            os.pathsep):
+        if folder and (Path(folder) / name).exists():
+            return Path(folder) / name
+    raise MayaError(f"Plug-in, \"{name}\", was not found on MAYA_PLUG_IN_PATH.")
+
+
+@_command()
+def loadPlugin(name: str, quiet: bool = False) -> list[str]:  # noqa: N802
+    path = _plugin_file(name)
+    key = path.name
+    if key in STATE.plugins:
+        return [path.stem]
+    spec = importlib.util.spec_from_file_location(f"_plugin_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not hasattr(module, "maya_useNewAPI"):
+        raise MayaError(f"{key}: a Python API 2.0 plug-in must define maya_useNewAPI()")
+    from maya.api.OpenMaya import MObject
+
+    STATE.plugins[key] = {"module": module, "commands": {}}
+    handle = MObject(key)
+    handle._plugin = key
+    try:
+        module.initializePlugin(handle)
+    except Exception:
+        del STATE.plugins[key]
+        raise
+    return [path.stem]
+
+
+@_command()
+def pluginInfo(name: str, query: bool = False, loaded: bool = False):  # noqa: N802
+    if not query or not loaded:
+        raise TypeError("pluginInfo: this fake answers -query -loaded only")
+    return Path(name).name in STATE.plugins
+
+
+@_command()
+def unloadPlugin(name: str) -> None:  # noqa: N802
+    entry = STATE.plugins[Path(name).name]
+    from maya.api.OpenMaya import MObject
+
+    handle = MObject(Path(name).name)
+    handle._plugin = Path(name).name
+    entry["module"].uninitializePlugin(handle)
+    del STATE.plugins[Path(name).name]
+
+
+def _run_plugin_command(name: str, creator):
+    def run(*args):
+        STATE.calls[f"cmds.{name}"] += 1
+        from maya.api.OpenMaya import MArgList
+
+        command = creator()
+        command.doIt(MArgList(args))
+        if command.isUndoable():
+            STATE.record(("command", command))
+        STATE.touch()
+    return run
+
+
+def __getattr__(name: str):
+    for plugin in STATE.plugins.values():
+        if name in plugin["commands"]:
+            return _run_plugin_command(name, plugin["commands"][name])
+    raise AttributeError(f"module 'maya.cmds' has no attribute '{name}'")
+
+
+# ------------------------------------------------------------------------- UI (interactive only)
+def _interactive(what: str) -> None:
+    if STATE.batch:
+        raise MayaError(f"{what}: not available in batch mode")
+
+
+@_command()
+def progressWindow(query: bool = False, edit: bool = False, title: str | None = None,  # noqa: N802
+                   progress: int | None = None, status: str | None = None,
+                   isInterruptable: bool | None = None, isCancelled: bool = False,  # noqa: N803
+                   endProgress: bool = False, maxValue: int | None = None):  # noqa: N803
+    _interactive("progressWindow")
+    ui = STATE.ui
+    if query:
+        if not isCancelled:
+            raise TypeError("progressWindow -query: this fake answers -isCancelled")
+        return bool(ui.get("cancel_at") is not None and ui["progress"] is not None
+                    and ui["progress"]["progress"] >= ui["cancel_at"])
+    if endProgress:
+        ui["progress"] = None
+        return None
+    if edit:
+        if ui["progress"] is None:
+            raise MayaError("progressWindow: no progress window to edit")
+        if progress is not None:
+            ui["progress"]["progress"] = progress
+        return None
+    ui["progress"] = {"title": title, "progress": progress or 0, "max": maxValue or 100}
+    ui["progress_windows"] = ui.get("progress_windows", 0) + 1
+    return None
+
+
+@_command()
+def workspaceControl(name: str, exists: bool = False, label: str | None = None,  # noqa: N802
+                     retain: bool | None = None, initialWidth: int | None = None,  # noqa: N803
+                     tabToControl=None, uiScript: str | None = None,  # noqa: N803
+                     edit: bool = False, restore: bool = False, visible: bool | None = None):
+    """Creating a control runs its ``uiScript`` to build the contents (workspaceControl docs:
+    "the specified script will be invoked to build the UI")."""
+    controls = STATE.ui["workspace"]
+    if exists:
+        return name in controls
+    _interactive("workspaceControl")
+    if edit:
+        if name not in controls:
+            raise MayaError(f"workspaceControl: no control {name}")
+        return name
+    if uiScript is None or not isinstance(uiScript, str):
+        raise MayaError("workspaceControl: -uiScript (a string) is required")
+    if name in controls:
+        raise MayaError(f"workspaceControl: {name} already exists")
+    controls[name] = uiScript
+    STATE.ui["ui_scripts"] += 1
+    exec(uiScript, {})  # noqa: S102 - what Maya does with the string
+    return name
+
+
+@_command()
+def deleteUI(name: str) -> None:  # noqa: N802
+    STATE.ui["workspace"].pop(name, None)
+    STATE.ui["menus"].pop(name, None)
+
+
+@_command()
+def menu(name: str | None = None, exists: bool = False, label: str | None = None,
+         parent: str | None = None, tearOff: bool = False) -> str | bool:  # noqa: N803
+    if exists:
+        return name in STATE.ui["menus"]
+    _interactive("menu")
+    STATE.ui["menus"][name] = {"label": label, "items": []}
+    return str(name)
+
+
+@_command()
+def menuItem(parent: str, label: str | None = None, command=None,  # noqa: N802
+             divider: bool = False) -> str:
+    STATE.ui["menus"][parent]["items"].append(label or "-")
+    return f"{parent}|{label}"
+
+
+@_command()
+def warning(message: str) -> None:
+    STATE.ui.setdefault("warnings", []).append(message)
+
+
+@_command()
+def confirmDialog(title: str = "", message: str = "", button=None,  # noqa: N802
+                  defaultButton=None, cancelButton=None, dismissString=None,  # noqa: N803
+                  icon=None) -> str:
+    _interactive("confirmDialog")
+    STATE.ui.setdefault("dialogs", []).append(message)
+    return STATE.ui.get("answer", "Run")
+
+
+@_command()
+def inViewMessage(assistMessage: str = "", position: str = "", fade: bool = False) -> None:  # noqa: N802, N803
+    STATE.ui.setdefault("messages", []).append(assistMessage)

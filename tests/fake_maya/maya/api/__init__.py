@@ -1,0 +1,1 @@
+"""Fake ``maya.api`` (Python API 2.0 subset)."""

@@ -1,0 +1,184 @@
+"""Issue 17's findings 1–8: the old call forms, run against the strict fake, fail (so the fake
+would have caught them), and the new forms pass. Finding 5 (.mod file) is in test_install.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fake_maya"))
+from maya import cmds, testing  # noqa: E402  (the fake)
+from maya._scene import STATE, MayaError  # noqa: E402
+from test_maya_host import build_scene  # noqa: E402
+
+from maya_plugin.host import MayaHost  # noqa: E402
+from sp_core.session import Session  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_1_a_layer_curve_exists_only_once_the_plug_is_keyed_on_the_layer(sample_clip):
+    build_scene(sample_clip, frames=10)
+    layer = cmds.animLayer("reduced", override=True)
+    cmds.animLayer(layer, edit=True, attribute="Hips.translateX")  # the old form stopped here
+    assert cmds.animLayer(layer, query=True, findCurveForPlug="Hips.translateX") == []
+    cmds.setKeyframe("Hips.translateX", animLayer=layer, time=1001)  # the documented way
+    assert cmds.animLayer(layer, query=True, findCurveForPlug="Hips.translateX") == [
+        "Hips_translateX_reduced_inputB"]
+
+
+def test_2_rotation_interpolation_is_queried_with_convert_and_answers_a_list(sample_clip):
+    build_scene(sample_clip, frames=10)
+    with pytest.raises(TypeError, match="-convert is needed"):
+        cmds.rotationInterpolation("Hips_rotateX", query=True)  # the old form
+    assert cmds.rotationInterpolation("Hips_rotateX", "Hips_rotateY", query=True,
+                                      convert=True) == ["none", "none"]
+
+
+def test_3_the_time_slider_draw_manager_is_constructed_not_used_as_a_class():
+    testing.reset(batch=False)
+    from maya.api.OpenMayaUI import MTimeSliderCustomDrawManager
+
+    with pytest.raises(TypeError):  # the old form: a method called on the class
+        MTimeSliderCustomDrawManager.registerCustomDrawOn("salientPosesKeys", 0)
+    assert MTimeSliderCustomDrawManager().registerCustomDrawOn("keys", 0) == 1
+    assert MTimeSliderCustomDrawManager() is MTimeSliderCustomDrawManager()  # the singleton
+    assert not hasattr(MTimeSliderCustomDrawManager, "instance")  # C++ only
+
+
+def test_4_the_panel_is_built_once(monkeypatch):
+    from maya_plugin import ui
+
+    testing.reset(batch=False)
+    built = []
+    monkeypatch.setattr(ui, "restore", lambda: built.append("panel"))
+    # the old form: create the control with its uiScript, then build the panel explicitly
+    cmds.workspaceControl(ui.WORKSPACE, label="Salient Poses",
+                          uiScript="from maya_plugin import ui; ui.restore()")
+    ui.restore()
+    assert built == ["panel", "panel"]
+    built.clear()
+    ui.show_panel()  # deletes the old control and makes a new one
+    assert built == ["panel"]
+
+
+def _clean_mayapy(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    """A Python that, like a clean mayapy, has ``maya`` (the fake) and numpy/scipy (as if
+    installed for it) but not the checkout: ``-S`` skips the .pth of our editable install."""
+    import numpy
+
+    site = str(Path(numpy.__file__).parents[1])
+    env = {"PYTHONPATH": f"{ROOT / 'tests' / 'fake_maya'}:{site}", "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-S", "-c", code], cwd=cwd, env=env, text=True,
+                          capture_output=True)
+
+
+def test_6_mayapy_launch_path_and_import_order(tmp_path):
+    # old form: -m from a clean shell: the package is not importable
+    old = _clean_mayapy("import runpy; runpy.run_module('maya_plugin.selftest')", tmp_path)
+    assert "No module named 'maya_plugin'" in old.stderr
+    # old form: the engine imported before maya.standalone.initialize()
+    early = _clean_mayapy(
+        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "import sp_core.batch\n"  # what the old batch.py did at import time
+        "from maya import standalone; standalone.initialize()\n"
+        "from maya._scene import STATE; print(STATE.ui['imported_before_initialize'])",
+        tmp_path)
+    assert "sp_core.batch" in early.stdout
+    # new form: mayapy <checkout>/maya_plugin/batch.py, nothing imported before Maya is up
+    new = _clean_mayapy(
+        "import runpy, sys\n"
+        f"sys.argv = [{str(ROOT / 'maya_plugin' / 'batch.py')!r}, '--help']\n"
+        f"sys.path.insert(0, {str(ROOT / 'maya_plugin')!r})\n"  # what running a file does
+        f"try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "from maya._scene import STATE; print('early:', STATE.ui['imported_before_initialize'])",
+        tmp_path)
+    assert new.returncode == 0, new.stderr
+    assert "mayapy maya_plugin/batch.py" in new.stdout and "early: []" in new.stdout
+
+
+@pytest.mark.parametrize("tangents", ["unified", "weighted"])
+def test_7_unified_and_weighted_tangents_are_locked(sample_clip, tangents):
+    build_scene(sample_clip, frames=60)
+    session = Session(MayaHost())
+    session.analyze()
+    session.set_k(8)
+    session.set_options(tangents=tangents, space="channel")
+    session.apply()
+    layer = next(la for la in STATE.scene.layers if la.override)
+    curves = [STATE.scene.curves[name] for name in layer.curves.values()]
+    assert all(c.tangents_locked.all() for c in curves)
+    # the old form (every tangent unlocked, whatever the mode) fails the same check
+    for curve in curves:
+        curve.tangents_locked[:] = False
+    assert not any(c.tangents_locked.all() for c in curves)
+
+
+def test_7_broken_tangents_written_locked_are_rejected(sample_clip, monkeypatch):
+    from maya_plugin import host
+
+    build_scene(sample_clip, frames=60)
+    monkeypatch.setitem(host.LOCKED_MODES, "broken", True)  # a wrong mode -> lock mapping
+    session = Session(MayaHost())
+    session.analyze()
+    session.set_k(8)
+    session.set_options(tangents="broken", space="channel")
+    with pytest.raises(Exception, match="locked tangents with different in/out directions"):
+        session.apply()
+    assert STATE.scene.layers == []
+
+
+def test_7_keys_land_on_fractional_scene_frames(sample_clip):
+    """Key times go through MTime in the UI unit: a 29.97 fps scene keeps its frame numbers."""
+    build_scene(sample_clip, "29.97fps", frames=40)
+    session = Session(MayaHost())
+    session.analyze()
+    session.set_k(6)
+    session.set_options(space="channel")
+    session.apply()
+    layer = next(la for la in STATE.scene.layers if la.override)
+    curve = STATE.scene.curves[next(iter(layer.curves.values()))]
+    np.testing.assert_allclose(curve.times * (30000 / 1001), session.keyframes(), atol=1e-9)
+
+
+def test_8_the_old_reads_made_a_call_per_plug_per_frame(sample_clip):
+    part, times = build_scene(sample_clip, frames=30)
+    host = MayaHost()
+    nodes = [n for n, _ in host.hierarchy(["Hips"])]
+    plugs = [f"{n}.{a}" for n in nodes for a in ("translateX", "rotateX")]
+    # the old form: getAttr -time per joint (and per plug) per frame
+    for node in nodes:
+        for frame in times:
+            cmds.getAttr(f"{node}.worldMatrix[0]", time=float(frame))
+    for plug in plugs:
+        for frame in times:
+            cmds.getAttr(plug, time=float(frame))
+    old_calls = STATE.calls["cmds.getAttr"]
+    assert old_calls == len(times) * (len(nodes) + len(plugs))
+    STATE.calls.clear()
+    host.motion(["Hips"], 1001, 1030)
+    assert STATE.calls["cmds.getAttr"] == 0
+    assert STATE.calls["MPlug.asMObject"] == len(times) * (len(nodes) + 1)
+    assert STATE.calls["MPlug.asMObject"] < old_calls / 2
+
+
+def test_fake_is_strict_about_flags_and_call_forms(sample_clip):
+    build_scene(sample_clip, frames=10)
+    with pytest.raises(TypeError):
+        cmds.setKeyframe("Hips.translateX", t=1001)  # unknown flag
+    from maya.api import OpenMaya
+
+    node = OpenMaya.MSelectionList().add("Hips").getDependNode(0)
+    with pytest.raises(TypeError):
+        OpenMaya.MFnDependencyNode(node).findPlug("translateX")  # wantNetworkedPlug missing
+    plug = OpenMaya.MFnDependencyNode(node).findPlug("worldMatrix", False)
+    with pytest.raises(TypeError):
+        plug.asMObject()  # an array plug needs an element
+    with pytest.raises(MayaError):
+        OpenMaya.MSelectionList().add("nobody")
+    assert OpenMaya.MTime(24.0).asUnits(OpenMaya.MTime.kSeconds) == 1.0  # kFilm by default

@@ -1,6 +1,6 @@
 """Batch reduction of FBX files: ``mobupy -m mobu_plugin.batch a.fbx ... --out DIR``.
 
-Each file is opened (``FBApplication.FileOpen``), the hierarchies under ``--nodes`` (default:
+Each file is opened (``FBApplication.FileOpen``), the hierarchies under ``--roots`` (default:
 the scene's top-level models) are reduced into new layers of the current take, and a copy is
 saved into DIR with the same name; ``DIR/summary.csv`` gets one row per file with the columns of
 ``salient-poses batch``. A file that fails is recorded and the rest continue; the exit status is 1
@@ -15,9 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mobu_plugin.host import MobuHost, fb
-from sp_core.batch import add_host_batch_options, reduction_row, run_host_batch
+from sp_core.batch import (
+    add_host_batch_options,
+    host_batch_options,
+    host_job,
+    reduction_row,
+    run_host_batch,
+)
 from sp_core.errors import SalientPosesError
-from sp_core.session import Session
+from sp_core.jobs import run_job
+from sp_core.options import Options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,42 +35,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def reduce_file(path: str, out: Path, args: argparse.Namespace) -> dict[str, object]:
-    """Open, reduce and save one file."""
+def reduce_file(path: str, out: Path, options: Options) -> dict[str, object]:
+    """Open, reduce and save one file (its copy in ``out``; the input is never saved)."""
     application = fb.FBApplication()
     if not application.FileOpen(path, False):
         raise SalientPosesError(f"MotionBuilder could not open {path}")
     host = MobuHost()
-    session = Session(host)
-    session.analysis.roots = ([n.strip() for n in args.nodes.split(",")] if args.nodes else
-                              [m.LongName for m in fb.FBSystem().Scene.RootModel.Children])
-    for key in ("tangents", "smoothness", "space", "residual", "layer"):
-        setattr(session.reduction, key, getattr(args, key))
-    space = session.analyze()
-    keys = args.keys
-    if keys is None and args.ratio is not None:
-        keys = max(2, round(args.ratio * space.n_frames))
-    session.set_k(session.suggested_k if keys is None else keys)
-    reduction = session.apply()
+    if options.analysis.roots is None:
+        options = options.replace(
+            roots=[m.LongName for m in fb.FBSystem().Scene.RootModel.Children])
+    result = run_job(host_job(options), host=host)
     host.clear_preview()
     target = out / Path(path).name
     if not application.FileSave(str(target)):
         raise SalientPosesError(f"MotionBuilder could not save {target}")
-    return reduction_row(reduction)
+    assert result.reduction is not None
+    return reduction_row(result.reduction)
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Reduce every file (pyfbsdk must be usable); returns the exit status."""
     args = build_parser().parse_args(argv)
-    return run_host_batch(args.files, Path(args.out),
-                          lambda path, out: reduce_file(path, out, args))
+    options = host_batch_options(args)
+    return run_host_batch(args.files, options, lambda path, out: reduce_file(path, out, options))
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """``mobupy -m mobu_plugin.batch``: check the arguments (``--help`` works anywhere), then
+    start MotionBuilder's standalone Python and reduce."""
+    build_parser().parse_args(argv)
     import pyfbstandalone
 
     pyfbstandalone.initialize()
-    return run()
+    return run(argv)
 
 
 if __name__ == "__main__":

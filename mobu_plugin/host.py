@@ -1,29 +1,42 @@
 """MobuHost: the Host protocol over ``pyfbsdk`` (MotionBuilder 2025+).
 
-Facts used (../shared/reference/HOST_APIS.md):
+Every call is backed by a line of ``tests/fake_mobu/FACTS.md`` (Autodesk's documentation or
+public code making the same call). In short:
 
-- Times are built from seconds (``FBTime.SetSecondDouble(frame / fps)``) so any rate works,
-  including non-integer ones; frames stay absolute (a take at 1001 works).
-- Values are read by going to each frame and evaluating the scene (``FBPlayerControl.Goto`` +
-  ``FBScene.Evaluate``): local ``Translation``/``Rotation`` (degrees) and world positions
-  (``GetVector(..., kModelTranslation, True)``); the current time is restored afterwards.
-- FCurve keys: cubic interpolation, break tangent mode, clamping off, derivatives in value per
-  second, tangent weights as fractions of the segment.
-- Layers: MotionBuilder composes layer rotations as quaternions ("per layer"); the mode is read
-  only from Python. An additive layer therefore cannot hold ``original − reduced`` Euler angles;
-  it holds the rotation that turns the reduced pose into the original one (R_reduced⁻¹ ·
-  R_original, as Euler angles in the node's order), which composes exactly at weight 100.
-  Translations are per channel.
-- There is no scripting undo for layer creation we rely on: "undo" is removing the created
-  layers, which :meth:`MobuHost.undo_chunk` does when anything in the block fails.
+- **Time** is built from frames exactly: ``frame × ticks per frame`` of the transport's time
+  mode (``FBTime(0, 0, 0, 1, 0, mode).Get()``), never from float seconds, so keys land on the
+  frame at 29.97, 30, 120 fps alike; a custom rate rounds each frame to the nearest tick.
+- **Reading** evaluates the BaseAnimation FCurves of ``Translation``/``Rotation``
+  (``FBFCurve.Evaluate``) and computes world positions with the engine's forward kinematics from
+  each model's rest transform (``RotationOrder``; ``PreRotation``/``PostRotation`` when
+  ``RotationActive``). At a few sampled frames the scene is evaluated (``Goto`` + ``Evaluate``)
+  and its local values and world positions are compared with ours: a model whose values differ
+  (a constraint, relation, IK or character input drives it; or other layers are playing) is read
+  by evaluating the scene on every frame, and the status line says so; a model whose world
+  position differs although its values agree uses a transform this tool does not model, which is
+  an error naming it.
+- **Writing** creates a layer, makes it current, and keys each curve with one ``KeysAdd``
+  (interpolation and tangent mode per key) inside ``EditBegin``/``EditEnd``, then sets the
+  tangents per key: unified and weighted keys are ``User`` (one slope), broken and smooth keys
+  ``Break``; weighted keys get their tangent weights; clamping is off everywhere.
+- **Undo**: an Apply runs inside one ``FBUndoManager`` transaction when none is open; whatever
+  fails, every created layer is removed and every property this tool made animated is made
+  unanimated again (all or nothing).
+- **Layers** compose rotations per layer (quaternions) by default and
+  ``FBAnimationLayer.LayerRotationMode`` is read only, so the residual layer holds each joint's
+  turn from the reduced to the original pose (R_reduced⁻¹ · R_original); translations are per
+  channel.
 
 ``pyfbsdk`` is imported lazily so that ``import mobu_plugin`` works outside MotionBuilder.
 """
 
 from __future__ import annotations
 
+import time as _time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,7 +44,6 @@ from scipy.spatial.transform import Rotation
 
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
-from sp_core.errors import SalientPosesError
 from sp_core.host import HostError, LayerHandle, LazyModule, host_step
 from sp_core.tangents import to_mobu
 
@@ -40,12 +52,68 @@ if TYPE_CHECKING:  # mypy checks every call against motionbuilder-stubs
 else:
     fb = LazyModule("pyfbsdk")
 
-#: ``FBModelRotationOrder`` value → the engine's Euler order (MotionBuilder "XYZ" rotates X
-#: first: R = Rz·Ry·Rx).
+#: ``FBModelRotationOrder`` value → the engine's Euler order (``kFBEulerXYZ`` rotates about X
+#: first: R = Rz·Ry·Rx, scipy's intrinsic "ZYX").
 ROTATE_ORDERS = {0: "ZYX", 1: "YZX", 2: "XZY", 3: "ZXY", 4: "YXZ", 5: "XYZ"}
 PROPERTIES = {"position": "Translation", "rotation": "Rotation"}
+#: Tangent mode of the fitted keys: one slope (User) or two (Break).
+ONE_SLOPE = ("unified", "weighted")
 MARK = "SalientPoses"
 MARK_COLOURS = {"keypose": (0.96, 0.70, 0.42), "breakdown": (0.43, 0.66, 0.86)}
+#: Frames at which the scene is evaluated to check the curves and the forward kinematics.
+SAMPLES = 5
+#: Agreement of curve values with the scene's (degrees / scene units) and of world positions.
+VALUE_TOLERANCE = 1e-4
+POSITION_TOLERANCE = 1e-3
+
+
+class Cancelled(HostError):
+    """The user pressed Esc during a long read or Apply."""
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Frames ↔ ticks at the transport rate.
+
+    Attributes
+    ----------
+    fps : float
+        Frames per second.
+    per_frame : int
+        Ticks per frame for a standard time mode; 0 for a custom rate.
+    per_second : int
+        Ticks per second.
+    """
+
+    fps: float
+    per_frame: int
+    per_second: int
+
+    def ticks(self, frame: float) -> int:
+        """Ticks of ``frame`` (whole frames exactly; fractions and custom rates rounded)."""
+        if self.per_frame and float(frame).is_integer():
+            return int(frame) * self.per_frame
+        rate = Fraction(self.per_second, self.per_frame) if self.per_frame \
+            else Fraction(self.fps).limit_denominator(1001000)
+        return round(Fraction(frame) * self.per_second / rate)
+
+    def frame(self, ticks: int) -> int:
+        """The nearest whole frame."""
+        if self.per_frame:
+            return int(round(Fraction(ticks, self.per_frame)))
+        return int(round(ticks * self.fps / self.per_second))
+
+
+@dataclass
+class _Node:
+    """What reading needs of one model."""
+
+    name: str
+    model: fb.FBModel
+    order: str
+    pre: np.ndarray  # (3, 3) pre-rotation (identity unless RotationActive)
+    post: np.ndarray  # (3, 3) post-rotation (identity unless RotationActive)
+    static: dict[str, list[float]]  # property → its value when not animated
 
 
 class MobuHost:
@@ -55,46 +123,64 @@ class MobuHost:
     ----------
     skipped : dict of str to str
         Animated channels Apply leaves alone, with the reason (locked).
+    notes : list of str
+        Sentences for the status line about the last read or write.
+    driven : dict of str to str
+        Models read by evaluating the scene because something other than their curves drives
+        them; Apply refuses to key them.
+    progress_after : float
+        Seconds after which a long read or write shows a progress bar (Esc cancels).
     """
 
     name = "MotionBuilder"
+    progress_after = 1.0
 
     def __init__(self) -> None:
         self.skipped: dict[str, str] = {}
-        self._read: tuple[int, dict[str, np.ndarray]] = (0, {})
-        self._created: list[str] = []
         self.notes: list[str] = []
+        self.driven: dict[str, str] = {}
+        self._read: tuple[int, dict[str, np.ndarray]] = (0, {})
+        self._created: list[fb.FBAnimationLayer] = []
+        self._animated: list[fb.FBPropertyAnimatableVector3d] = []
 
     # ------------------------------------------------------------------ time
+    def clock(self) -> Clock:
+        """The transport's rate as ticks per frame."""
+        with host_step("reading the transport frame rate"):
+            player = fb.FBPlayerControl()
+            mode = player.GetTransportFps()
+            fps = float(player.GetTransportFpsValue())
+            per_second = int(fb.FBTime.OneSecond.Get())
+            if mode == fb.FBTimeMode.kFBTimeModeCustom:
+                return Clock(fps, 0, per_second)
+            return Clock(fps, int(fb.FBTime(0, 0, 0, 1, 0, mode).Get()), per_second)
+
     @property
     def fps(self) -> float:
         with host_step("reading the transport frame rate"):
             return float(fb.FBPlayerControl().GetTransportFpsValue())
 
-    def time_of(self, frame: float) -> Any:
-        """An ``FBTime`` for a (possibly fractional) frame at the transport rate."""
-        time = fb.FBTime()
-        time.SetSecondDouble(float(frame) / self.fps)
-        return time
-
-    def _frame(self, time: Any) -> int:
-        return int(round(time.GetSecondDouble() * self.fps))
+    def time_of(self, frame: float, clock: Clock | None = None) -> fb.FBTime:
+        """An ``FBTime`` exactly on ``frame`` at the transport rate."""
+        return fb.FBTime((clock or self.clock()).ticks(frame))
 
     def playback_range(self) -> tuple[int, int]:
+        clock = self.clock()
         with host_step("reading the take's time span"):
             span = fb.FBSystem().CurrentTake.LocalTimeSpan
-            return self._frame(span.GetStart()), self._frame(span.GetStop())
+            return clock.frame(span.GetStart().Get()), clock.frame(span.GetStop().Get())
 
     def current_frame(self) -> int:
+        clock = self.clock()
         with host_step("reading the current time"):
-            return self._frame(fb.FBSystem().LocalTime)
+            return clock.frame(fb.FBSystem().LocalTime.Get())
 
     def set_current_frame(self, frame: int) -> None:
         with host_step(f"going to frame {frame}"):
             fb.FBPlayerControl().Goto(self.time_of(frame))
 
     # ------------------------------------------------------------------ scene structure
-    def _model(self, name: str) -> Any:
+    def _model(self, name: str) -> fb.FBModel:
         model = fb.FBFindModelByLabelName(name)
         if model is None:
             raise HostError(f"finding model {name!r}: not in the scene")
@@ -120,33 +206,35 @@ class MobuHost:
             return result
 
     @contextmanager
-    def _frames(self, frames: Sequence[int]) -> Iterator[Iterator[int]]:
-        """Go to each frame and evaluate the scene; restore the current time afterwards."""
-        player = fb.FBPlayerControl()
-        scene = fb.FBSystem().Scene
+    def _scene_at(self) -> Iterator[Any]:
+        """Yield ``visit(frame)`` (go to the frame, evaluate the scene); restore the time."""
+        player, scene = fb.FBPlayerControl(), fb.FBSystem().Scene
         start = fb.FBSystem().LocalTime
+        clock = self.clock()
 
-        def visit() -> Iterator[int]:
-            for frame in frames:
-                player.Goto(self.time_of(frame))
-                scene.Evaluate()
-                yield frame
+        def visit(frame: int) -> None:
+            player.Goto(fb.FBTime(clock.ticks(frame)))
+            scene.Evaluate()
 
         try:
-            yield visit()
+            yield visit
         finally:
             player.Goto(start)
             scene.Evaluate()
 
     def world_positions(self, nodes: Sequence[str], frames: Sequence[int]) -> np.ndarray:
+        """The scene's own world positions (``GetVector``), by evaluating it at each frame."""
         models = [self._model(n) for n in nodes]
         out = np.empty((len(frames), len(nodes), 3))
         vector = fb.FBVector3d()
-        with host_step("reading world positions"), self._frames(frames) as visit:
-            for i, _frame in enumerate(visit):
+        what = fb.FBModelTransformationType.kModelTranslation
+        with host_step("reading world positions"), self._scene_at() as visit, \
+                self._progress("Salient Poses: reading world positions", len(frames)) as step:
+            for i, frame in enumerate(frames):
+                step(i)
+                visit(int(frame))
                 for j, model in enumerate(models):
-                    model.GetVector(vector, fb.FBModelTransformationType.kModelTranslation,
-                                    True)
+                    model.GetVector(vector, what, True)
                     out[i, j] = [vector[0], vector[1], vector[2]]
         return out
 
@@ -154,166 +242,379 @@ class MobuHost:
         result: list[str] = []
         for node in nodes:
             model = self._model(node)
-            for kind, prop_name in PROPERTIES.items():
-                prop = getattr(model, prop_name)
+            for kind in PROPERTIES:
+                prop = _property(model, kind)
                 if prop.IsAnimated():
-                    result.extend(f"{node}.{axis}{kind}" for axis in "XYZ")
+                    result.extend(f"{node}.{'XYZ'[a]}{kind}" for a in range(3)
+                                  if not (prop.IsLocked() or prop.IsMemberLocked(a)))
         return result
 
-    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
-        targets = []
-        for channel in channels:
-            node, _, attribute = channel.rpartition(".")
-            axis, kind = "XYZ".index(attribute[0]), attribute[1:]
-            targets.append((getattr(self._model(node), PROPERTIES[kind]), axis))
-        frames = list(range(first, last + 1))
-        out = np.empty((len(frames), len(channels)))
-        with host_step("reading channel values"), self._frames(frames) as visit:
-            for i, _frame in enumerate(visit):
-                for c, (prop, axis) in enumerate(targets):
-                    out[i, c] = prop.Data[axis]
-        return out
-
-    def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
-        """The models under ``roots``: Translation and Rotation (degrees) as channels,
-        rotation orders and pre-rotations."""
-        nodes = self.hierarchy(roots)
-        names = [n for n, _ in nodes]
-        index = {n: i for i, n in enumerate(names)}
-        offsets, orients, channel_names = [], [], []
-        self.skipped.clear()
-        for node in names:
-            with host_step(f"reading the transform of {node}"):
-                model = self._model(node)
-                offsets.append([model.Translation.Data[a] for a in range(3)])
-                pre = np.zeros(3)
-                if model.RotationActive:
-                    pre = np.array([model.PreRotation[a] for a in range(3)])
-                    post = np.array([model.PostRotation[a] for a in range(3)])
-                    if np.any(np.abs(post) > 1e-9):
-                        raise HostError(f"reading {node}: post-rotations are not supported "
-                                        "yet; zero PostRotation or turn RotationActive off")
-                orients.append(Rotation.from_euler("ZYX", pre[::-1], degrees=True)
-                               .as_matrix())
-                order = ROTATE_ORDERS.get(int(model.RotationOrder))
-                if order is None:
-                    raise HostError(f"reading {node}: spheric rotation order is not supported")
-                channel_names += [f"{node}.{a}position" for a in "XYZ"]
-                channel_names += [f"{node}.{a}rotation" for a in order]
-                for kind, prop_name in PROPERTIES.items():
-                    prop = getattr(model, prop_name)
-                    for a in range(3):
-                        if prop.IsAnimated() and (prop.IsLocked() or prop.IsMemberLocked(a)):
-                            self.skipped[f"{node}.{'XYZ'[a]}{kind}"] = "locked"
-        values = self.channel_values(channel_names, first, last)
-        # the residual's rotations need these values once our layers change the composite
-        self._read = (first, dict(zip(channel_names, values.T, strict=True)))
-        parents = [index[p] if p is not None else -1 for _, p in nodes]
-        return Clip(names, parents, np.array(offsets), [False] * len(names), channel_names,
-                    values, self.fps, first_frame=first, name=", ".join(roots),
-                    orients=np.array(orients))
-
-    # ------------------------------------------------------------------ layers
-    def _new_layer(self, name: str, mode: Any) -> tuple[Any, int]:
-        take = fb.FBSystem().CurrentTake
-        take.CreateNewLayer()
-        index = take.GetLayerCount() - 1
-        layer = take.GetLayer(index)
-        layer.Name = name
-        layer.LayerMode = mode
-        self._created.append(name)
-        return layer, index
-
-    def _curve(self, node: str, kind: str, axis: int) -> Any:
-        prop = getattr(self._model(node), PROPERTIES[kind])
-        prop.SetAnimated(True)
-        return prop.GetAnimationNode().Nodes[axis].FCurve
-
+    # ------------------------------------------------------------------ reading
     @staticmethod
     def _split(channel: str) -> tuple[str, str, int]:
         node, _, attribute = channel.rpartition(".")
         return node, attribute[1:], "XYZ".index(attribute[0])
 
-    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+    def _describe(self, name: str) -> _Node:
+        with host_step(f"reading the transform of {name}"):
+            model = self._model(name)
+            order = ROTATE_ORDERS.get(int(model.RotationOrder))
+            if order is None:
+                raise HostError(f"reading {name}.RotationOrder: spheric XYZ is not supported; "
+                                "choose an Euler rotation order")
+            scaling = model.Scaling
+            if model.Children and (scaling.IsAnimated()
+                                   or any(abs(scaling.Data[a] - 1.0) > 1e-9 for a in range(3))):
+                raise HostError(f"reading {name}.Scaling: scaled joints are not supported; "
+                                "set Scaling to 1 1 1 (and remove its keys)")
+            pre = post = np.eye(3)
+            if model.RotationActive:  # pre/post rotations count only then (always XYZ order)
+                pre = _xyz([model.PreRotation[a] for a in range(3)])
+                post = _xyz([model.PostRotation[a] for a in range(3)])
+            static = {kind: [float(_property(model, kind).Data[a]) for a in range(3)]
+                      for kind in PROPERTIES}
+            return _Node(name, model, order, pre, post, static)
+
+    def _curve_values(self, nodes: list[_Node], channels: list[str], frames: Sequence[int],
+                      clock: Clock) -> np.ndarray:
+        """(n_frames, n_channels): the BaseAnimation curves evaluated on every frame (a channel
+        without keys holds its property's value)."""
+        index = {n.name: n for n in nodes}
+        times = [fb.FBTime(clock.ticks(f)) for f in frames]
+        out = np.empty((len(frames), len(channels)))
         take = fb.FBSystem().CurrentTake
-        fps = self.fps
+        current = take.GetCurrentLayer()
+        take.SetCurrentLayer(0)  # GetAnimationNode answers for the current layer
+        try:
+            animation: dict[tuple[str, str], fb.FBAnimationNode | None] = {}
+            with self._progress("Salient Poses: reading curves", len(channels)) as step:
+                for c, channel in enumerate(channels):
+                    step(c)
+                    node, kind, axis = self._split(channel)
+                    key = (node, kind)
+                    if key not in animation:
+                        prop = _property(index[node].model, kind)
+                        animation[key] = prop.GetAnimationNode() if prop.IsAnimated() else None
+                    node_animation = animation[key]
+                    curve = None if node_animation is None else node_animation.Nodes[axis].FCurve
+                    if curve is None or not len(curve.Keys):
+                        out[:, c] = index[node].static[kind][axis]
+                        continue
+                    evaluate = curve.Evaluate
+                    out[:, c] = [evaluate(t) for t in times]
+        finally:
+            take.SetCurrentLayer(current)
+        return out
+
+    def _scene_samples(self, nodes: list[_Node], channels: list[str], frames: Sequence[int]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """The scene's local channel values (n_frames, n_channels) and world positions
+        (n_frames, n_nodes, 3) at ``frames``, by evaluating it there."""
+        index = {n.name: i for i, n in enumerate(nodes)}
+        values = np.empty((len(frames), len(channels)))
+        positions = np.empty((len(frames), len(nodes), 3))
+        vector = fb.FBVector3d()
+        what = fb.FBModelTransformationType.kModelTranslation
+        with self._scene_at() as visit, \
+                self._progress("Salient Poses: evaluating the scene", len(frames)) as step:
+            for i, frame in enumerate(frames):
+                step(i)
+                visit(int(frame))
+                data: dict[tuple[str, str], fb.FBVector3d] = {}
+                for c, channel in enumerate(channels):
+                    node, kind, axis = self._split(channel)
+                    if (node, kind) not in data:
+                        data[node, kind] = _property(nodes[index[node]].model, kind).Data
+                    values[i, c] = data[node, kind][axis]
+                for j, node_info in enumerate(nodes):
+                    node_info.model.GetVector(vector, what, True)
+                    positions[i, j] = [vector[0], vector[1], vector[2]]
+        return values, positions
+
+    def _other_layers(self) -> list[str]:
+        take = fb.FBSystem().CurrentTake
+        return [take.GetLayer(i).Name for i in range(1, take.GetLayerCount())
+                if not take.GetLayer(i).Mute]
+
+    def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
+        """The models under ``roots`` over ``first..last``: Translation and Rotation (degrees)
+        as channels, rotation orders and pre/post rotations (see the module notes)."""
+        clock = self.clock()
+        parents_of = dict(self.hierarchy(roots))
+        nodes = [self._describe(name) for name in parents_of]
+        index = {n.name: i for i, n in enumerate(nodes)}
+        self.skipped.clear()
+        self.driven.clear()
+        self.notes = []
+        channels: list[str] = []  # every local value is checked against the scene
+        animated_any = False
+        for node in nodes:
+            channels += [f"{node.name}.{a}position" for a in "XYZ"]
+            channels += [f"{node.name}.{a}rotation" for a in node.order]
+            for kind in PROPERTIES:
+                prop = _property(node.model, kind)
+                if not prop.IsAnimated():
+                    continue
+                animated_any = True
+                for a in range(3):
+                    if prop.IsLocked() or prop.IsMemberLocked(a):
+                        self.skipped[f"{node.name}.{'XYZ'[a]}{kind}"] = "locked"
+        if not animated_any:
+            raise HostError(f"reading {', '.join(roots)}: no Translation or Rotation under it "
+                            "is animated in the current take; select the animated skeleton")
+        frames = list(range(first, last + 1))
+        with host_step("reading the animation curves"):
+            values = self._curve_values(nodes, channels, frames, clock)
+        rows = sorted({round(first + (last - first) * s / (SAMPLES - 1))
+                       for s in range(SAMPLES)})
+        with host_step("evaluating the scene at sampled frames"):
+            scene_values, scene_positions = self._scene_samples(nodes, channels, rows)
+        sample_rows = [f - first for f in rows]
+        differs = np.abs(_angle_aware(values[sample_rows] - scene_values, channels))
+        layers = self._other_layers()
+        for node in nodes:
+            columns = [c for c, ch in enumerate(channels) if ch.startswith(node.name + ".")]
+            if layers:
+                self.driven[node.name] = "layers"
+            elif differs[:, columns].max() > VALUE_TOLERANCE:
+                self.driven[node.name] = "driven"
+        if self.driven:
+            names = [n for n in (nd.name for nd in nodes) if n in self.driven]
+            columns = [c for c, ch in enumerate(channels) if self._split(ch)[0] in self.driven]
+            with host_step(f"evaluating the scene on every frame for {', '.join(names[:3])}"):
+                dense, _ = self._scene_samples([nodes[index[n]] for n in names],
+                                               [channels[c] for c in columns], frames)
+            values[:, columns] = dense
+            if layers:
+                self.notes.append(f"Read the result of the layers {', '.join(layers)} by "
+                                  "evaluating the scene on every frame (slow on long takes).")
+            else:
+                self.notes.append(
+                    f"{len(names)} model(s) ({', '.join(names[:3])}"
+                    f"{', ...' if len(names) > 3 else ''}) are driven by a constraint, "
+                    "relation, IK or character input: read by evaluating the scene on every "
+                    "frame; Apply will not key them.")
+                rigs = [c.LongName for c in fb.FBSystem().Scene.Characters if c.ActiveInput]
+                if rigs:
+                    self.notes.append(f"Character {', '.join(rigs)} has its input active (a "
+                                      "control rig or another source drives the skeleton): "
+                                      "plot it to the skeleton and turn the input off to "
+                                      "reduce the skeleton itself.")
+        # a translation that does not move stays in the rest offset (where a parent's
+        # post-rotation is folded in); rotations are channels always
+        keep = [c for c, ch in enumerate(channels) if ch.endswith("rotation")
+                or _property(nodes[index[self._split(ch)[0]]].model, "position").IsAnimated()
+                or self._split(ch)[0] in self.driven]
+        channels, values = [channels[c] for c in keep], values[:, keep]
+        clip = self._clip(nodes, parents_of, channels, values, clock, first, roots)
+        fk = clip.forward_kinematics(values[sample_rows])
+        error = np.linalg.norm(fk - scene_positions, axis=-1).max(axis=0)
+        bad = [nodes[j].name for j in range(len(nodes)) if error[j] > POSITION_TOLERANCE]
+        if bad:
+            raise HostError(f"reading {bad[0]}: its world position differs from this tool's "
+                            f"forward kinematics by {error[index[bad[0]]]:.4g} units although "
+                            "its channels agree; it uses a transform the tool does not model "
+                            "(rotation/scaling pivots or offsets, inherited scaling)")
+        # the residual's rotations need these values once our layers change the composite
+        self._read = (first, dict(zip(channels, values.T, strict=True)))
+        return clip
+
+    def _clip(self, nodes: list[_Node], parents_of: dict[str, str | None], channels: list[str],
+              values: np.ndarray, clock: Clock, first: int, roots: Sequence[str]) -> Clip:
+        """The engine's model: a parent's post-rotation (R_post⁻¹ after its rotation) is folded
+        into each child's rest translation and pre-rotation."""
+        index = {n.name: i for i, n in enumerate(nodes)}
+        offsets, orients, parents = [], [], []
+        moving = {self._split(ch)[0] for ch in channels if ch.endswith("position")}
+        for node in nodes:
+            parent = parents_of[node.name]
+            turn = np.eye(3) if parent is None else nodes[index[parent]].post.T
+            if not np.allclose(turn, np.eye(3)) and node.name in moving:
+                raise HostError(f"reading {node.name}.Translation: a moving translation under "
+                                f"a parent with PostRotation ({parent}) is not supported")
+            offsets.append(turn @ np.array(node.static["position"]))
+            orients.append(turn @ node.pre)
+            parents.append(-1 if parent is None else index[parent])
+        return Clip([n.name for n in nodes], parents, np.array(offsets), [False] * len(nodes),
+                    channels, values, clock.fps, first_frame=first, name=", ".join(roots),
+                    orients=np.array(orients))
+
+    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
+        """(last − first + 1, n_channels): what the scene shows (all layers), from the curves
+        when only BaseAnimation plays and nothing drives the models, else by evaluation."""
+        clock = self.clock()
+        names = list(dict.fromkeys(self._split(c)[0] for c in channels))
+        nodes = [self._describe(n) for n in names]
+        frames = list(range(first, last + 1))
+        with host_step("reading channel values"):
+            if self._other_layers() or any(n in self.driven for n in names) \
+                    or len(frames) <= SAMPLES:
+                return self._scene_samples(nodes, list(channels), frames)[0]
+            return self._curve_values(nodes, list(channels), frames, clock)
+
+    # ------------------------------------------------------------------ progress
+    @contextmanager
+    def _progress(self, caption: str, total: int) -> Iterator[Any]:
+        """Yield ``step(done)``: after ``progress_after`` seconds it shows an ``FBProgress`` bar
+        and raises :class:`Cancelled` when the user holds Esc."""
+        started = _time.monotonic()
+        state: dict[str, Any] = {"bar": None}
+
+        def step(done: int) -> None:
+            bar = state["bar"]
+            if bar is None:
+                if _time.monotonic() - started < self.progress_after:
+                    return
+                bar = state["bar"] = fb.FBProgress()
+                bar.Caption = caption
+                bar.ProgressBegin()
+            bar.Percent = int(100 * done / max(total, 1))
+            if bar.UserRequestCancell():
+                raise Cancelled(f"{caption}: cancelled (Esc)")
+
+        try:
+            yield step
+        finally:
+            if state["bar"] is not None:
+                state["bar"].ProgressDone()
+
+    # ------------------------------------------------------------------ layers
+    def _new_layer(self, name: str, mode: fb.FBLayerMode) -> tuple[fb.FBAnimationLayer, int]:
+        take = fb.FBSystem().CurrentTake
+        existing = {take.GetLayer(i).Name for i in range(take.GetLayerCount())}
+        unique, n = name, 2
+        while unique in existing:
+            unique, n = f"{name}{n}", n + 1
+        take.CreateNewLayer()
+        index = take.GetLayerCount() - 1
+        layer = take.GetLayer(index)
+        self._created.append(layer)
+        layer.Name = unique
+        layer.LayerMode = mode
+        return layer, index
+
+    def _layer_curves(self, node: str, kind: str) -> fb.FBAnimationNode:
+        """The current layer's animation node of a property (animating it if needed)."""
+        prop = _property(self._model(node), kind)
+        if not prop.IsAnimated():
+            prop.SetAnimated(True)
+            self._animated.append(prop)
+        animation = prop.GetAnimationNode()
+        if animation is None:
+            raise HostError(f"{node}.{PROPERTIES[kind]} cannot be animated")
+        return animation
+
+    def _refuse_driven(self, channels: Sequence[str]) -> None:
+        driven = sorted({n for n in (self._split(c)[0] for c in channels)
+                         if self.driven.get(n) == "driven"})
+        if driven:
+            raise HostError(f"keying {driven[0]}: it is driven by a constraint, relation, IK or "
+                            "character input, so keys in a layer would not show; plot it to "
+                            "its own curves first (or analyse without it)")
+
+    @contextmanager
+    def _on_layer(self, index: int) -> Iterator[None]:
+        take = fb.FBSystem().CurrentTake
+        current = take.GetCurrentLayer()
+        take.SetCurrentLayer(index)
+        try:
+            yield
+        finally:
+            take.SetCurrentLayer(current if current < take.GetLayerCount() else 0)
+
+    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+        clock = self.clock()
+        targets = [(c, ch) for c, ch in enumerate(curves.channel_names)
+                   if curves.animated[c] and ch not in self.skipped]
+        self._refuse_driven([ch for _, ch in targets])
         with host_step(f"creating override layer {layer!r}"):
             created, index = self._new_layer(layer, fb.FBLayerMode.kFBLayerModeOverride)
-            take.SetCurrentLayer(index)
+        times = [fb.FBTime(clock.ticks(int(f))) for f in curves.frames]
         spans = np.diff(curves.frames).astype(float)
-        try:
-            for c, channel in enumerate(curves.channel_names):
-                if not curves.animated[c] or channel in self.skipped:
-                    continue
+        one_slope = curves.tangents in ONE_SLOPE
+        mode = fb.FBTangentMode.kFBTangentModeUser if one_slope \
+            else fb.FBTangentMode.kFBTangentModeBreak
+        cubic = fb.FBInterpolation.kFBInterpolationCubic
+        animation: dict[tuple[str, str], fb.FBAnimationNode] = {}
+        with self._on_layer(index), \
+                self._progress(f"Salient Poses: keying {created.Name}", len(targets)) as step:
+            for n, (c, channel) in enumerate(targets):
+                step(n)
                 node, kind, axis = self._split(channel)
-                with host_step(f"keying {channel} in layer {layer!r}"):
-                    fcurve = self._curve(node, kind, axis)
+                with host_step(f"keying {channel} in layer {created.Name!r}"):
+                    if (node, kind) not in animation:
+                        animation[node, kind] = self._layer_curves(node, kind)
+                    fcurve = animation[node, kind].Nodes[axis].FCurve
                     # out handle of key k lies in segment k; in handle of key k in segment k-1
-                    out_d, out_w = to_mobu(curves.out_handles[:-1, c], spans, fps)
-                    in_d, in_w = to_mobu(curves.in_handles[1:, c], spans, fps)
-                    unclamped = fb.FBTangentClampMode.kFBTangentClampModeNone
-                    fcurve.EditBegin(curves.n_keys)
-                    for k, frame in enumerate(curves.frames):
-                        i = fcurve.KeyAdd(self.time_of(frame), float(curves.values[k, c]),
-                                          fb.FBInterpolation.kFBInterpolationCubic,
-                                          fb.FBTangentMode.kFBTangentModeBreak)
-                        fcurve.KeySetTangentClampMode(i, unclamped)
-                        fcurve.KeySetTangentBreak(i, True)
-                        if k < curves.n_keys - 1:
-                            fcurve.KeySetRightDerivative(i, float(out_d[k]))
-                            fcurve.KeySetRightTangentWeight(i, float(out_w[k]))
-                        if k > 0:
-                            fcurve.KeySetLeftDerivative(i, float(in_d[k - 1]))
-                            fcurve.KeySetLeftTangentWeight(i, float(in_w[k - 1]))
-                    fcurve.EditEnd(curves.n_keys)
-        finally:
-            take.SetCurrentLayer(0)
+                    out_d, out_w = to_mobu(curves.out_handles[:-1, c], spans, clock.fps)
+                    in_d, in_w = to_mobu(curves.in_handles[1:, c], spans, clock.fps)
+                    self._key(fcurve, channel, times, curves.values[:, c], cubic, mode)
+                    _set_tangents(fcurve, len(times), out_d, in_d,
+                                  (out_w, in_w) if curves.tangents == "weighted" else None,
+                                  broken=not one_slope)
+                    fcurve.EditEnd(len(times))
         return LayerHandle(created.Name, "override", token=created.Name)
+
+    @staticmethod
+    def _key(fcurve: fb.FBFCurve, channel: str, times: list[fb.FBTime], values: np.ndarray,
+             interpolation: fb.FBInterpolation, mode: fb.FBTangentMode) -> None:
+        """``EditBegin`` and one ``KeysAdd`` (the caller sets tangents, then ``EditEnd``)."""
+        n = len(times)
+        fcurve.EditBegin(n)
+        if not fcurve.KeysAdd(times, [float(v) for v in values], [interpolation] * n,
+                              [mode] * n):
+            fcurve.EditEnd(n)
+            raise HostError(f"keying {channel}: MotionBuilder refused the keys (is the "
+                            "property or the layer locked?)")
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
                        layer: str, weight: float) -> LayerHandle:
-        """Translations: original − reduced. Rotations: the per-frame rotation from the reduced
-        pose to the original one (layers compose rotations as quaternions)."""
-        take = fb.FBSystem().CurrentTake
+        """Translations: original − reduced. Rotations: in a layer that composes rotations per
+        layer (quaternions, MotionBuilder's default) the per-frame rotation from the reduced pose
+        to the original one; in a per-channel (Euler) layer original − reduced."""
+        clock = self.clock()
         first, last = int(frames[0]), int(frames[-1])
         columns = {c: i for i, c in enumerate(channels)}
-        self.notes = ["MotionBuilder composes layer rotations as quaternions, so the residual "
-                      "layer holds each joint's turn from the reduced to the original pose "
-                      "(exact at weight 100), not per-channel differences."]
+        self._refuse_driven(channels)
         with host_step(f"creating additive layer {layer!r}"):
             created, index = self._new_layer(layer, fb.FBLayerMode.kFBLayerModeAdditive)
             created.Weight = 100.0 * float(weight)
-            take.SetCurrentLayer(index)
-        try:
-            values = dict(zip(channels, residual.T, strict=True))
-            nodes = sorted({self._split(c)[0] for c in channels})
-            for node in nodes:
-                rotations = [c for c in channels if c.startswith(node + ".")
-                             and c.endswith("rotation")]
-                if rotations:
-                    values.update(self._rotation_residual(node, rotations, columns, residual,
-                                                          first, last))
-            for channel, curve_values in values.items():
-                if channel in self.skipped:
-                    continue
+            per_layer = int(created.LayerRotationMode) != int(
+                fb.FBLayerRotationMode.kFBLayerRotationModeEulerRotation)
+        values = dict(zip(channels, residual.T, strict=True))
+        if per_layer:
+            self.notes = ["MotionBuilder composes this layer's rotations as quaternions, so the "
+                          "residual layer holds each joint's turn from the reduced to the "
+                          "original pose (exact at weight 100), not per-channel differences."]
+            for node in dict.fromkeys(self._split(c)[0] for c in channels):
+                if any(c.startswith(node + ".") and c.endswith("rotation") for c in channels):
+                    values.update(self._rotation_residual(node, columns, residual, first,
+                                                          last))
+        else:
+            self.notes = ["The residual layer composes rotations per channel: it holds "
+                          "original − reduced for every channel."]
+        times = [fb.FBTime(clock.ticks(int(f))) for f in frames]
+        linear = fb.FBInterpolation.kFBInterpolationLinear
+        user = fb.FBTangentMode.kFBTangentModeUser
+        targets = [(ch, v) for ch, v in values.items() if ch not in self.skipped]
+        animation: dict[tuple[str, str], fb.FBAnimationNode] = {}
+        with self._on_layer(index), \
+                self._progress(f"Salient Poses: keying {created.Name}", len(targets)) as step:
+            for n, (channel, curve_values) in enumerate(targets):
+                step(n)
                 node, kind, axis = self._split(channel)
-                with host_step(f"keying the residual of {channel} in layer {layer!r}"):
-                    fcurve = self._curve(node, kind, axis)
-                    fcurve.EditBegin(len(frames))
-                    for frame, value in zip(frames, curve_values, strict=True):
-                        fcurve.KeyAdd(self.time_of(frame), float(value),
-                                      fb.FBInterpolation.kFBInterpolationLinear)
-                    fcurve.EditEnd(len(frames))
-        finally:
-            take.SetCurrentLayer(0)
+                with host_step(f"keying the residual of {channel} in layer {created.Name!r}"):
+                    if (node, kind) not in animation:
+                        animation[node, kind] = self._layer_curves(node, kind)
+                    fcurve = animation[node, kind].Nodes[axis].FCurve
+                    self._key(fcurve, channel, times, curve_values, linear, user)
+                    fcurve.EditEnd(len(times))
         return LayerHandle(created.Name, "additive", token=created.Name)
 
-    def _rotation_residual(self, node: str, rotations: list[str], columns: dict[str, int],
-                           residual: np.ndarray, first: int, last: int
-                           ) -> dict[str, np.ndarray]:
+    def _rotation_residual(self, node: str, columns: dict[str, int], residual: np.ndarray,
+                           first: int, last: int) -> dict[str, np.ndarray]:
         """Euler angles (node order) of R_reduced⁻¹ · R_original on every frame."""
-        model = self._model(node)
-        order = ROTATE_ORDERS[int(model.RotationOrder)]
+        order = ROTATE_ORDERS[int(self._model(node).RotationOrder)]
         every = [f"{node}.{a}rotation" for a in order]
         start, read = self._read
         if any(c not in read for c in every) or first < start \
@@ -344,19 +645,40 @@ class MobuHost:
 
     @contextmanager
     def undo_chunk(self, label: str) -> Iterator[None]:
-        """If the block fails, every layer it created is removed again (all or nothing)."""
-        self._created = []
+        """One ``FBUndoManager`` transaction (unless one is already open); if the block fails,
+        every layer it created is removed and every property it animated is unanimated."""
+        undo = fb.FBUndoManager()
+        try:  # documented for UI callbacks; without a UI (mobupy) it may refuse
+            opened = not undo.TransactionIsOpen() and bool(undo.TransactionBegin(label))
+        except Exception:  # noqa: BLE001 - then the rollback below is the only undo
+            opened = False
+        self._created, self._animated = [], []
         try:
             yield
         except BaseException:
-            for name in reversed(self._created):
-                try:
-                    self.remove_layer(LayerHandle(name, "", token=name))
-                except SalientPosesError:
-                    pass
+            self._roll_back()
             raise
         finally:
-            self._created = []
+            self._created, self._animated = [], []
+            if opened:
+                undo.TransactionEnd()
+
+    def _roll_back(self) -> None:
+        take = fb.FBSystem().CurrentTake
+        for layer in reversed(self._created):
+            for index in range(take.GetLayerCount() - 1, 0, -1):
+                if take.GetLayer(index) is layer or take.GetLayer(index).Name == layer.Name:
+                    try:
+                        take.RemoveLayer(index)
+                    except Exception:  # noqa: BLE001 - keep removing the others
+                        pass
+                    break
+        for prop in self._animated:
+            try:
+                prop.SetAnimated(False)
+            except Exception:  # noqa: BLE001
+                pass
+        take.SetCurrentLayer(0)
 
     # ------------------------------------------------------------------ preview
     def preview_keyframes(self, frames: Sequence[int],
@@ -365,10 +687,11 @@ class MobuHost:
         for layered selections, "SalientPoses keypose" / "SalientPoses breakdown" and coloured
         (MotionBuilder has no breakdown keys)."""
         self.clear_preview()
+        clock = self.clock()
         take = fb.FBSystem().CurrentTake
         with host_step("adding time marks"):
             for i, frame in enumerate(frames):
-                index = take.AddTimeMark(self.time_of(frame))
+                index = take.AddTimeMark(fb.FBTime(clock.ticks(int(frame))))
                 label = labels[i] if labels is not None else None
                 take.SetTimeMarkName(index, f"{MARK} {label}" if label else MARK)
                 if label in MARK_COLOURS:
@@ -381,3 +704,50 @@ class MobuHost:
                 name = take.GetTimeMarkName(index)
                 if name == MARK or name.startswith(MARK + " "):
                     take.DeleteTimeMark(index)
+
+
+def _set_tangents(fcurve: fb.FBFCurve, n: int, out_d: np.ndarray, in_d: np.ndarray,
+                  weights: tuple[np.ndarray, np.ndarray] | None, broken: bool) -> None:
+    """Per key: clamping off, the slope(s) in value per second, and the weights if any.
+
+    A one-slope (User) key takes one derivative (the right one, the left one on the last key);
+    a broken key takes both. Weights: key k's right weight is its out handle's, key k's left
+    weight its in handle's (MotionBuilder stores the latter on key k − 1 as "next left")."""
+    unclamped = fb.FBTangentClampMode.kFBTangentClampModeNone
+    for k in range(n):
+        fcurve.KeySetTangentClampMode(k, unclamped)
+        if broken:
+            fcurve.KeySetTangentBreak(k, True)
+            if k > 0:
+                fcurve.KeySetLeftDerivative(k, float(in_d[k - 1]))
+            if k < n - 1:
+                fcurve.KeySetRightDerivative(k, float(out_d[k]))
+        elif k < n - 1:
+            fcurve.KeySetRightDerivative(k, float(out_d[k]))
+        elif k > 0:
+            fcurve.KeySetLeftDerivative(k, float(in_d[k - 1]))
+        if weights is not None:
+            if k < n - 1:
+                fcurve.KeySetRightTangentWeight(k, float(weights[0][k]))
+            if k > 0:
+                fcurve.KeySetLeftTangentWeight(k, float(weights[1][k - 1]))
+
+
+def _property(model: fb.FBModel, kind: str) -> fb.FBPropertyAnimatableVector3d:
+    """``Translation`` or ``Rotation`` of a model."""
+    return model.Translation if kind == "position" else model.Rotation
+
+
+def _xyz(angles: Sequence[float]) -> np.ndarray:
+    """(3, 3) rotation of pre/post-rotation angles (degrees; always XYZ: R = Rz·Ry·Rx)."""
+    return Rotation.from_euler("ZYX", list(angles)[::-1], degrees=True).as_matrix()
+
+
+def _angle_aware(difference: np.ndarray, channels: Sequence[str]) -> np.ndarray:
+    """Differences with rotation columns wrapped to (−180, 180] (the scene may report an
+    equivalent angle)."""
+    out = difference.copy()
+    for c, channel in enumerate(channels):
+        if channel.endswith("rotation"):
+            out[:, c] = (out[:, c] + 180.0) % 360.0 - 180.0
+    return out

@@ -1,14 +1,19 @@
-"""In-host self-test for MotionBuilder (menu item, or run from the Python editor).
+"""In-host self-test for MotionBuilder: the *Salient Poses > Run Self-Test* menu item, the Python
+editor (``from mobu_plugin import selftest; selftest.run()``) or a shell
+(``mobupy -m mobu_plugin.selftest``).
 
-Builds a skeleton from the bundled clip in a new scene (keys on every frame from 1001 at the
-transport rate), analyses, applies with a residual layer, checks that the override layer alone
-gives the reduced curves and that with the residual the joints are where they were, removes the
-layers and checks the scene is back, printing PASS or FAIL per step. It replaces the open scene:
-save your work first.
+It replaces the open scene (save your work first): a skeleton is built from the bundled clip at
+30 fps, keyed on every frame from 1001; the tool analyses it, applies each tangent mode and
+compares what the override layer evaluates to with the engine's curves on every frame, applies
+with the residual and compares the scene's world positions with the original ones on every
+frame, then removes the layers and checks the scene is back. It prints PASS or FAIL per step and
+the time the read and each Apply took.
 """
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,34 +28,44 @@ from sp_core.session import Session
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cmu_131_01.bvh"
 FIRST = 1001
 FRAMES = 90
-TOLERANCE = 1e-2  # scene units: FBX-style weights are stored with 4 decimals
+KEYS = 12
+TANGENTS = ("unified", "broken", "smooth", "weighted")
+TOLERANCE = 1e-3  # scene units / degrees
+#: The engine's Euler order → the FBModelRotationOrder member of the same rotation.
+ORDER_NAMES = {"ZYX": "kFBEulerXYZ", "YZX": "kFBEulerXZY", "XZY": "kFBEulerYZX",
+               "ZXY": "kFBEulerYXZ", "YXZ": "kFBEulerZXY", "XYZ": "kFBEulerZYX"}
+assert set(ORDER_NAMES) == set(ROTATE_ORDERS.values())
 
 
 def build_scene(host: MobuHost) -> list[str]:
-    """Skeleton models for the sample clip keyed on every frame; returns their names."""
+    """A new scene at 30 fps with skeleton models for the sample clip, keyed on every frame
+    from :data:`FIRST`; returns the model names."""
     clip = read_bvh(SAMPLE).sub_range(0, FRAMES - 1)
     fb.FBApplication().FileNew()
-    orders = {v: k for k, v in ROTATE_ORDERS.items()}
+    fb.FBPlayerControl().SetTransportFps(fb.FBTimeMode.kFBTimeMode30Frames)
+    clock = host.clock()
+    times = [fb.FBTime(clock.ticks(FIRST + row)) for row in range(FRAMES)]
+    linear = [fb.FBInterpolation.kFBInterpolationLinear] * FRAMES
     models: dict[str, Any] = {}
     for i, name in enumerate(clip.node_names):
         model = fb.FBModelSkeleton(name)
         if clip.parents[i] >= 0:
             model.Parent = models[clip.node_names[clip.parents[i]]]
         model.Show = True
-        model.RotationOrder = fb.FBModelRotationOrder(orders[clip.rotation_orders[i] or "ZYX"])
-        model.Translation = fb.FBVector3d(*clip.offsets[i])
+        model.RotationOrder = getattr(fb.FBModelRotationOrder,
+                                      ORDER_NAMES[clip.rotation_orders[i] or "ZYX"])
+        model.Translation = fb.FBVector3d(*(float(v) for v in clip.offsets[i]))
         models[name] = model
     for c, channel in enumerate(clip.channel_names):
         node, _, attribute = channel.rpartition(".")
         prop = models[node].Translation if attribute.endswith("position") else \
             models[node].Rotation
         prop.SetAnimated(True)
-        curve = prop.GetAnimationNode().Nodes["XYZ".index(attribute[0])].FCurve
-        for row in range(FRAMES):
-            curve.KeyAdd(host.time_of(FIRST + row), float(clip.channels[row, c]),
-                         fb.FBInterpolation.kFBInterpolationLinear)
+        animation = prop.GetAnimationNode()
+        curve = animation.Nodes["XYZ".index(attribute[0])].FCurve
+        curve.KeysAdd(times, [float(v) for v in clip.channels[:, c]], linear)
     take = fb.FBSystem().CurrentTake
-    take.LocalTimeSpan = fb.FBTimeSpan(host.time_of(FIRST), host.time_of(FIRST + FRAMES - 1))
+    take.LocalTimeSpan = fb.FBTimeSpan(times[0], times[-1])
     for model in models.values():
         model.Selected = False
     models[clip.node_names[0]].Selected = True
@@ -70,39 +85,48 @@ def run(report: Callable[[str], None] = print) -> bool:
 
     def analyse() -> str | None:
         session = Session(host)
-        session.analyze()
-        session.set_k(12)
+        started = time.perf_counter()
+        motion = host.motion(state["names"][:1], FIRST, FIRST + FRAMES - 1)
+        report(f"      read {FRAMES} frames of {motion.n_nodes} models in "
+               f"{time.perf_counter() - started:.3f} s")
+        session.analyze(motion=motion)
+        session.set_k(KEYS)
+        session.set_options(space="channel")
         state["session"] = session
-        return None
+        order = [state["names"].index(n) for n in motion.node_names]
+        error = np.abs(motion.positions - state["positions"][:, order]).max()
+        return None if error < TOLERANCE else \
+            f"the tool's kinematics differ from the scene by {error:.4g} units"
 
-    def apply() -> str | None:
-        session = state["session"]
-        session.reduction.space = "channel"
-        session.reduction.residual = True
-        state["reduction"] = session.apply()
-        return None if len(session.applied) == 2 else f"{len(session.applied)} layers made"
+    def apply(tangents: str) -> Callable[[], str | None]:
+        def check() -> str | None:
+            session = state["session"]
+            session.set_options(tangents=tangents, residual_layer=False)
+            started = time.perf_counter()
+            reduction = session.apply()
+            report(f"      Apply ({tangents}) took {time.perf_counter() - started:.3f} s")
+            try:
+                curves = reduction.curves
+                names = [n for n, a in zip(curves.channel_names, curves.animated, strict=True)
+                         if a and n not in host.skipped]
+                got = host.channel_values(names, frames[0], frames[-1])
+                columns = [curves.channel_names.index(n) for n in names]
+                error = np.abs(got - curves.evaluate(frames)[:, columns]).max()
+            finally:
+                session.remove()
+            return None if error < TOLERANCE else \
+                f"the override layer differs from the curves by {error:.4g}"
+        return check
 
     def with_residual() -> str | None:
-        error = np.abs(host.world_positions(state["names"], frames) - state["positions"]).max()
+        session = state["session"]
+        session.set_options(tangents="unified", residual_layer=True)
+        session.apply()
+        error = np.abs(host.world_positions(state["names"], frames)
+                       - state["positions"]).max()
         return None if error < TOLERANCE else f"joints moved by up to {error:.4g} units"
 
-    def override_alone() -> str | None:
-        take = fb.FBSystem().CurrentTake
-        residual = take.GetLayerByName(state["session"].applied[1].name)
-        residual.Mute = True
-        try:
-            curves = state["reduction"].curves
-            expected = curves.evaluate(frames)
-            names = [n for n, a in zip(curves.channel_names, curves.animated, strict=True)
-                     if a and n not in host.skipped]
-            got = host.channel_values(names, frames[0], frames[-1])
-            columns = [curves.channel_names.index(n) for n in names]
-            error = np.abs(got - expected[:, columns]).max()
-        finally:
-            residual.Mute = False
-        return None if error < TOLERANCE else f"override differs from the curves by {error:.4g}"
-
-    def remove() -> str | None:
+    def undo() -> str | None:
         state["session"].remove()
         error = np.abs(host.world_positions(state["names"], frames) - state["positions"]).max()
         count = fb.FBSystem().CurrentTake.GetLayerCount()
@@ -110,14 +134,23 @@ def run(report: Callable[[str], None] = print) -> bool:
             return f"{count - 1} layers left"
         return None if error < 1e-6 else f"scene differs from before by {error:.4g}"
 
-    steps = (("build a skeleton from the sample clip (frames 1001+)", setup),
-             ("analyse the selection", analyse),
-             ("apply 12 keys with a residual layer", apply),
-             ("base + override + residual = original joint positions", with_residual),
-             ("override layer alone = the reduced curves", override_alone),
-             ("removing the layers restores the scene", remove))
-    return run_self_test(steps, report, essential=3)
+    steps = [(f"build a skeleton from the sample clip (30 fps, frames {FIRST}+)", setup),
+             ("analyse: the read motion matches the scene on every frame", analyse)]
+    steps += [(f"apply {t}: override layer = the reduced curves on every frame", apply(t))
+              for t in TANGENTS]
+    steps += [("residual: base + override + residual = original joints on every frame",
+               with_residual),
+              ("undo: removing the layers restores the scene", undo)]
+    return run_self_test(steps, report, essential=2)
 
 
-if __name__ in ("__main__", "__builtin__", "builtins"):
-    run()
+def main() -> int:
+    """Run from ``mobupy -m mobu_plugin.selftest``; returns the exit status."""
+    import pyfbstandalone
+
+    pyfbstandalone.initialize()
+    return 0 if run() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,8 +1,9 @@
 """MotionBuilder UI: the shared panel in an ``FBTool`` and a *Salient Poses* menu.
 
-Facts (HOST_APIS.md §7): subclass ``FBWidgetHolder`` and override ``WidgetCreate(parent_ptr)`` to
-build a Qt widget parented to ``wrapInstance(parent_ptr)``, returning its C++ pointer; an
-``FBTool`` gets a region holding it; tools are registered with ``FBAddTool`` and shown with
+Facts (tests/fake_mobu/FACTS.md, "UI"): subclass ``FBWidgetHolder`` and override
+``WidgetCreate(parent_ptr)`` to build a Qt widget parented to ``wrapInstance(parent_ptr)``,
+returning its C++ pointer; an ``FBTool`` gets a region holding it; tools are registered with
+``pyfbsdk_additions.FBAddTool`` (which lists them under *Python Tools*) and shown with
 ``ShowTool``; menus come from ``FBMenuManager`` with ``OnMenuActivate`` callbacks.
 """
 
@@ -58,11 +59,18 @@ def make_tool() -> Any:
     return tool
 
 
-def show_panel() -> None:
+def register_tool() -> Any:
+    """Register the tool with ``pyfbsdk_additions.FBAddTool`` (once), which lists it in the
+    *Python Tools* menu; MotionBuilder docks it like its other tools (the possible dock
+    positions are left at their default)."""
     additions = _additions()
     if TOOL not in additions.FBToolList:
         additions.FBAddTool(make_tool())
-    fb.ShowToolByName(TOOL)
+    return additions.FBToolList[TOOL]
+
+
+def show_panel() -> None:
+    fb.ShowTool(register_tool())
 
 
 def _on_menu(_control: Any, event: Any) -> None:

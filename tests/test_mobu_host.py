@@ -1,47 +1,22 @@
-"""MobuHost against the fake ``pyfbsdk`` (tests/fake_mobu): read, apply, compose, remove."""
+"""MobuHost against the strict fake ``pyfbsdk`` (tests/fake_mobu, see its FACTS.md)."""
 
 from __future__ import annotations
 
+import copy
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.spatial.transform import Rotation
+from mobu_scenes import LOCKED, build_scene, composite, fb, local_turns, model, world
 
-sys.path.insert(0, str(Path(__file__).parent / "fake_mobu"))
-import pyfbsdk as fb  # noqa: E402  (the fake)
+from mobu_plugin.host import SAMPLES, Cancelled, MobuHost
+from sp_core.errors import SalientPosesError
+from sp_core.host import HostError
+from sp_core.session import Session
 
-from mobu_plugin.host import ROTATE_ORDERS, MobuHost  # noqa: E402
-from sp_core.errors import SalientPosesError  # noqa: E402
-from sp_core.session import Session  # noqa: E402
-
-ORDER_INDEX = {v: k for k, v in ROTATE_ORDERS.items()}
-LOCKED = ("LeftWrist", 1)  # LeftWrist Rotation Y
-
-
-def build_scene(clip, fps=30.0, first=1001, frames=61, pre_rotations=False):
-    fb.reset(fps)
-    part = clip.sub_range(0, frames - 1)
-    rng = np.random.default_rng(3)
-    models = {}
-    for i, name in enumerate(part.node_names):
-        parent = models.get(part.node_names[part.parents[i]]) if part.parents[i] >= 0 else None
-        pre = tuple(rng.uniform(-30, 30, 3)) if pre_rotations and parent else (0.0, 0.0, 0.0)
-        models[name] = fb.FBModel(name, parent, translation=part.offsets[i],
-                                  rotation_order=ORDER_INDEX[part.rotation_orders[i] or "ZYX"],
-                                  pre_rotation=pre)
-    times = (first + np.arange(frames)) / fps
-    for c, channel in enumerate(part.channel_names):
-        node, _, attribute = channel.rpartition(".")
-        prop = models[node].Translation if attribute.endswith("position") else \
-            models[node].Rotation
-        fb.key_base(prop, "XYZ".index(attribute[0]), times, part.channels[:, c])
-    models[LOCKED[0]].Rotation.member_locked[LOCKED[1]] = True
-    fb.scene.take.LocalTimeSpan = fb._Span(first / fps, (first + frames - 1) / fps)
-    fb.scene.selection = [part.node_names[0]]
-    fb.scene.time = first / fps
-    return part, first + np.arange(frames)
+NTSC = 30000 / 1001
 
 
 def _ancestors(clip, i):
@@ -52,82 +27,212 @@ def _ancestors(clip, i):
     return found
 
 
-def evaluate_all(host, names, frames):
-    """World positions and local rotation matrices of every model on every frame."""
-    positions = host.world_positions(names, frames)
-    turns = np.array([[fb.scene.models[n].local(f / host.fps)[:3, :3] for n in names]
-                      for f in frames])
-    return positions, turns
+def _session(host, k=14, tangents="unified", residual=False):
+    """An analysed session at K keys, channel-space fits."""
+    session = Session(host)
+    session.analyze()
+    session.set_k(k)
+    session.set_options(tangents=tangents, space="channel", residual_layer=residual)
+    return session
 
 
-@pytest.mark.parametrize("fps", [30.0, 120.0])
-def test_motion_matches_world_positions(sample_clip, fps):
-    part, frames = build_scene(sample_clip, fps, pre_rotations=True)
+def _applied(sample_clip, fps=30.0, tangents="unified", k=14, residual=False, **scene):
+    part, frames = build_scene(sample_clip, fps, **scene)
     host = MobuHost()
-    assert host.playback_range() == (1001, 1061) and host.fps == fps
+    session = _session(host, k, tangents, residual)
+    fb.calls.clear()
+    return part, frames, host, session, session.apply()
+
+
+# ----------------------------------------------------------------------------- time
+@pytest.mark.parametrize("mode", sorted(fb.RATES))
+def test_key_times_are_whole_frames_at_every_standard_rate(mode):
+    fb.reset(mode=mode)
+    clock = MobuHost().clock()
+    per_frame = fb.ticks_per_frame(mode)
+    assert clock.per_frame == per_frame
+    for frame in (-12, 0, 1, 1001, 1043, 99_999):
+        time = MobuHost().time_of(frame, clock)
+        assert time.Get() == frame * per_frame and time.IsExactlyOnFrame()
+        assert time.GetFrame() == frame and clock.frame(time.Get()) == frame
+
+
+def test_custom_rate_rounds_each_frame_to_the_nearest_tick():
+    fb.reset(47.5)
+    clock = MobuHost().clock()
+    assert clock.per_frame == 0 and clock.fps == 47.5
+    for frame in (0, 7, 1001):
+        assert clock.ticks(frame) == round(frame * fb.TICKS_PER_SECOND / 47.5)
+        assert clock.frame(clock.ticks(frame)) == frame
+
+
+# ----------------------------------------------------------------------------- reading
+@pytest.mark.parametrize("fps", [30.0, 120.0, NTSC])
+def test_motion_reads_curves_and_its_kinematics_match_the_scene(sample_clip, fps):
+    part, frames = build_scene(sample_clip, fps, pre_rotations=True, post_rotations=True)
+    host = MobuHost()
+    assert host.playback_range() == (1001, 1061) and host.fps == pytest.approx(fps)
     motion = host.motion(host.selected_nodes(), 1001, 1061)
     assert motion.first_frame == 1001 and motion.n_frames == 61
-    np.testing.assert_allclose(motion.positions[[0, 30, 60]],
-                               host.world_positions(motion.node_names, [1001, 1031, 1061]),
-                               atol=1e-9)
-    assert host.skipped == {"LeftWrist.Yrotation": "locked"}
+    np.testing.assert_allclose(motion.positions, world(motion.node_names, frames), atol=1e-9)
+    assert host.skipped == {"LeftWrist.Yrotation": "locked"} and host.notes == []
     assert host.current_frame() == 1001  # reading restored the current time
+    # no scene evaluation per frame: SAMPLES frames plus restoring the time
+    assert fb.calls["FBScene.Evaluate"] == SAMPLES + 1
+    assert fb.calls["FBFCurve.Evaluate"] <= 61 * len(motion.channel_names)
 
 
-@pytest.mark.parametrize(("fps", "tangents"), [(30.0, "unified"), (120.0, "broken"),
-                                               (30.0, "weighted")])
-def test_override_layer_holds_the_reduced_curves(sample_clip, fps, tangents):
-    part, frames = build_scene(sample_clip, fps)
+def test_a_constrained_model_is_read_from_the_scene_and_apply_refuses_it(sample_clip):
+    part, frames = build_scene(sample_clip)
+    elbow = model("LeftElbow")
+    offset = np.array([5.0, -3.0, 2.0])
+
+    def constraint(name, ticks):  # the elbow's rotation is driven, not its curves
+        if name != "Lcl Rotation":
+            return None
+        return np.array(elbow.Rotation._composite(ticks)) + offset
+
+    elbow.__dict__["_driver"] = constraint
+    fb.FBCharacter("Actor").ActiveInput = True
     host = MobuHost()
     session = Session(host)
     session.analyze()
-    session.set_k(14)
-    session.reduction.tangents = tangents
-    session.reduction.space = "channel"
-    reduction = session.apply()
+    motion = session.motion
+    columns = [motion.channel_names.index(f"LeftElbow.{a}rotation") for a in "XYZ"]
+    base = composite("LeftElbow", "rotation", frames)
+    np.testing.assert_allclose(motion.channels[:, columns], base + offset, atol=1e-9)
+    assert host.driven == {"LeftElbow": "driven"}
+    assert "LeftElbow" in host.notes[0] and "constraint" in host.notes[0]
+    assert host.notes[1].startswith("Character Actor has its input active")
+    np.testing.assert_allclose(motion.positions, world(motion.node_names, frames), atol=1e-9)
+    with pytest.raises(SalientPosesError, match="keying LeftElbow: it is driven by a "
+                                                "constraint"):
+        session.apply()
+    assert [layer.Name for layer in fb.scene.take.layers] == ["BaseAnimation"]
+
+
+def test_a_position_constraint_on_an_unanimated_translation_is_read(sample_clip):
+    part, frames = build_scene(sample_clip)
+    head = model("Head")
+    rest = np.array(head.Translation._static)
+
+    def constraint(name, ticks):  # a position constraint sliding the head along x
+        if name != "Lcl Translation":
+            return None
+        return rest + [np.sin(ticks / fb.frame_ticks(7)), 0.0, 0.0]
+
+    head.__dict__["_driver"] = constraint
+    assert not head.Translation.IsAnimated()
+    host = MobuHost()
+    motion = host.motion(["Hips"], 1001, 1061)
+    assert host.driven == {"Head": "driven"} and "Head.Xposition" in motion.channel_names
+    np.testing.assert_allclose(motion.positions, world(motion.node_names, frames), atol=1e-9)
+
+
+def test_layers_already_in_the_take_are_read_as_the_scene_shows_them(sample_clip):
+    part, frames = build_scene(sample_clip)
+    take = fb.scene.take
+    take.CreateNewLayer()
+    mine = take.GetLayer(1)
+    mine.Name = "cleanup"
+    take.SetCurrentLayer(1)
+    curve = model("Head").Rotation.GetAnimationNode().Nodes[0].FCurve
+    curve.KeysAdd([fb.FBTime(fb.frame_ticks(f)) for f in (1001, 1061)], [10.0, -10.0],
+                  [fb.FBInterpolation.kFBInterpolationLinear] * 2)
+    take.SetCurrentLayer(0)
+    host = MobuHost()
+    motion = host.motion(["Hips"], 1001, 1061)
+    column = motion.channel_names.index("Head.Xrotation")
+    np.testing.assert_allclose(motion.channels[:, column],
+                               composite("Head", "rotation", frames)[:, 0], atol=1e-9)
+    assert "cleanup" in host.notes[0]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ("unanimated", "reading Hips: no Translation or Rotation under it is animated"),
+    ("spheric", "reading Chest.RotationOrder: spheric XYZ is not supported"),
+    ("scaled", "reading Chest.Scaling: scaled joints are not supported"),
+])
+def test_bad_scenes_say_which_model_and_write_nothing(sample_clip, change, message):
+    build_scene(sample_clip)
+    if change == "unanimated":
+        for m in fb.scene.models:
+            m.Translation.SetAnimated(False)
+            m.Rotation.SetAnimated(False)
+    elif change == "spheric":
+        model("Chest").RotationOrder = fb.FBModelRotationOrder.kFBSphericXYZ
+    else:
+        model("Chest").Scaling = fb.FBVector3d(1.0, 2.0, 1.0)
+    session = Session(MobuHost())
+    with pytest.raises(SalientPosesError, match=message):
+        session.analyze()
+    assert fb.scene.take.GetLayerCount() == 1
+
+
+def test_a_one_frame_take_is_refused_with_a_message(sample_clip):
+    build_scene(sample_clip, frames=1)
+    with pytest.raises(SalientPosesError,
+                       match="frames 1001..1001 hold 1 frame; an analysis needs at least 2"):
+        Session(MobuHost()).analyze()
+
+
+# ----------------------------------------------------------------------------- writing
+@pytest.mark.parametrize(("fps", "tangents"), [(30.0, "unified"), (120.0, "broken"),
+                                               (NTSC, "weighted"), (30.0, "smooth")])
+def test_override_layer_holds_the_reduced_curves_in_each_tangent_mode(sample_clip, fps,
+                                                                      tangents):
+    part, frames, host, session, reduction = _applied(sample_clip, fps, tangents,
+                                                      pre_rotations=True)
     take = fb.scene.take
     assert [layer.Name for layer in take.layers] == ["BaseAnimation", "salientPoses"]
     assert take.layers[1].LayerMode == fb.FBLayerMode.kFBLayerModeOverride
     assert take.current == 0
     curves = reduction.curves
     expected = curves.evaluate(frames)
+    one_slope = tangents in ("unified", "weighted")
     checked = 0
     for c, channel in enumerate(curves.channel_names):
         node, _, attribute = channel.rpartition(".")
         if not curves.animated[c]:
             continue
-        axis = "XYZ".index(attribute[0])
-        prop = fb.scene.models[node].Translation if attribute.endswith("position") else \
-            fb.scene.models[node].Rotation
-        got = np.array([prop.composite(f / fps)[axis] for f in frames])
-        if (node, axis) == LOCKED and attribute.endswith("rotation"):
-            base = np.array([prop.layer_values(0, f / fps)[axis] for f in frames])
-            np.testing.assert_allclose(got, base, atol=1e-9)  # locked: left alone
-            assert 1 not in prop.nodes or not prop.nodes[1].Nodes[axis].FCurve.keys
+        axis, kind = "XYZ".index(attribute[0]), attribute[1:]
+        got = composite(node, kind, frames)[:, axis]
+        prop = model(node).Translation if kind == "position" else model(node).Rotation
+        if (node, axis) == LOCKED and kind == "rotation":  # locked: left alone
+            assert not prop._nodes[take.layers[1]].Nodes[axis].FCurve.Keys
             continue
         np.testing.assert_allclose(got, expected[:, c], atol=1e-6)
-        keyed = prop.nodes[1].Nodes[axis].FCurve
-        assert len(keyed.keys) == len(curves.frames)
+        keys = prop._nodes[take.layers[1]].Nodes[axis].FCurve.Keys
+        assert [k.Time.Get() for k in keys] == [fb.frame_ticks(f) for f in curves.frames]
+        for key in keys:
+            assert key.Interpolation == fb.FBInterpolation.kFBInterpolationCubic
+            assert key.TangentClampMode == fb.FBTangentClampMode.kFBTangentClampModeNone
+            assert key.TangentBreak is (not one_slope)
+            assert key.TangentMode == (fb.FBTangentMode.kFBTangentModeUser if one_slope
+                                       else fb.FBTangentMode.kFBTangentModeBreak)
+        weighted = [int(k.TangentWeightMode) for k in keys[:-1]]
+        assert weighted == ([3] * len(weighted) if tangents == "weighted"
+                            else [0] * len(weighted))
         checked += 1
     assert checked == int(curves.animated.sum()) - 1
+    # bulk writes: one KeysAdd per curve, never one KeyAdd per key
+    assert fb.calls["FBFCurve.KeysAdd"] == checked and fb.calls["FBFCurve.KeyAdd"] == 0
+    assert fb.scene.undo == [f"Salient Poses: apply {session.k} keys"]
+    assert fb.scene.transaction is None
 
 
 @pytest.mark.parametrize("fps", [30.0, 120.0])
 def test_residual_layer_restores_the_original_motion(sample_clip, fps):
-    part, frames = build_scene(sample_clip, fps)
-    host = MobuHost()
+    part, frames = build_scene(sample_clip, fps, post_rotations=True)
     names = list(part.node_names)
-    original_positions, original_turns = evaluate_all(host, names, frames)
-    session = Session(host)
-    session.analyze()
-    session.set_k(10)
-    session.reduction.space = "channel"
-    session.reduction.residual = True
+    original_positions, original_turns = world(names, frames), local_turns(names, frames)
+    host = MobuHost()
+    session = _session(host, k=10, residual=True)
     session.apply()
     assert fb.scene.take.layers[2].LayerMode == fb.FBLayerMode.kFBLayerModeAdditive
     assert "quaternions" in host.notes[0]
-    positions, turns = evaluate_all(host, names, frames)
-    # exact everywhere but under the node with a locked rotation axis, which is reported
+    positions, turns = world(names, frames), local_turns(names, frames)
+    # exact everywhere but under the model with a locked rotation axis, which is reported
     assert host.skipped["LeftWrist.rotation residual"].startswith("inexact")
     locked = part.node_index("LeftWrist")
     below = [i for i in range(len(names)) if i == locked or locked in _ancestors(part, i)]
@@ -137,77 +242,139 @@ def test_residual_layer_restores_the_original_motion(sample_clip, fps):
     np.testing.assert_allclose(positions[:, below], original_positions[:, below], atol=0.05)
     session.remove()
     assert [layer.Name for layer in fb.scene.take.layers] == ["BaseAnimation"]
-    positions, _ = evaluate_all(host, names, frames)
-    np.testing.assert_allclose(positions, original_positions, atol=1e-12)
+    np.testing.assert_allclose(world(names, frames), original_positions, atol=1e-12)
+    assert fb.scene.undo == ["Salient Poses: apply 10 keys", "Salient Poses: remove layers"]
 
 
-def test_failure_midway_leaves_no_layer(sample_clip, monkeypatch):
+def test_a_per_channel_residual_layer_gets_per_channel_differences(sample_clip):
+    part, frames = build_scene(sample_clip, locked=False)
+    fb.scene.layer_rotation_default = 0  # the user's new layers compose per channel (Euler)
+    names = list(part.node_names)
+    original = world(names, frames)
+    host = MobuHost()
+    _session(host, k=10, residual=True).apply()
+    assert "per channel" in host.notes[0]
+    np.testing.assert_allclose(world(names, frames), original, atol=1e-6)
+
+
+def test_failure_midway_removes_every_layer_and_animation_it_made(sample_clip, monkeypatch):
     build_scene(sample_clip)
+    head = model("Head").Translation
+    assert not head.IsAnimated()
     session = Session(MobuHost())
     session.analyze()
-    session.reduction.space = "channel"
-    session.reduction.residual = True
+    session.set_options(space="channel", residual_layer=True)
     calls = {"n": 0}
-    real = fb.FBFCurve.KeyAdd
+    real = fb.FBFCurve.KeysAdd
 
     def flaky(self, *args):
         calls["n"] += 1
-        if calls["n"] == 300:  # partway through writing the layers
+        if calls["n"] == 120:  # partway through the residual layer
             raise RuntimeError("out of memory")
         return real(self, *args)
 
-    monkeypatch.setattr(fb.FBFCurve, "KeyAdd", flaky)
+    monkeypatch.setattr(fb.FBFCurve, "KeysAdd", flaky)
     with pytest.raises(SalientPosesError, match="RuntimeError: out of memory"):
         session.apply()
     assert [layer.Name for layer in fb.scene.take.layers] == ["BaseAnimation"]
-    assert session.applied == []
+    assert session.applied == [] and fb.scene.transaction is None
+    assert not head.IsAnimated()
+    assert all(not m.Translation.IsAnimated() for m in fb.scene.models if m.Parent)
 
 
+def test_a_locked_layer_refuses_keys_and_nothing_is_left(sample_clip, monkeypatch):
+    build_scene(sample_clip)
+    session = Session(MobuHost())
+    session.analyze()
+    real = fb.FBTake.CreateNewLayer
+
+    def locked_layer(self):
+        real(self)
+        self.layers[-1].Lock = True
+
+    monkeypatch.setattr(fb.FBTake, "CreateNewLayer", locked_layer)
+    with pytest.raises(SalientPosesError, match="MotionBuilder refused the keys"):
+        session.apply()
+    assert fb.scene.take.GetLayerCount() == 1
+
+
+def test_esc_cancels_a_long_apply_and_leaves_nothing(sample_clip):
+    build_scene(sample_clip)
+    host = MobuHost()
+    host.progress_after = 0.0
+    session = Session(host)
+    session.analyze()
+    fb.scene.cancel_at = 50
+    with pytest.raises(Cancelled, match="cancelled"):
+        session.apply()
+    assert fb.scene.take.GetLayerCount() == 1
+    assert fb.scene.progress and all(record["done"] for record in fb.scene.progress)
+
+
+def test_esc_cancels_a_long_read_and_restores_the_time(sample_clip):
+    build_scene(sample_clip)
+    host = MobuHost()
+    host.progress_after = 0.0
+    fb.scene.cancel_at = 30
+    with pytest.raises(Cancelled, match="reading curves: cancelled"):
+        host.motion(["Hips"], 1001, 1061)
+    with pytest.raises(Cancelled, match="reading world positions: cancelled"):
+        host.world_positions(["Hips"], list(range(1001, 1062)))
+    assert host.current_frame() == 1001 and fb.scene.evaluated == fb.frame_ticks(1001)
+    assert fb.scene.take.current == 0
+
+
+# ----------------------------------------------------------------------------- preview
 def test_preview_uses_named_time_marks_and_clears_them(sample_clip):
     build_scene(sample_clip)
-    fb.scene.take.AddTimeMark(fb.FBTime(1010 / 30))  # the user's own mark stays
+    fb.scene.take.AddTimeMark(fb.FBTime(fb.frame_ticks(1010)))  # the user's own mark stays
     host = MobuHost()
     session = Session(host)
     session.analyze()
     session.set_k(6)
     marks = fb.scene.take.marks
-    ours = [round(t * 30) for t, name in marks if name == "SalientPoses"]
-    assert ours == session.keyframes(6).tolist() and len(marks) == 7
+    ours = [m["time"].Get() for m in marks if m["name"] == "SalientPoses"]
+    assert ours == [fb.frame_ticks(f) for f in session.keyframes(6)] and len(marks) == 7
     session.set_k(9)
-    assert len([m for m in fb.scene.take.marks if m[1] == "SalientPoses"]) == 9
+    assert len([m for m in fb.scene.take.marks if m["name"] == "SalientPoses"]) == 9
     host.clear_preview()
-    assert fb.scene.take.marks == [(1010 / 30, "")]
+    assert [(m["time"].Get(), m["name"]) for m in fb.scene.take.marks] == \
+        [(fb.frame_ticks(1010), "")]
 
 
+def test_layered_preview_names_and_colours_time_marks(sample_clip):
+    build_scene(sample_clip)
+    session = Session(MobuHost())
+    session.set_options(layered=True, leading=["RightWrist"], breakdowns=2)
+    session.analyze()
+    session.set_k(4)
+    names = [m["name"] for m in fb.scene.take.marks]
+    assert names.count("SalientPoses keypose") == 4
+    assert names.count("SalientPoses breakdown") == 2
+    assert len({m["color"] for m in fb.scene.take.marks}) == 2
+    MobuHost().clear_preview()
+    assert fb.scene.take.marks == []
+
+
+# ----------------------------------------------------------------------------- packaging
 def test_mobu_plugin_imports_outside_motionbuilder():
-    import subprocess
-
     code = ("import sys, mobu_plugin, mobu_plugin.host, mobu_plugin.ui, mobu_plugin.batch, "
             "mobu_plugin.selftest, mobu_plugin.startup; "
             "assert 'pyfbsdk' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
 
 
-def test_rotation_residual_is_the_turn_from_reduced_to_original():
-    order = "ZXY"
-    original = np.array([[10.0, 80.0, -30.0], [170.0, -5.0, 20.0]])
-    reduced = original - np.array([[3.0, -2.0, 1.0], [-40.0, 10.0, 5.0]])
-    turn = (Rotation.from_euler(order, reduced, degrees=True).inv()
-            * Rotation.from_euler(order, original, degrees=True))
-    composed = Rotation.from_euler(order, reduced, degrees=True) * turn
-    np.testing.assert_allclose(composed.as_matrix(),
-                               Rotation.from_euler(order, original, degrees=True).as_matrix(),
-                               atol=1e-12)
-
-
 def test_selftest_passes_on_the_fake_and_catches_a_wrong_residual(monkeypatch):
     from mobu_plugin import selftest
 
-    monkeypatch.setattr(selftest, "FRAMES", 40)  # the fake evaluates curves in Python
-    fb.reset(30.0)
+    monkeypatch.setattr(selftest, "FRAMES", 30)  # the fake evaluates curves in Python
+    fb.reset(24.0)
     lines = []
     assert selftest.run(lines.append), lines
-    assert lines[-1] == "Salient Poses self-test: PASS" and len(lines) == 7
+    assert lines[-1] == "Salient Poses self-test: PASS"
+    assert fb.FBPlayerControl().GetTransportFpsValue() == 30.0
+    assert any(line.startswith("PASS  apply weighted") for line in lines)
+    assert any(line.startswith("PASS  undo") for line in lines)
     real = MobuHost._rotation_residual
 
     def wrong(self, *args):
@@ -218,12 +385,10 @@ def test_selftest_passes_on_the_fake_and_catches_a_wrong_residual(monkeypatch):
     fb.reset(30.0)
     lines.clear()
     assert not selftest.run(lines.append)
-    assert any(line.startswith("FAIL  base + override + residual") for line in lines)
+    assert any(line.startswith("FAIL  residual") for line in lines)
 
 
 def test_mobupy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):
-    import copy
-
     from mobu_plugin import batch
 
     build_scene(sample_clip, frames=41)
@@ -241,18 +406,31 @@ def test_mobupy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):
     assert not saved.take.marks  # the preview is cleared before saving
 
 
-def test_layered_preview_names_and_colours_time_marks(sample_clip):
-    build_scene(sample_clip)
-    session = Session(MobuHost())
-    session.analysis.layered = True
-    session.analysis.leading = ["RightWrist"]
-    session.analysis.breakdowns = 2
-    session.analyze()
-    session.set_k(4)
-    names = [name for _t, name in fb.scene.take.marks]
-    assert names.count("SalientPoses keypose") == 4
-    assert names.count("SalientPoses breakdown") == 2
-    colours = set(fb.scene.take.colours.values())
-    assert len(colours) == 2
-    MobuHost().clear_preview()
-    assert fb.scene.take.marks == []
+def test_reading_an_unknown_model_is_a_host_error():
+    fb.reset()
+    with pytest.raises(HostError, match="finding model 'Nobody': not in the scene"):
+        MobuHost().hierarchy(["Nobody"])
+
+
+def test_the_fake_refuses_wrong_call_forms_as_pyfbsdk_does():
+    fb.reset()
+    curve = fb.FBFCurve()
+    time = fb.FBTime(fb.frame_ticks(1001))
+    with pytest.raises(TypeError):  # parameters are positional-only
+        curve.KeyAdd(Time=time, Value=1.0)
+    with pytest.raises(fb.ArgumentError):  # a plain int is not an FBInterpolation
+        curve.KeyAdd(time, 1.0, 2)
+    with pytest.raises(fb.ArgumentError):  # ticks are integers
+        fb.FBTime(1001 / 30)
+    with pytest.raises(fb.ArgumentError):  # lists, not tuples
+        curve.KeysAdd((time,), (1.0,))
+    skeleton = fb.FBModelSkeleton("Hips")
+    with pytest.raises(AttributeError):
+        skeleton.RotationActiv = True
+    with pytest.raises(fb.ArgumentError):
+        skeleton.RotationOrder = 2
+    with pytest.raises(TypeError):
+        fb.FBVector3d(1, 2, 3)[0:2]
+    with pytest.raises(RuntimeError):  # Percent only between ProgressBegin and ProgressDone
+        fb.FBProgress().Percent = 10
+    assert skeleton.Translation.GetAnimationNode() is None  # not animated yet

@@ -1,7 +1,8 @@
 """Every command and Python example shown in the README and the user guide runs.
 
 Shell lines are run as written, with ``CLIP.bvh`` and ``mocap/`` standing for the bundled sample
-and ``edit.json`` for the edit shown next to it
+(``CLIP.fbx`` for its Blender FBX export in tests/data),
+``edit.json`` for the edit shown next to it and ``studio.toml`` for the guide's preset
 (the two set-up lines at the top of the README are what ``.ci/run`` itself runs; the interactive
 ``view`` without ``--screenshot`` opens a window and is only checked to parse). install.py lines
 run with ``--dry-run`` in a temporary home.
@@ -46,11 +47,14 @@ def python_blocks() -> list[tuple[str, str]]:
 @pytest.fixture()
 def workspace(tmp_path, sample_path):
     shutil.copy(sample_path, tmp_path / "CLIP.bvh")
+    shutil.copy(ROOT / "tests" / "data" / "cmu_131_01_240.fbx", tmp_path / "CLIP.fbx")
     (tmp_path / "mocap").mkdir()
     shutil.copy(sample_path, tmp_path / "mocap" / "walk.bvh")
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     (tmp_path / "home").mkdir()
     (tmp_path / "edit.json").write_text('{"offsets": {"RightShoulder.Zrotation": 30}}')
+    # the preset the guide shows is the one its --preset example reads
+    (tmp_path / "studio.toml").write_text(blocks(ROOT / "docs" / "guide.md", "toml")[0])
     return tmp_path
 
 
@@ -80,3 +84,76 @@ def test_python_examples_in_the_docs_run(doc, code, workspace):
     result = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True,
                             text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert result.returncode == 0, f"{doc}:\n{code}\n{result.stderr}"
+
+
+# ------------------------------------------------------------------ links and help text
+ALL_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def anchor_of(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces → -."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def relative_links() -> list[tuple[Path, str]]:
+    found = []
+    for doc in ALL_DOCS:
+        prose = re.sub(r"```.*?```", "", doc.read_text(), flags=re.S)
+        found += [(doc, target) for target in LINK.findall(prose)
+                  if not re.match(r"[a-z]+:", target)]
+    return found
+
+
+def test_the_link_checker_sees_the_docs_links():
+    targets = {target for _doc, target in relative_links()}
+    assert {"docs/guide.md", "view.png", "selection.md#keyposes-and-breakdowns"} <= targets
+
+
+@pytest.mark.parametrize(("doc", "target"), relative_links(),
+                         ids=[f"{d.name}:{t}" for d, t in relative_links()])
+def test_every_link_in_the_docs_resolves(doc, target):
+    path, _, anchor = target.partition("#")
+    file = (doc.parent / path).resolve() if path else doc
+    assert file.is_relative_to(ROOT) and file.exists(), f"{doc.name} links to missing {target}"
+    if anchor:
+        headings = re.findall(r"^#+\s+(.*)$", file.read_text(), flags=re.M)
+        assert anchor in {anchor_of(h) for h in headings}, f"{doc.name}: no heading #{anchor}"
+
+
+def test_every_command_line_option_has_help():
+    import argparse
+
+    from sp_core.cli import build_parser
+
+    parser = build_parser()
+    commands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)][0]
+    assert {"analyze", "reduce", "view", "batch"} <= set(commands.choices)
+    missing = [f"{name} {action.option_strings or action.dest}"
+               for name, sub in commands.choices.items() for action in sub._actions
+               if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()]
+    assert missing == []
+    version = subprocess.run([str(SCRIPT), "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and re.search(r"\d+\.\d+", version.stdout)
+
+
+def test_docs_say_what_the_product_does():
+    maya = (ROOT / "docs" / "maya.md").read_text()
+    assert "does not produce them" not in maya and "Maya breakdown keys" in maya
+    assert "next issues" not in (ROOT / "docs" / "panel.md").read_text()
+    assert "later" not in next(line for line in (ROOT / "README.md").read_text().splitlines()
+                               if line.startswith("install.py "))
+
+
+def test_what_to_expect_quotes_the_engine(sample_clip):
+    """The guide's panel figures for the sample: the suggested K and its channel-fit error."""
+    from sp_core.reduction import reduce
+    from sp_core.selection import SelectionSpace
+
+    text = (ROOT / "docs" / "guide.md").read_text()
+    section = text[text.index("### What to expect"):text.index("## 2. Command line")]
+    space = SelectionSpace.from_clip(sample_clip)
+    k = space.suggestions()["threshold"]
+    metrics = reduce(sample_clip, space.keyframes(k), space="channel").metrics
+    assert f"| default: the suggested K | {k} " in section
+    assert f"{metrics.mean_mm:.1f} / {metrics.max_mm:.0f} mm at K = {k}" in section

@@ -1,8 +1,12 @@
-"""The PySide6 panel over a FakeHost (pytest-qt, offscreen): worker, drags, clicks, Apply."""
+"""The PySide6 panel over a FakeHost (pytest-qt, offscreen): bindings, workers, drags, Apply."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -11,19 +15,21 @@ from fake_host import FakeHost
 pytest.importorskip("pytestqt")
 from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
 
+from sp_core.options import Options, field_specs  # noqa: E402
+from sp_core.reduction import reduce  # noqa: E402
 from sp_core.session import Session  # noqa: E402
 from sp_core.ui.panel import SalientPosesPanel  # noqa: E402
 
 
 @pytest.fixture()
 def make_panel(qtbot, tmp_path, sample_clip):
-    def make(fail_on=None, frames=(0, 300)):
-        host = FakeHost(sample_clip.sub_range(*frames), fail_on=fail_on)
+    def make(fail_on=None, frames=(0, 300), width=480, host=None):
+        host = host or FakeHost(sample_clip.sub_range(*frames), fail_on=fail_on)
         session = Session(host)
         settings = QtCore.QSettings(str(tmp_path / "panel.ini"), QtCore.QSettings.Format.IniFormat)
         panel = SalientPosesPanel(session, settings=settings)
         qtbot.addWidget(panel)
-        panel.resize(480, 1000)
+        panel.resize(width, 1000)
         panel.show()
         qtbot.waitExposed(panel)
         return panel, host, session
@@ -35,39 +41,198 @@ def analyse(qtbot, panel):
     qtbot.waitUntil(lambda: not panel.analysing, timeout=60_000)
 
 
+def apply(qtbot, panel):
+    qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not panel.applying, timeout=120_000)
+
+
+def settled(qtbot, panel):
+    qtbot.waitUntil(lambda: panel.settled, timeout=60_000)
+
+
+def commit_text(qtbot, line, text):
+    """Type into a line edit as a user does: select all, type, Return."""
+    line.selectAll()
+    qtbot.keyClick(line, QtCore.Qt.Key.Key_Backspace)
+    qtbot.keyClicks(line, text)
+    qtbot.keyClick(line, QtCore.Qt.Key.Key_Return)
+
+
+# ------------------------------------------------------------------ bindings (issue 16)
+def test_every_panel_option_is_bound_to_a_widget(make_panel):
+    panel, _host, _session = make_panel()
+    wanted = {name for name, (_g, spec) in field_specs().items() if "panel" in spec.fronts}
+    assert wanted <= set(panel.binder.bindings)
+    for name in wanted:
+        widget = panel.widget(name)
+        assert isinstance(widget, QtWidgets.QWidget) and widget.toolTip(), name
+
+
+def test_generated_editors_follow_the_schema(make_panel):
+    panel, _host, _session = make_panel()
+    specs = field_specs()
+    cost = panel.widget("cost")
+    assert [cost.itemText(i) for i in range(cost.count())] == list(specs["cost"][1].allowed())
+    eigen = panel.widget("eigen")
+    assert (eigen.minimum(), eigen.maximum()) == (specs["eigen"][1].low, specs["eigen"][1].high)
+    assert specs["accuracy"][1].help in panel.widget("accuracy").toolTip()
+
+
+def test_a_refused_value_is_explained_and_the_widget_reverts(make_panel, qtbot):
+    panel, _host, session = make_panel()
+    box = panel.widget("accuracy")
+    box.setValue(0.0)  # accuracy is in (0, 1]
+    assert panel.status.text() == "accuracy must be a number in (0, 1], got 0.0"
+    assert panel.status.property("kind") == "error"
+    assert box.value() == pytest.approx(0.05) and session.options.analysis.accuracy == 0.05
+    panel.tabs.setCurrentIndex(0)
+    commit_text(qtbot, panel.widget("layer"), "")  # an empty layer name does not fall back
+    assert panel.status.text() == "layer must be a non-empty name, got ''"
+    assert panel.widget("layer").text() == "salientPoses"
+
+
+def test_session_options_changes_show_in_the_widgets(make_panel):
+    panel, _host, session = make_panel()
+    session.set_options(stride=3, tangents="broken", residual_layer=True, sigma=0.5)
+    assert panel.widget("stride").value() == 3
+    assert panel.widget("tangents").currentText() == "broken"
+    assert panel.widget("residual_layer").isChecked()
+    assert panel.widget("residual_weight").isEnabled()
+    assert panel.widget("sigma").value() == pytest.approx(0.5)
+
+
+def test_apply_reads_the_session_options_not_the_widgets(make_panel, qtbot):
+    panel, host, session = make_panel()
+    analyse(qtbot, panel)
+    session.set_options(space="channel", layer="fromScript")
+    apply(qtbot, panel)
+    assert [layer["handle"].name for layer in host.layers] == ["fromScript"]
+
+
+def test_options_persist_between_sessions(make_panel, qtbot):
+    panel, _host, _session = make_panel()
+    panel.widget("tangents").setCurrentText("broken")
+    panel.widget("stride").setValue(3)
+    panel.close()
+    again, _host, session = make_panel()
+    assert again.widget("tangents").currentText() == "broken"
+    assert again.widget("stride").value() == 3
+    assert session.options.fit.tangents == "broken" and session.options.analysis.stride == 3
+    stored = again.settings.value("options")
+    assert '"tangents": "broken"' in stored and '"pins"' not in stored
+
+
+# ------------------------------------------------------------------ workers
 def test_analysis_runs_in_a_worker_and_reports_progress(make_panel, qtbot):
     panel, host, session = make_panel()
-    threads, fractions = set(), []
+    threads, fractions, changes = set(), [], []
 
     def progress(fraction, message):
         threads.add(threading.get_ident())
         fractions.append(fraction)
 
     session.subscribe("analysis_progress", progress)
+    session.subscribe("analysis_finished", lambda space: changes.append(threading.get_ident()))
     analyse(qtbot, panel)
     assert threads and threading.get_ident() not in threads
+    assert changes == [threading.get_ident()]  # the session changes on the UI thread
     assert fractions == sorted(fractions) and panel.progress.value() == 1000
     assert panel.k_slider.value() == session.suggested_k == session.k
     assert host.previews[-1] == session.keyframes(session.k).tolist()
     assert "Suggested K" in panel.status.text()
 
 
-def test_cancel_stops_the_analysis(make_panel, qtbot):
+def test_cancel_stops_the_analysis_within_half_a_second(make_panel, qtbot):
     panel, _host, session = make_panel()
     started = threading.Event()
 
     def slow(fraction, message):
         started.set()
-        threading.Event().wait(0.2)  # each stage takes a while
+        threading.Event().wait(2.0)  # a stage that takes a while
 
     session.subscribe("analysis_progress", slow)
     qtbot.mouseClick(panel.analyze_button, QtCore.Qt.MouseButton.LeftButton)
     assert started.wait(10)
+    clicked = time.monotonic()
     qtbot.mouseClick(panel.cancel_button, QtCore.Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not panel.analysing, timeout=30_000)
-    assert session.space is None
-    assert "cancelled" in panel.status.text()
-    assert panel.analyze_button.isEnabled() and not panel.apply_button.isEnabled()
+    qtbot.waitUntil(lambda: panel.analyze_button.isEnabled(), timeout=500)
+    assert time.monotonic() - clicked < 0.5
+    assert "cancelled" in panel.status.text() and not panel.apply_button.isEnabled()
+    qtbot.waitUntil(lambda: not panel.runner.running, timeout=30_000)
+    assert session.space is None  # the abandoned work changed nothing
+
+
+def test_apply_runs_in_a_worker_and_cancel_acts_within_half_a_second(make_panel, qtbot):
+    panel, host, session = make_panel()
+    analyse(qtbot, panel)
+    settled(qtbot, panel)
+    assert session.options.fit.space == "world"  # seconds of fitting: long enough to cancel
+    qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
+    assert panel.applying and panel.cancel_button.isEnabled()
+    assert panel.progress.maximum() == 0  # busy indicator
+    qtbot.wait(300)
+    clicked = time.monotonic()
+    qtbot.mouseClick(panel.cancel_button, QtCore.Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not panel.applying and panel.apply_button.isEnabled(), timeout=500)
+    assert time.monotonic() - clicked < 0.5
+    # the fit itself is interrupted, not left running in the background
+    qtbot.waitUntil(lambda: not panel.runner.running, timeout=500)
+    assert time.monotonic() - clicked < 1.0
+    assert host.layers == [] and host.undo_chunks == []
+    assert panel.status.text() == "Apply cancelled; the scene is unchanged."
+
+
+# ------------------------------------------------------------------ honest numbers (23.2)
+def test_the_k_shown_gets_its_real_error_in_mm(make_panel, qtbot):
+    panel, _host, session = make_panel()
+    analyse(qtbot, panel)
+    settled(qtbot, panel)
+    k = session.k
+    expected = reduce(session.motion, session.keyframes(k), space="channel").metrics
+    text = panel.k_box.error_label.text()
+    assert text.startswith(f"K = {k}: reconstruction error mean {expected.mean_mm:.1f} mm, "
+                           f"max {expected.max_mm:.0f} mm")
+    assert "estimate from the fast channel fit" in text  # world fit: labelled an estimate
+    assert "units (" not in panel.graph.readout.text()  # no second, different "mm"
+    panel.k_spin.setValue(k + 7)
+    qtbot.waitUntil(lambda: panel.k_box.error_label.text().startswith(f"K = {k + 7}: "
+                                                                      "reconstruction"))
+    settled(qtbot, panel)
+    panel.widget("space").setCurrentText("channel")
+    settled(qtbot, panel)
+    shown = panel.k_box.error_label.text()
+    assert "channel fit, what Apply writes" in shown
+    apply(qtbot, panel)
+    metrics = session.last_reduction.metrics
+    assert f"mean {metrics.mean_mm:.1f} mm, max {metrics.max_mm:.0f} mm" in shown
+
+
+# ------------------------------------------------------------------ the graph (23.5)
+def test_graph_draws_nothing_before_data_then_the_useful_range(make_panel, qtbot):
+    panel, _host, session = make_panel(width=350)
+    graph = panel.graph
+    assert graph.stack.currentWidget() is graph.placeholder
+    assert "Press Analyze" in graph.placeholder.text()
+    analyse(qtbot, panel)
+    assert graph.stack.currentWidget() is graph.plot_widget
+    low, high = graph.plot.vb.viewRange()[0]
+    space = session.space
+    assert high < 0.6 * space.max_keys  # the useful range, not 2..max
+    assert low <= session.suggested_k <= high and max(session.suggestions["cliffs"]) <= high
+    # the slider spans the useful range too (a larger K is typed in the spin box)
+    assert panel.k_slider.maximum() == graph.useful_range()[1]
+    assert panel.k_spin.maximum() == space.max_keys
+    assert graph.star.points()[0].pos().x() == session.suggested_k
+    assert graph.star_label.toPlainText() == f"suggested K = {session.suggested_k}"
+    assert "scene units" in graph.plot.getAxis("left").labelText
+    assert graph.plot.getAxis("bottom").labelText == "keyframes K"
+    qtbot.mouseClick(graph.all_button, QtCore.Qt.MouseButton.LeftButton)
+    assert graph.plot.vb.viewRange()[0][1] >= space.max_keys
+    qtbot.mouseClick(graph.reset_button, QtCore.Qt.MouseButton.LeftButton)
+    assert graph.plot.vb.viewRange()[0][1] == pytest.approx(high)
+    readout = graph.readout
+    qtbot.wait(50)  # the layout settles
+    assert readout.wordWrap() and readout.height() >= readout.heightForWidth(readout.width())
 
 
 def drag(qtbot, widget, start, end, steps=12):
@@ -79,6 +244,19 @@ def drag(qtbot, widget, start, end, steps=12):
         qtbot.mouseMove(widget, point)
         qtbot.wait(5)
     qtbot.mouseRelease(widget, QtCore.Qt.MouseButton.LeftButton, pos=end)
+
+
+def steady_view(qtbot, box, timeout=10.0):
+    """Wait until the graph's view range stops changing (layout and range updates are deferred)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        qtbot.wait(60)
+        now = [list(r) for r in box.viewRange()] + [box.width(), box.height()]
+        if now == last:
+            return
+        last = now
+    raise AssertionError("the graph's view kept changing")
 
 
 def test_slider_drag_previews_exactly_the_keyframes(make_panel, qtbot):
@@ -98,6 +276,7 @@ def test_slider_drag_previews_exactly_the_keyframes(make_panel, qtbot):
     qtbot.waitUntil(lambda: session.k == k)
     assert host.previews[-1] == session.keyframes(k).tolist()
     assert panel.k_spin.value() == int(panel.k_label.text()) == k
+    assert session.options.keys.keys == k  # the K the user chose is the keys option
 
 
 def test_graph_marker_drag_previews_exactly_the_keyframes(make_panel, qtbot):
@@ -112,8 +291,9 @@ def test_graph_marker_drag_previews_exactly_the_keyframes(make_panel, qtbot):
         point = box.mapViewToScene(QtCore.QPointF(k, rect.top() + y_fraction * rect.height()))
         return view.mapFromScene(point)
 
+    steady_view(qtbot, box)  # a loaded machine may still be laying the view out
     start_k = session.k
-    target = start_k + 40
+    target = start_k + 12
     drag(qtbot, view.viewport(), to_widget(start_k), to_widget(target))
     k = panel.k_slider.value()
     assert abs(k - target) <= 1 and round(graph.marker.value()) == k
@@ -126,7 +306,10 @@ def test_clicking_a_suggestion_sets_k(make_panel, qtbot):
     panel, host, session = make_panel()
     analyse(qtbot, panel)
     graph = panel.graph
-    cliff = [c for c in session.suggestions["cliffs"] if c != session.k][0]
+    qtbot.wait(100)  # the view settles on the useful range
+    low, high = graph.plot.vb.viewRange()[0]
+    shown = [c for c in session.suggestions["cliffs"] if c != session.k and low < c < high]
+    cliff = max(shown, key=lambda c: abs(c - session.k))  # clear of the star's label
     spot = [p for p in graph.suggested.points() if int(p.data()) == cliff][0]
     scene_point = graph.suggested.mapToScene(spot.pos())
     widget_point = graph.plot_widget.mapFromScene(scene_point)
@@ -136,15 +319,22 @@ def test_clicking_a_suggestion_sets_k(make_panel, qtbot):
     qtbot.waitUntil(lambda: host.previews[-1] == session.keyframes(cliff).tolist())
 
 
+# ------------------------------------------------------------------ what Apply does (23.6)
 def test_apply_and_remove_through_the_host(make_panel, qtbot):
     panel, host, session = make_panel()
     analyse(qtbot, panel)
-    panel.space_combo.setCurrentText("channel")
-    panel.residual_box.setChecked(True)
-    panel.residual_spin.setValue(0.75)
-    panel.layer_edit.setText("walkKeys")
+    panel.widget("space").setCurrentText("channel")
+    panel.widget("residual_layer").setChecked(True)
+    panel.widget("residual_weight").setValue(0.75)
+    commit_text(qtbot, panel.widget("layer"), "walkKeys")
     panel.k_spin.setValue(9)
-    qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: session.k == 9)
+    summary = panel.apply_box.summary.text()
+    assert summary == ("Apply writes 9 keys on every animated channel into a new override "
+                       "layer 'walkKeys' (unified tangents, channel fit) and the residual into "
+                       "additive layer 'walkKeys_residual' at weight 0.75; the original "
+                       "animation is not touched.")
+    apply(qtbot, panel)
     assert host.undo_chunks == ["Salient Poses: apply 9 keys"]
     names = [layer["handle"].name for layer in host.layers]
     assert names == ["walkKeys", "walkKeys_residual"]
@@ -157,11 +347,70 @@ def test_apply_and_remove_through_the_host(make_panel, qtbot):
     assert host.layers == [] and "Removed walkKeys" in panel.status.text()
 
 
+@pytest.mark.parametrize("answer, layers", [("Replace", ["salientPoses"]),
+                                            ("Add new layer", ["salientPoses",
+                                                               "salientPoses2"])])
+def test_a_second_apply_asks_replace_or_add(make_panel, qtbot, answer, layers):
+    panel, host, session = make_panel()
+    analyse(qtbot, panel)
+    session.set_options(space="channel")
+    apply(qtbot, panel)
+    assert "existing override layer 'salientPoses'" in panel.apply_box.summary.text()
+    asked = []
+
+    def answer_dialog():
+        box = QtWidgets.QApplication.activeModalWidget()
+        asked.append(box.text())
+        button = [b for b in box.buttons() if b.text() == answer][0]
+        qtbot.mouseClick(button, QtCore.Qt.MouseButton.LeftButton)
+
+    QtCore.QTimer.singleShot(100, answer_dialog)
+    apply(qtbot, panel)
+    assert asked == ["Apply already wrote a layer 'salientPoses'. Replace it, or add another "
+                     "layer?"]
+    assert [layer["handle"].name for layer in host.layers] == layers
+
+
+def test_tooltips_and_shortcuts(make_panel, qtbot):
+    panel, host, session = make_panel()
+    for widget in (panel.analyze_button, panel.apply_button, panel.k_spin, panel.k_slider,
+                   panel.cancel_button):
+        assert widget.toolTip()
+    assert "F5" in panel.analyze_button.toolTip() and "Ctrl+Return" in panel.apply_button.toolTip()
+    panel.activateWindow()
+    qtbot.waitUntil(panel.isActiveWindow)
+    panel.k_spin.setFocus()
+    qtbot.keyClick(panel.k_spin, QtCore.Qt.Key.Key_F5)
+    qtbot.waitUntil(lambda: session.space is not None and not panel.analysing, timeout=60_000)
+    k = session.k
+    panel.graph.setFocus()
+    qtbot.keyClick(panel.graph, QtCore.Qt.Key.Key_BracketRight)
+    qtbot.waitUntil(lambda: session.k == k + 1)
+
+
+def test_a_host_may_delete_the_panel_while_it_works(qtbot, sample_clip):
+    """A dock that deletes the panel mid-Apply must not take the running thread with it."""
+    from sp_core.ui import worker
+
+    session = Session(FakeHost(sample_clip.sub_range(0, 300)))
+    panel = SalientPosesPanel(session, settings=QtCore.QSettings(
+        str(QtCore.QDir.temp().filePath("sp_delete.ini")), QtCore.QSettings.Format.IniFormat))
+    panel.start_analysis()
+    qtbot.waitUntil(lambda: not panel.analysing, timeout=60_000)
+    panel.apply()
+    task = panel._applying
+    assert task is not None and task.running
+    panel.deleteLater()
+    qtbot.wait(50)
+    assert task in worker._LIVE  # still referenced: it runs to its end
+    qtbot.waitUntil(lambda: not task.running, timeout=120_000)
+
+
 def test_failing_host_shows_a_readable_error_and_changes_nothing(make_panel, qtbot):
     panel, host, _session = make_panel(fail_on="write_curves")
     analyse(qtbot, panel)
-    panel.space_combo.setCurrentText("channel")
-    qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
+    panel.widget("space").setCurrentText("channel")
+    apply(qtbot, panel)
     text = panel.status.text()
     assert text.startswith("Apply failed, the scene is unchanged: writing layer "
                            "'salientPoses': RuntimeError: fake host failure")
@@ -169,13 +418,74 @@ def test_failing_host_shows_a_readable_error_and_changes_nothing(make_panel, qtb
     assert panel.status.property("kind") == "error"
 
 
-def test_options_persist_between_sessions(make_panel, qtbot):
-    panel, _host, _session = make_panel()
-    panel.tangent_combo.setCurrentText("broken")
-    panel.stride_spin.setValue(3)
-    panel.close()
-    again, _host, _session = make_panel()
-    assert again.tangent_combo.currentText() == "broken" and again.stride_spin.value() == 3
+# ------------------------------------------------------------------ layout (23.7)
+def test_usable_at_350_pixels_with_many_node_rows(make_panel, qtbot):
+    panel, _host, _session = make_panel(width=350)
+    assert panel.minimumSizeHint().width() <= 350
+    panel.resize(350, 900)
+    panel.tabs.setCurrentIndex(1)
+    qtbot.wait(50)
+    table = panel.node_table
+    rows = table.viewport().height() // table.verticalHeader().defaultSectionSize()
+    assert rows >= 10 and table.rowCount() == 38
+    panel.tabs.setCurrentIndex(2)
+    qtbot.wait(50)
+    # the Propagate edit numbers show their values (spin boxes, not bare sliders)
+    for name in ("sigma", "eigen"):
+        assert isinstance(panel.widget(name), QtWidgets.QAbstractSpinBox)
+        assert panel.widget(name).text()
+
+
+def test_layered_mode_previews_labelled_keys_and_draws_both_spaces(make_panel, qtbot):
+    panel, host, session = make_panel()
+    panel.widget("layered").setChecked(True)
+    qtbot.mouseClick(panel.analyze_button, QtCore.Qt.MouseButton.LeftButton)
+    assert "tick the leading nodes" in panel.status.text()
+    names = [panel.node_table.item(r, 0).text() for r in range(panel.node_table.rowCount())]
+    panel.node_table.item(names.index("RightWrist"), 3).setCheckState(QtCore.Qt.CheckState.Checked)
+    assert session.options.analysis.leading == ("RightWrist",)
+    analyse(qtbot, panel)
+    panel.request_k(5, immediately=True)
+    chosen = session.selection(5)
+    if not len(chosen.breakdowns):  # the threshold rule may add none: the panel says why
+        assert "No breakdown improves on these keyposes" in panel.status.text()
+    panel.widget("breakdowns").setValue(2)
+    panel.request_k(5, immediately=True)
+    assert host.preview_labels.count("keypose") == 5
+    assert host.preview_labels.count("breakdown") == 2
+    assert len(panel.graph.second_curve.getData()[0]) > 0
+    assert "5 keyposes, 2 breakdowns" in panel.status.text()
+
+
+# ------------------------------------------------------------------ the viewer (23.4, 23.6, 23.7)
+def test_view_without_a_display_says_so_instead_of_hanging(sample_path, tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    done = subprocess.run([sys.executable, "-m", "sp_core.cli", "view", str(sample_path)],
+                          env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("salient-poses: error: there is no display")
+    assert "--screenshot view.png" in done.stderr
+
+
+def test_viewer_keys_red_breakdowns_green_and_few_ghosts(qtbot, sample_clip):
+    from sp_core.standalone import StandaloneHost
+    from sp_core.ui.viewer import BREAKDOWN, KEY, SkeletonViewer
+
+    host = StandaloneHost(sample_clip.sub_range(0, 300))
+    viewer = SkeletonViewer(host)
+    qtbot.addWidget(viewer)
+    frames = list(range(0, 301, 20))  # 16 keys: all of them as ghosts would be a cloud
+    labels = ["keypose" if i % 2 == 0 else "breakdown" for i in range(len(frames))]
+    host.preview_keyframes(frames, labels)
+    host.set_current_frame(150)
+    spots = viewer.timeline.ticks.points()
+    colour = {int(s.pos().x()): s.brush().color().getRgb()[:3] for s in spots}
+    assert colour[0] == KEY and colour[20] == BREAKDOWN
+    n_bones = int(np.count_nonzero(np.asarray(sample_clip.parents) >= 0))
+    drawn = sum(len(item.getData()[0] if item.getData()[0] is not None else [])
+                for item in (viewer.front.ghost_item, viewer.front.breakdown_item))
+    assert drawn == 2 * n_bones * 4  # two keys before frame 150 and two after
 
 
 def test_screenshot_command_saves_a_real_image(tmp_path, sample_path):
@@ -191,36 +501,14 @@ def test_screenshot_command_saves_a_real_image(tmp_path, sample_path):
     assert len(colours) > 200
 
 
-
-def test_layered_mode_previews_labelled_keys_and_draws_both_spaces(make_panel, qtbot):
-    panel, host, session = make_panel()
-    panel.layered_box.setChecked(True)
-    qtbot.mouseClick(panel.analyze_button, QtCore.Qt.MouseButton.LeftButton)
-    assert "select the rows of the leading part" in panel.status.text()
-    row = [panel.node_table.item(r, 0).text() for r in range(panel.node_table.rowCount())
-           ].index("RightWrist")
-    panel.node_table.selectRow(row)
-    panel.breakdown_spin.setValue(2)
-    analyse(qtbot, panel)
-    assert session.analysis.leading == ["RightWrist"]
-    panel.request_k(5, immediately=True)
-    assert host.preview_labels.count("keypose") == 5
-    assert host.preview_labels.count("breakdown") == 2
-    assert len(panel.graph.second_curve.getData()[0]) > 0
-    assert "5 keyposes, 2 breakdowns" in panel.status.text()
-
-
-def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(qtbot, tmp_path,
+# ------------------------------------------------------------------ Propagate edit
+def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(make_panel, qtbot,
                                                                      sample_clip):
     from sp_core.falloff import pose_edit, propagate
     from sp_core.standalone import StandaloneHost
 
     clip = sample_clip.sub_range(0, 300)
-    host = StandaloneHost(clip)
-    session = Session(host)
-    settings = QtCore.QSettings(str(tmp_path / "p.ini"), QtCore.QSettings.Format.IniFormat)
-    panel = SalientPosesPanel(session, settings=settings)
-    qtbot.addWidget(panel)
+    panel, host, session = make_panel(host=StandaloneHost(clip))
     analyse(qtbot, panel)
     wand = panel.wand
     wand.frame_spin.setValue(150)
@@ -228,11 +516,9 @@ def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(qtbot, tmp_
     wand.offsets[2].setValue(30.0)
     frames, weights = wand.curve.getData()
     assert weights[150] == 1.0 and len(frames) == 301
-    wand.mode_combo.setCurrentText("global")
-    import time
-
+    panel.widget("mode").setCurrentText("global")
     start = time.perf_counter()
-    wand.mode_combo.setCurrentText("local")
+    panel.widget("mode").setCurrentText("local")
     wand.region[0].setValue(100)
     assert time.perf_counter() - start < 0.1  # two changes; only the falloff is re-read
     assert np.all(wand.curve.getData()[1][:100] == 0)
@@ -245,7 +531,8 @@ def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(qtbot, tmp_
     np.testing.assert_array_equal(host.evaluated_channels(), clip.channels)
 
 
-def test_propagate_tab_takes_the_edit_from_an_edited_bvh(qtbot, tmp_path, sample_clip):
+def test_propagate_tab_takes_the_edit_from_an_edited_bvh(make_panel, qtbot, tmp_path,
+                                                        sample_clip):
     from sp_core.io.bvh import write_bvh
     from sp_core.standalone import StandaloneHost
 
@@ -253,11 +540,7 @@ def test_propagate_tab_takes_the_edit_from_an_edited_bvh(qtbot, tmp_path, sample
     edited = clip.channels.copy()
     edited[60, clip.channel_names.index("Hips.Yposition")] += 3.0
     write_bvh(clip.with_channels(edited), tmp_path / "edited.bvh")
-    host = StandaloneHost(clip)
-    session = Session(host)
-    panel = SalientPosesPanel(session, settings=QtCore.QSettings(
-        str(tmp_path / "p.ini"), QtCore.QSettings.Format.IniFormat))
-    qtbot.addWidget(panel)
+    panel, host, _session = make_panel(host=StandaloneHost(clip))
     analyse(qtbot, panel)
     panel.wand.frame_spin.setValue(60)
     panel.wand.load_edited_bvh(str(tmp_path / "edited.bvh"))
@@ -266,3 +549,8 @@ def test_propagate_tab_takes_the_edit_from_an_edited_bvh(qtbot, tmp_path, sample
     change = host.evaluated_channels()[:, column] - clip.channels[:, column]
     assert change[60] == pytest.approx(3.0, abs=1e-5)
     np.testing.assert_allclose(change, 3.0 * panel.wand.weights, atol=1e-5)
+
+
+def test_options_object_is_the_default_before_settings(make_panel):
+    _panel, _host, session = make_panel()
+    assert session.options == Options()

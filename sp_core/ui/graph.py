@@ -1,4 +1,10 @@
-"""The error-against-K graph of the whole selection space, with a draggable K marker."""
+"""The graph to choose K from: the selection cost of the best K keys, for every K.
+
+Nothing is drawn before there is an analysis. The x axis opens on the useful range (where the
+cost is still falling); the mouse wheel zooms K, "All K" shows every K and "Reset" returns to
+the useful range. The suggested K is a labelled star; the other suggestions ("cliffs") are
+dots. The readout under the plot wraps instead of clipping.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,35 @@ from PySide6 import QtCore, QtWidgets
 
 from sp_core.selection import SelectionSpace
 
+#: Maya's colours: red for keys (and the current K), green for breakdowns.
+KEY_RED = "#e0443e"
+BREAKDOWN_GREEN = "#6ac46a"
+CURVE_BLUE = "#6fa8dc"
+SUGGESTED = "#f6b26b"
+
+#: The useful range ends where the cost has fallen to this fraction of its value at K = 2 ...
+USEFUL_DROP = 0.02
+#: ... but shows at least this many times the suggested K.
+USEFUL_OVER_SUGGESTED = 3
+
+
+def useful_range(space: SelectionSpace, suggested: int, cliffs: list[int]) -> tuple[int, int]:
+    """K from the fewest keys to where the cost has mostly fallen (and past the suggestions)."""
+    keys, errors = space.key_counts, space.errors
+    finite = np.isfinite(errors)
+    high = space.max_keys
+    if finite.any():
+        start = errors[finite][0]
+        low_enough = np.flatnonzero(finite & (errors <= USEFUL_DROP * start))
+        if len(low_enough):
+            high = int(keys[low_enough[0]])
+    wanted = max([high, USEFUL_OVER_SUGGESTED * suggested, space.min_keys + 10]
+                 + [int(1.3 * c) for c in cliffs])
+    return space.min_keys, int(min(wanted, space.max_keys))
+
 
 class ErrorGraph(QtWidgets.QWidget):
-    """error(K) for every K, the current K as a draggable line, suggestions as clickable dots.
+    """cost(K) for every K, the current K as a draggable line, suggestions as clickable marks.
 
     Signals
     -------
@@ -24,51 +56,92 @@ class ErrorGraph(QtWidgets.QWidget):
         super().__init__(parent)
         pg.setConfigOptions(antialias=True)
         self.space: SelectionSpace | None = None
-        self.mm_per_unit = 1.0
+        self.suggested_k: int | None = None
+        self.cliffs: list[int] = []
+        self.cost_label = "selection cost"
+        self.unit = "pose units"
+        self._k: int | None = None
         self.plot_widget = pg.PlotWidget(background="#26282b")
+        self.plot_widget.setMinimumSize(120, 140)
         self.plot = self.plot_widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.plot.setLabel("bottom", "keyframes K")
-        self.plot.setLabel("left", "error")
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
-        self.curve = self.plot.plot([], [], pen=pg.mkPen("#6fa8dc", width=2))
+        self.plot.vb.setMouseEnabled(x=True, y=False)  # the wheel zooms K only
+        self.curve = self.plot.plot([], [], pen=pg.mkPen(CURVE_BLUE, width=2))
         # layered mode: the breakdown space of the current keyposes (x = all keys)
-        self.second_curve = self.plot.plot([], [], pen=pg.mkPen("#93c47d", width=2,
-                                                                 style=QtCore.Qt.PenStyle.DashLine))
+        self.second_curve = self.plot.plot([], [], pen=pg.mkPen(
+            BREAKDOWN_GREEN, width=2, style=QtCore.Qt.PenStyle.DashLine))
         self.second: SelectionSpace | None = None
-        self.suggested = pg.ScatterPlotItem(size=11, brush=pg.mkBrush("#f6b26b"),
+        self.suggested = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#bbbbbb"),
                                             pen=pg.mkPen("#26282b"), hoverable=True,
-                                            hoverSize=15, tip=None)
+                                            hoverSize=13, tip=None)
         self.suggested.sigClicked.connect(self._suggestion_clicked)
         self.plot.addItem(self.suggested)
-        self.marker = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen("#e06666", width=2),
+        self.star = pg.ScatterPlotItem(size=20, symbol="star", brush=pg.mkBrush(SUGGESTED),
+                                       pen=pg.mkPen("#26282b"), hoverable=True, tip=None)
+        self.star.sigClicked.connect(self._suggestion_clicked)
+        self.plot.addItem(self.star)
+        self.star_label = pg.TextItem("", color=SUGGESTED, anchor=(0, 1.2))
+        self.plot.addItem(self.star_label)
+        self.marker = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen(KEY_RED, width=2),
                                       hoverPen=pg.mkPen("#ff9999", width=3))
         self.marker.sigDragged.connect(self._marker_dragged)
         self.plot.addItem(self.marker)
+        self.placeholder = QtWidgets.QLabel(
+            "Press Analyze: this graph then shows, for every number of keys K, how well the "
+            "best K keys describe the motion. Drag the red line to choose K.")
+        self.placeholder.setWordWrap(True)
+        self.placeholder.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setObjectName("graphPlaceholder")
+        self.stack = QtWidgets.QStackedWidget()
+        self.stack.addWidget(self.placeholder)
+        self.stack.addWidget(self.plot_widget)
         self.readout = QtWidgets.QLabel(" ")
         self.readout.setObjectName("graphReadout")
-        # the text changes on every hover: it must never resize the plot under the mouse
-        self.readout.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored,
-                                   QtWidgets.QSizePolicy.Policy.Fixed)
-        self.log_box = QtWidgets.QCheckBox("log error")
+        self.readout.setWordWrap(True)  # long readouts wrap: nothing is cut off in a narrow dock
+        self.readout.setMinimumHeight(2 * self.readout.fontMetrics().lineSpacing() + 2)
+        self.log_box = QtWidgets.QCheckBox("log cost")
+        self.log_box.setToolTip("logarithmic cost axis (cliffs are easier to see)")
         self.log_box.setChecked(True)
         self.log_box.toggled.connect(self._redraw)
-        top = QtWidgets.QHBoxLayout()
-        top.addWidget(self.readout, 1)
-        top.addWidget(self.log_box)
+        self.reset_button = QtWidgets.QToolButton()
+        self.reset_button.setText("Reset")
+        self.reset_button.setToolTip("zoom back to the useful range of K (mouse wheel: zoom)")
+        self.reset_button.clicked.connect(self.reset_view)
+        self.all_button = QtWidgets.QToolButton()
+        self.all_button.setText("All K")
+        self.all_button.setToolTip("show every K of the analysis")
+        self.all_button.clicked.connect(self.show_all)
+        tools = QtWidgets.QHBoxLayout()
+        tools.addWidget(self.log_box)
+        tools.addStretch(1)
+        tools.addWidget(self.reset_button)
+        tools.addWidget(self.all_button)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(top)
-        layout.addWidget(self.plot_widget, 1)
+        layout.addWidget(self.stack, 1)
+        layout.addWidget(self.readout)
+        layout.addLayout(tools)
         self.plot_widget.scene().sigMouseMoved.connect(self._hover)
-        self._k: int | None = None
+        self._redraw()
 
     # ------------------------------------------------------------------ data
-    def set_space(self, space: SelectionSpace | None, mm_per_unit: float = 1.0) -> None:
+    def set_space(self, space: SelectionSpace | None, suggested: int | None = None,
+                  cliffs: list[int] | None = None, cost_label: str = "selection cost",
+                  unit: str = "pose units") -> None:
+        """Show ``space`` (None: nothing) with its suggested K and cliffs.
+
+        ``cost_label`` names what the DP minimised (e.g. "line-max cost"); ``unit`` its unit.
+        """
         self.space = space
-        self.mm_per_unit = mm_per_unit
+        self.suggested_k = suggested
+        self.cliffs = list(cliffs or [])
+        self.cost_label, self.unit = cost_label, unit
         self._redraw()
+        if space is not None:
+            self.reset_view()
 
     def set_second(self, space: SelectionSpace | None) -> None:
         """Also draw ``space`` (the breakdown space), dashed; None removes it."""
@@ -86,32 +159,62 @@ class ErrorGraph(QtWidgets.QWidget):
         self.marker.blockSignals(False)
         self._show_readout(k)
 
+    def useful_range(self) -> tuple[int, int]:
+        assert self.space is not None
+        return useful_range(self.space, self.suggested_k or self.space.min_keys, self.cliffs)
+
+    def reset_view(self) -> None:
+        if self.space is not None:
+            self.plot.setXRange(*self.useful_range(), padding=0.03)
+
+    def show_all(self) -> None:
+        if self.space is not None:
+            self.plot.setXRange(self.space.min_keys, self.space.max_keys, padding=0.02)
+
     def _values(self, space: SelectionSpace) -> tuple[np.ndarray, np.ndarray]:
-        """Key counts and errors that can be drawn (finite; positive on the log axis)."""
+        """Key counts and costs that can be drawn (finite; positive on the log axis)."""
         keys, errors = space.key_counts, space.errors
         ok = np.isfinite(errors)
         if self.log_box.isChecked():
             ok &= errors > 0
         return keys[ok], errors[ok]
 
+    def _y(self, k: int) -> float | None:
+        """Where K's cost is drawn (log10 on the log axis); None if it cannot be."""
+        assert self.space is not None
+        y = self.space.error(k)
+        if not np.isfinite(y) or (self.log_box.isChecked() and y <= 0):
+            return None
+        return float(np.log10(y)) if self.log_box.isChecked() else float(y)
+
     def _redraw(self) -> None:
+        self.stack.setCurrentIndex(0 if self.space is None else 1)
+        self.reset_button.setEnabled(self.space is not None)
+        self.all_button.setEnabled(self.space is not None)
         if self.space is None:
             self.curve.setData([], [])
             self.suggested.setData([], [])
+            self.star.setData([], [])
+            self.star_label.setText("")
+            self.readout.setText("No analysis yet.")
             return
         log = self.log_box.isChecked()
         self.plot.setLogMode(x=False, y=log)
+        self.plot.setLabel("left", f"{self.cost_label} ({self.unit}{', log' if log else ''})")
         keys, errors = self._values(self.space)
         self.set_second(self.second)  # the breakdown space follows the axis too
         self.curve.setData(keys, errors)
-        s = self.space.suggestions()
-        marks = sorted(set(s["cliffs"]) | {s["threshold"]})
-        ys = np.array([self.space.error(k) for k in marks])
-        keep = ys > 0 if log else np.isfinite(ys)
-        self.suggested.setData(np.array(marks)[keep], np.log10(ys[keep]) if log else ys[keep],
-                               data=np.array(marks)[keep])
+        marks = [k for k in self.cliffs if k != self.suggested_k and self._y(k) is not None]
+        self.suggested.setData(marks, [self._y(k) for k in marks], data=marks)
+        k = self.suggested_k
+        if k is not None and self._y(k) is not None:
+            self.star.setData([k], [self._y(k)], data=[k])
+            self.star_label.setText(f"suggested K = {k}")
+            self.star_label.setPos(k, self._y(k))
+        else:
+            self.star.setData([], [])
+            self.star_label.setText("")
         self.marker.setBounds((self.space.min_keys, self.space.max_keys))
-        self.plot.setXRange(self.space.min_keys, self.space.max_keys, padding=0.02)
         if self._k is not None:
             self.set_k(self._k)
 
@@ -139,9 +242,8 @@ class ErrorGraph(QtWidgets.QWidget):
     def _show_readout(self, k: int, hover: bool = False) -> None:
         if self.space is None:
             return
-        error = self.space.error(k)
         kept = 100.0 * k / self.space.n_frames
-        where = "hover" if hover else "current"
         self.readout.setText(
-            f"{where}: K = {k}   pose error {error:.4g} units "
-            f"({error * self.mm_per_unit:.0f} mm)   {kept:.1f} % of frames kept")
+            f"{'hover' if hover else 'current'}: K = {k} ({kept:.1f} % of "
+            f"{self.space.n_frames} frames), {self.cost_label} {self.space.error(k):.3g} "
+            f"{self.unit}")

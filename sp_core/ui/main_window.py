@@ -36,7 +36,7 @@ class MainWindow(QtWidgets.QMainWindow):
         dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable
                          | QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetFloatable)
         self.addDockWidget(QtCore.Qt.DockWidgetArea.RightDockWidgetArea, dock)
-        self.resizeDocks([dock], [470], QtCore.Qt.Orientation.Horizontal)
+        self.resizeDocks([dock], [380], QtCore.Qt.Orientation.Horizontal)
         menu = self.menuBar().addMenu("&File")
         save_keys = QtGui.QAction("Save keys JSON…", self)
         save_keys.triggered.connect(self._save_keys)
@@ -47,6 +47,10 @@ class MainWindow(QtWidgets.QMainWindow):
         menu.addAction(save_keys)
         menu.addAction(save_bvh)
         menu.addAction(save_residual)
+
+    def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 - Qt's name
+        self.panel.shutdown()  # a docked child gets no close event of its own
+        super().closeEvent(event)
 
     def _save_keys(self) -> None:
         self._save_reduction("keys", "keys.json", "JSON (*.json)", lambda reduction, path:
@@ -75,46 +79,73 @@ class MainWindow(QtWidgets.QMainWindow):
             self.host.save_bvh(path)
 
 
+class NoDisplayError(SalientPosesError):
+    """The viewer was asked for a window where there is no display."""
+
+
+#: Qt platforms that draw nowhere a user can see.
+HEADLESS_PLATFORMS = ("offscreen", "minimal")
+
+
+def has_display() -> bool:
+    """True when windows appear on a screen (Qt's platform is not a headless one)."""
+    return QtGui.QGuiApplication.platformName() not in HEADLESS_PLATFORMS
+
+
 def wait_for_analysis(window: MainWindow, timeout: float = 120.0) -> None:
-    """Process events until the panel's analysis ends (for scripted runs)."""
+    """Process events until the panel's analysis, Apply and error estimate end (scripted
+    runs)."""
     app = ensure_qapp()
     deadline = time.monotonic() + timeout
-    while window.panel.analysing and time.monotonic() < deadline:
+    while not window.panel.settled and time.monotonic() < deadline:
         app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)
         time.sleep(0.005)
     app.processEvents()
 
 
 def run_viewer(path: str, first_frame: int = 0, keys: int | None = None,
-               screenshot: str | None = None, apply: bool = False) -> int:
+               screenshot: str | None = None, apply: bool = False,
+               timeout: float = 600.0) -> int:
     """Open the viewer on a BVH; with ``screenshot``, analyse, set K, save the window and exit.
 
     Returns the process exit status.
+
+    Raises
+    ------
+    NoDisplayError
+        No screenshot was asked for and there is no display (instead of a window nobody sees).
     """
     app = ensure_qapp()
+    if screenshot is None and not has_display():
+        raise NoDisplayError(
+            "there is no display to open the viewer on (no DISPLAY or WAYLAND_DISPLAY; Qt "
+            f"platform '{QtGui.QGuiApplication.platformName()}'). Save a picture instead: "
+            f"salient-poses view {path} --screenshot view.png (analyses, sets K, saves the "
+            "window as a PNG and exits), or log in with a display (ssh -X, VNC)")
     host = StandaloneHost.from_file(path, first_frame=first_frame)
     settings = None
     if screenshot:  # a scripted run must not depend on (or change) the user's saved options
         settings = QtCore.QSettings(str(Path(screenshot).with_suffix(".ini")),
                                     QtCore.QSettings.Format.IniFormat)
     window = MainWindow(host, settings=settings)
-    window.resize(1400, 900)
+    window.resize(1400, 950)
     window.show()
     if screenshot or keys is not None:
         window.panel.start_analysis()
-        wait_for_analysis(window)
+        wait_for_analysis(window, timeout)
         if window.session.space is None:
             raise SalientPosesError(f"the analysis failed: {window.panel.status.text()}")
         if keys is not None:
-            window.panel.request_k(keys, immediately=True)
+            window.panel.request_k(keys, immediately=True, user=True)
         if apply:
             window.panel.apply()
+        wait_for_analysis(window, timeout)  # Apply and the error estimate of K
         middle = host.preview[len(host.preview) // 2] if host.preview else host.clip.first_frame
         host.set_current_frame(middle)
     if screenshot:
         app.processEvents()
         window.grab().save(screenshot)
+        window.close()  # saves the panel's settings: into the scratch file removed next
         Path(screenshot).with_suffix(".ini").unlink(missing_ok=True)
-        window.close()
         return 0
     return app.exec()

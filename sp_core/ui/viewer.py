@@ -10,10 +10,24 @@ from sp_core.standalone import StandaloneHost
 
 ORIGINAL = (150, 150, 150)
 SCENE = (111, 168, 220)
-GHOST = (246, 178, 107, 70)
-GHOST_BREAKDOWN = (111, 168, 220, 70)
-KEY = (246, 178, 107)
-BREAKDOWN = (111, 168, 220)
+# Maya's time-slider colours: red keys, green breakdowns
+KEY = (224, 68, 62)
+BREAKDOWN = (106, 196, 106)
+GHOST = (*KEY, 110)
+GHOST_BREAKDOWN = (*BREAKDOWN, 110)
+#: Ghosts drawn on each side of the current frame: all keys at once turn into a cloud.
+GHOSTS_EACH_SIDE = 2
+
+
+def nearest_keys(frames: list[int], current: int, each_side: int = GHOSTS_EACH_SIDE
+                 ) -> list[int]:
+    """Indices of the ``each_side`` keys before the current frame, the key on it, and the
+    ``each_side`` keys after it."""
+    ordered = sorted(range(len(frames)), key=lambda i: frames[i])
+    before = [i for i in ordered if frames[i] < current][-each_side:]
+    after = [i for i in ordered if frames[i] > current][:each_side]
+    at = [i for i in ordered if frames[i] == current]
+    return before + at + after
 
 
 def bone_segments(positions: np.ndarray, parents: np.ndarray) -> np.ndarray:
@@ -81,7 +95,7 @@ class Timeline(pg.PlotWidget):
         self.cursor.setBounds((first, last))
 
     def set_keys(self, frames: list[int], labels: list[str] | None = None) -> None:
-        """Keyframe ticks: keyposes as orange squares, breakdowns as smaller blue diamonds."""
+        """Keyframe ticks: keys as red squares, breakdowns as smaller green diamonds."""
         if labels is None:
             self.ticks.setData(frames, [0.5] * len(frames))
             return
@@ -113,7 +127,7 @@ class SkeletonViewer(QtWidgets.QWidget):
         self.play_button.setCheckable(True)
         self.play_button.toggled.connect(self._toggle_play)
         self.frame_label = QtWidgets.QLabel()
-        self.ghost_box = QtWidgets.QCheckBox("ghosts at keys")
+        self.ghost_box = QtWidgets.QCheckBox("ghosts at the nearest keys")
         self.ghost_box.setChecked(True)
         self.ghost_box.toggled.connect(lambda _on: self._draw_ghosts())
         views = QtWidgets.QHBoxLayout()
@@ -154,6 +168,7 @@ class SkeletonViewer(QtWidgets.QWidget):
             self._draw_ghosts()
         elif event == "frame":
             self._draw_frame()
+            self._draw_ghosts(ticks=False)  # the ghosts follow the current frame
 
     def _row(self) -> int:
         return self.host.clip.frame_index(self.host.current_frame())
@@ -173,14 +188,17 @@ class SkeletonViewer(QtWidgets.QWidget):
         self.timeline.cursor.setValue(frame)
         self.frame_label.setText(f"frame {frame}")
 
-    def _draw_ghosts(self) -> None:
-        frames = self.host.preview
+    def _draw_ghosts(self, ticks: bool = True) -> None:
+        """Ghost poses at the keys nearest the current frame (all of them are a cloud)."""
+        frames = list(self.host.preview)
         labels = self.host.preview_labels
-        self.timeline.set_keys(frames, labels)
+        if ticks:
+            self.timeline.set_keys(frames, labels)
+        near = nearest_keys(frames, self.host.current_frame())
         breakdown = [labels is not None and labels[i] == "breakdown" for i in range(len(frames))]
         for view in (self.front, self.side):
             for item, wanted in ((view.ghost_item, False), (view.breakdown_item, True)):
-                chosen = [f for f, b in zip(frames, breakdown, strict=True) if b == wanted]
+                chosen = [frames[i] for i in near if breakdown[i] == wanted]
                 if not chosen or not self.ghost_box.isChecked():
                     item.setData([], [])
                     continue

@@ -6,11 +6,12 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtWidgets
 
 from sp_core.errors import SalientPosesError
-from sp_core.falloff import EIGEN, MODES
-from sp_core.session import Session
+from sp_core.options import Options
+from sp_core.ui.analysis_box import form_layout
+from sp_core.ui.bindings import Binder
 
 
 class PropagateTab(QtWidgets.QWidget):
@@ -19,15 +20,16 @@ class PropagateTab(QtWidgets.QWidget):
     The edited pose is either the host's current pose at the frame (posed by hand, e.g. on a
     layer in Maya) or the analysed pose plus typed rotation offsets for one node (standalone).
     Changing the region or the mode only re-reads the falloff (well under 50 ms); sigma and the
-    eigen count rebuild the pose graph.
+    eigen count rebuild the pose graph. Every number shows its value (spin boxes, not bare
+    sliders).
     """
 
-    def __init__(self, session: Session, status: Callable[..., None],
+    def __init__(self, binder: Binder, status: Callable[..., None],
                  parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
-        self.session = session
+        self.session = binder.session
         self.status = status
-        form = QtWidgets.QFormLayout()
+        form = form_layout(None)
         self.frame_spin = QtWidgets.QSpinBox()
         self.frame_spin.setRange(-10**7, 10**7)
         current = QtWidgets.QToolButton()
@@ -47,23 +49,21 @@ class PropagateTab(QtWidgets.QWidget):
         self.node_combo = QtWidgets.QComboBox()
         self.offsets = [QtWidgets.QDoubleSpinBox() for _ in range(3)]
         offsets = QtWidgets.QHBoxLayout()
-        offsets.addWidget(self.node_combo, 1)
         for axis, box in zip("XYZ", self.offsets, strict=True):
             box.setRange(-360.0, 360.0)
+            box.setDecimals(1)
             box.setSuffix("°")
             box.setPrefix(f"{axis} ")
-            offsets.addWidget(box)
+            box.setMinimumWidth(40)
+            offsets.addWidget(box, 1)
+        form.addRow("node", self.node_combo)
         form.addRow("rotate", offsets)
-        self.sigma_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
-        self.sigma_slider.setRange(-20, 20)  # log2 steps of 1/4 around the adapted sigma
-        self.sigma_slider.setToolTip("kernel width relative to the one adapted to the motion")
-        form.addRow("sigma", self.sigma_slider)
-        self.eigen_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
-        self.eigen_slider.setRange(3, 60)
-        self.eigen_slider.setValue(EIGEN)
-        form.addRow("eigenpairs", self.eigen_slider)
-        self.mode_combo = QtWidgets.QComboBox()
-        self.mode_combo.addItems(list(MODES))
+        # sigma, eigenpairs and reach are options (sp_core.options.WandOptions), bound here
+        self.sigma_spin = binder.generate("sigma", empty="adapted to the motion")
+        form.addRow("sigma", self.sigma_spin)
+        self.eigen_spin = binder.generate("eigen")
+        form.addRow("eigenpairs", self.eigen_spin)
+        self.mode_combo = binder.generate("mode")
         form.addRow("reach", self.mode_combo)
         self.region = [QtWidgets.QSpinBox(), QtWidgets.QSpinBox()]
         region = QtWidgets.QHBoxLayout()
@@ -84,10 +84,12 @@ class PropagateTab(QtWidgets.QWidget):
         layout.addLayout(form)
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.apply_button)
-        for signal in (self.frame_spin.valueChanged, self.mode_combo.currentTextChanged,
-                       self.sigma_slider.valueChanged, self.eigen_slider.valueChanged,
-                       self.region[0].valueChanged, self.region[1].valueChanged):
+        for signal in (self.frame_spin.valueChanged, self.region[0].valueChanged,
+                       self.region[1].valueChanged):
             signal.connect(self.refresh)
+        # the falloff follows the options, however they were changed
+        self._unsubscribe = self.session.subscribe("options_changed", self._options_changed)
+        self._wand = self.session.options.wand
         self.weights: np.ndarray | None = None
 
     def on_analysed(self) -> None:
@@ -107,20 +109,20 @@ class PropagateTab(QtWidgets.QWidget):
             box.blockSignals(False)
         self.refresh()
 
-    def _sigma(self) -> float | None:
-        step = self.sigma_slider.value()
-        if step == 0:
-            return None
-        return self.session.pose_graph(None, self.eigen_slider.value()).sigma * 2 ** (step / 4)
+    def _options_changed(self, options: Options) -> None:
+        if options.wand != self._wand:
+            self._wand = options.wand
+            self.refresh()
 
     def refresh(self, *_args: object) -> None:
         if self.session.motion is None:
             return
         try:
-            graph = self.session.pose_graph(self._sigma(), self.eigen_slider.value())
+            wand = self.session.options.wand
+            graph = self.session.pose_graph(wand.sigma, wand.eigen)
             frame = self.frame_spin.value()
             region = (self.region[0].value(), self.region[1].value())
-            self.weights = graph.weights(frame, region=region, mode=self.mode_combo.currentText())
+            self.weights = graph.weights(frame, region=region, mode=wand.mode)
         except Exception as exc:  # noqa: BLE001 - shown in the status line
             self.status(str(exc) if isinstance(exc, SalientPosesError) else
                         f"internal error ({type(exc).__name__}: {exc}); please report it",

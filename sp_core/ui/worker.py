@@ -1,15 +1,47 @@
-"""Run a session's analysis in a worker thread so the host UI never freezes."""
+"""Work off the UI thread: analyses, reductions for Apply and error estimates for the K shown.
+
+A :class:`Task` runs one function on its own ``QThread`` and sends the result back as a queued
+signal, so session state is only ever written on the UI thread. Cancel is immediate for the
+panel (it stops listening and becomes idle at once); the work itself stops at its next
+cancellation check (analysis stages) or, for an interruptible task (the fit of Apply, which has
+no cancellation check of its own), at the next Python instruction of the worker thread.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import threading
+from collections.abc import Callable
+from typing import Any
+
 from PySide6 import QtCore
 
-from sp_core.clip import Clip
-from sp_core.session import AnalysisCancelled, CancelToken, Session
+from sp_core.errors import SalientPosesError
+from sp_core.session import AnalysisCancelled, CancelToken
+
+Work = Callable[[Callable[[float, str], None], CancelToken], Any]
 
 
-class AnalysisWorker(QtCore.QObject):
-    """Runs :meth:`Session.analyze` on a ``QThread``; results come back as queued signals.
+class Interrupted(SalientPosesError):
+    """Raised inside an interruptible task's thread by :meth:`Task.cancel`."""
+
+
+def readable(exc: BaseException) -> str:
+    """One line for the status bar: our errors as they are, anything else as an internal one."""
+    if isinstance(exc, SalientPosesError):
+        return str(exc)
+    return f"internal error ({type(exc).__name__}: {exc}); please report it"
+
+
+def _raise_in_thread(ident: int, exc_type: type[BaseException] | None) -> None:
+    """Deliver ``exc_type`` to Python thread ``ident`` at its next instruction (None clears a
+    pending one); CPython's documented ``PyThreadState_SetAsyncExc``."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(ident), ctypes.py_object(exc_type) if exc_type is not None else None)
+
+
+class Task(QtCore.QObject):
+    """``work(report, token)`` on a worker thread.
 
     Signals
     -------
@@ -21,46 +53,102 @@ class AnalysisWorker(QtCore.QObject):
     failed = QtCore.Signal(str)
     cancelled = QtCore.Signal()
 
-    def __init__(self, session: Session, motion: Clip) -> None:
+    def __init__(self, work: Work, interruptible: bool = False) -> None:
         super().__init__()
-        self.session = session
-        self.motion = motion
+        self.work = work
+        self.interruptible = interruptible
         self.token = CancelToken()
+        self.thread: QtCore.QThread | None = None
+        self._lock = threading.Lock()
+        self._ident: int | None = None
+
+    def start(self) -> Task:
+        """Run on a new thread (which quits when the work ends)."""
+        # No parent: a dock that deletes the panel must not delete a running thread with it
+        # (Qt aborts); the thread lives in _LIVE until it has finished.
+        self.thread = QtCore.QThread()
+        self.moveToThread(self.thread)
+        self.thread.started.connect(self.run)
+        for signal in (self.finished, self.failed, self.cancelled):
+            signal.connect(self.thread.quit)
+        # No deleteLater on the task: Python owns it (a deferred Qt delete of an object Python
+        # also deletes crashed the cancel path); _LIVE drops it once the thread finished.
+        _LIVE[:] = [t for t in _LIVE if t.running]
+        _LIVE.append(self)
+        self.thread.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self.thread is not None and not self.thread.isFinished()
+
+    def cancel(self) -> None:
+        """Ask the work to stop (and interrupt it if it is interruptible)."""
+        self.token.cancel()
+        if self.interruptible:
+            with self._lock:
+                if self._ident is not None:
+                    _raise_in_thread(self._ident, Interrupted)
 
     @QtCore.Slot()
     def run(self) -> None:
         try:
-            space = self.session.analyze(progress=self.progress.emit, cancel=self.token,
-                                         motion=self.motion)
-        except AnalysisCancelled:
+            self._run()
+        except Interrupted:  # arrived between the work's end and the guard below
             self.cancelled.emit()
+
+    def _run(self) -> None:
+        with self._lock:
+            self._ident = threading.get_ident()
+        try:
+            result = self.work(self.progress.emit, self.token)
+        except (AnalysisCancelled, Interrupted):
+            outcome: tuple[Any, ...] = (self.cancelled,)
         except Exception as exc:  # noqa: BLE001 - shown in the status line, never a traceback
-            self.failed.emit(_readable(exc))
+            outcome = (self.failed, readable(exc))
         else:
-            self.finished.emit(space)
+            outcome = (self.cancelled,) if self.token.cancelled else (self.finished, result)
+        finally:
+            with self._lock:
+                if self._ident is not None:
+                    _raise_in_thread(self._ident, None)  # drop an interruption not yet raised
+                self._ident = None
+        signal, *args = outcome
+        signal.emit(*args)
 
 
-def _readable(exc: BaseException) -> str:
-    from sp_core.errors import SalientPosesError
-
-    if isinstance(exc, SalientPosesError):
-        return str(exc)
-    return f"internal error ({type(exc).__name__}: {exc}); please report it"
+#: Every task whose thread may still run (pruned when the next one starts).
+_LIVE: list[Task] = []
 
 
-def start_analysis(session: Session, parent: QtCore.QObject) -> tuple[QtCore.QThread,
-                                                                       AnalysisWorker]:
-    """Read the motion here (host APIs belong to the main thread), then analyse it on a new
-    thread; the thread quits when the worker is done."""
-    motion = session.read_motion()
-    thread = QtCore.QThread(parent)
-    worker = AnalysisWorker(session, motion)
-    worker.moveToThread(thread)
-    thread.started.connect(worker.run)
-    for signal in (worker.finished, worker.failed, worker.cancelled):
-        signal.connect(thread.quit)
-    # No worker.deleteLater here: Python owns the worker, and a deferred Qt delete of an object
-    # Python also deletes crashed the cancel path. The caller drops its reference once the
-    # thread has finished.
-    thread.start()
-    return thread, worker
+class TaskRunner(QtCore.QObject):
+    """Starts the tasks of one widget; cancels them and stops starting new ones on close."""
+
+    def __init__(self, parent: QtCore.QObject) -> None:
+        super().__init__(parent)
+        self._alive: list[Task] = []
+        self.closed = False
+
+    def start(self, task: Task) -> Task | None:
+        """Start ``task``; None once the runner is closed."""
+        if self.closed:
+            return None
+        self._alive = [t for t in self._alive if t.running]
+        self._alive.append(task)
+        return task.start()
+
+    @property
+    def running(self) -> bool:
+        return any(t.running for t in self._alive)
+
+    def close(self, milliseconds: int = 2000) -> None:
+        """Cancel everything, start nothing more, and wait a while for the threads (a thread
+        still busy after that runs to its end on its own)."""
+        self.closed = True
+        for task in self._alive:
+            task.cancel()
+        deadline = QtCore.QDeadlineTimer(milliseconds)
+        for task in self._alive:
+            if task.thread is not None:
+                task.thread.wait(deadline)
+        self._alive = []

@@ -1,0 +1,64 @@
+"""The Apply box: how curves are fitted through the keys and which layers Apply writes.
+
+Binds the fields of :class:`sp_core.options.FitOptions` and
+:class:`sp_core.options.LayerOptions`, and says in one line what Apply will write.
+"""
+
+from __future__ import annotations
+
+from PySide6 import QtWidgets
+
+from sp_core.options import Options
+from sp_core.ui.analysis_box import form_layout
+from sp_core.ui.bindings import Binder
+
+
+def apply_summary(options: Options, k: int | None, replacing: bool) -> str:
+    """What Apply will write, in one line."""
+    fit, layer = options.fit, options.layer
+    keys = "the keys" if k is None else f"{k} keys"
+    text = (f"Apply writes {keys} on every animated channel into "
+            f"{'the existing' if replacing else 'a new'} override layer '{layer.layer}' "
+            f"({fit.tangents} tangents, {fit.space} fit)")
+    if layer.residual_layer:
+        text += (f" and the residual into additive layer '{layer.layer}_residual' at weight "
+                 f"{layer.residual_weight:g}")
+    return text + "; the original animation is not touched."
+
+
+class ApplyBox(QtWidgets.QGroupBox):
+    """Fit and layer options, the summary, Apply and Remove."""
+
+    def __init__(self, binder: Binder, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__("Apply", parent)
+        self.binder = binder
+        form = form_layout(self)
+        form.addRow("tangents", binder.generate("tangents"))
+        self.smooth_spin = binder.generate("smoothness")
+        form.addRow("smoothness", self.smooth_spin)
+        space = binder.generate("space")
+        form.addRow("fit in", space)
+        form.addRow("world iterations", binder.generate("world_iterations"))
+        self.layer_edit = binder.generate("layer")
+        form.addRow("layer", self.layer_edit)
+        self.residual_box = binder.generate("residual_layer")
+        self.residual_box.setText("also write the residual, weight")
+        self.residual_spin = binder.generate("residual_weight")
+        row = QtWidgets.QHBoxLayout()
+        row.addWidget(self.residual_box)
+        row.addWidget(self.residual_spin)
+        form.addRow(row)
+        self.summary = QtWidgets.QLabel("")
+        self.summary.setObjectName("applySummary")
+        self.summary.setWordWrap(True)
+        form.addRow(self.summary)
+        self.apply_button = QtWidgets.QPushButton("Apply")
+        self.apply_button.setToolTip("write the keys into a new layer (Ctrl+Return); one undo "
+                                     "step, the original animation stays")
+        self.remove_button = QtWidgets.QPushButton("Remove")
+        self.remove_button.setToolTip("delete the layers Apply created (one undo step)")
+        buttons = QtWidgets.QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.remove_button)
+        buttons.addWidget(self.apply_button)
+        form.addRow(buttons)

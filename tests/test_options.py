@@ -12,7 +12,6 @@ import pytest
 
 from sp_core.errors import OptionError, SelectionError
 from sp_core.io.bvh import read_bvh, write_bvh
-from sp_core.jobs import Job, run_job
 from sp_core.options import (
     CLI,
     HOST,
@@ -187,47 +186,6 @@ def test_k_rule():
 @pytest.fixture(scope="module")
 def clip200():
     return read_bvh(ROOT / "examples" / "cmu_131_01.bvh", first_frame=1001).sub_range(1001, 1200)
-
-
-@pytest.mark.parametrize("choice", [{"ratio": 0.6}, {"keys": 17}, {}, {"pins": [1050, 1111],
-                                                                        "keys": 9}])
-@pytest.mark.parametrize("tangents", ["unified", "broken"])
-def test_same_keys_and_curves_through_cli_session_job_and_maya_api(clip200, tmp_path, choice,
-                                                                   tangents):
-    """The same options give the same K, keys and curves on every front end."""
-    import numpy as np
-
-    from sp_core.cli import main
-
-    options = Options().replace(tangents=tangents, space="channel", **choice)
-    path = tmp_path / "take.bvh"
-    write_bvh(clip200, path)
-    clip = read_bvh(path, first_frame=1001)
-    # the job (what batches run)
-    job = run_job(Job(str(path), options.replace(first_frame=1001)))
-    # the session (what the panel drives)
-    session = Session(StandaloneHost(clip), options)
-    session.analyze()
-    session.set_k()
-    reduction = session.apply()
-    assert session.k == job.keys and session.keyframes().tolist() == job.frames
-    np.testing.assert_array_equal(reduction.curves.values, job.reduction.curves.values)
-    # the command line
-    flags = []
-    for name, value in choice.items():
-        flags += [flag_of(name), ",".join(map(str, value)) if isinstance(value, list)
-                  else str(value)]
-    out = tmp_path / "k.json"
-    assert main(["reduce", str(path), "--first-frame", "1001", "--tangents", tangents,
-                 "--space", "channel", *flags, "--json", str(out)]) == 0
-    record = json.loads(out.read_text())
-    assert record["frames"] == job.frames
-    hips = next(c for c in record["channels"] if c["name"] == "Hips.Zrotation")
-    column = job.reduction.curves.channel_names.index("Hips.Zrotation")
-    np.testing.assert_allclose([k[1] for k in hips["keys"]],
-                               job.reduction.curves.values[:, column])
-    if "ratio" in choice:
-        assert job.keys == 120  # round(0.6 x 200), above the default max_keys of N/2
 
 
 def test_tolerance_gives_a_k_that_meets_it(clip200):

@@ -13,6 +13,8 @@ import json
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -243,12 +245,66 @@ def cmd_info(args: argparse.Namespace, options: Options) -> int:
     return 0
 
 
+class TerminalProgress:
+    """A progress bar on stderr for a job's steps when stderr is a terminal (quiet on a pipe).
+
+    It appears once the job has run for ``delay`` seconds, so quick runs print nothing extra,
+    and a clock thread redraws it while one long step (a world fit) reports nothing.
+    """
+
+    delay = 1.0
+
+    def __init__(self, label: str) -> None:
+        self.bar: Any = None
+        self.message = label
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.started = time.monotonic()
+            self.bar = tqdm(total=1000, delay=1e9, file=sys.stderr, dynamic_ncols=True,
+                            leave=False, desc=label,
+                            bar_format="{desc}: {percentage:3.0f}% |{bar}| {elapsed}")
+            threading.Thread(target=self._clock, daemon=True, name="progress").start()
+
+    def __call__(self, fraction: float, message: str) -> None:
+        if self.bar is None:
+            return
+        with self.lock:
+            self.bar.n = round(1000 * min(max(fraction, 0.0), 1.0))
+            changed, self.message = message != self.message, message
+        if changed:  # every step's name shows, however short the step
+            self._draw()
+
+    def _draw(self) -> None:
+        with self.lock:
+            if time.monotonic() - self.started >= self.delay and not self.stop.is_set():
+                self.bar.set_description_str(self.message, refresh=False)
+                self.bar.refresh()
+
+    def _clock(self) -> None:
+        while not self.stop.wait(0.25):
+            self._draw()
+
+    def __enter__(self) -> TerminalProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.stop.set()
+            with self.lock:
+                self.bar.clear()  # tqdm clears only bars it drew itself
+                self.bar.close()
+
+
 def cmd_analyze(args: argparse.Namespace, options: Options) -> int:
     job = Job(args.clip, options, "analyze")
     guard_outputs(job)
     if options.output.plot:
         _plot_available()
-    result = run_job(job)
+    with TerminalProgress("analysing") as progress:
+        result = run_job(job, progress=progress)
     assert result.space is not None
     if options.output.json != "-":
         print(_space_summary(result))
@@ -272,7 +328,8 @@ def _plot_available() -> None:
 def cmd_reduce(args: argparse.Namespace, options: Options) -> int:
     job = Job(args.clip, options, "reduce")
     guard_outputs(job)
-    result = run_job(job)
+    with TerminalProgress("reducing") as progress:
+        result = run_job(job, progress=progress)
     if options.output.json != "-":
         print(_reduction_summary(result))
     _no_outputs_note(job, "--json, --bvh or --residual")

@@ -133,6 +133,7 @@ def guard_outputs(job: Job, overwrite: bool | None = None) -> OutputGuard:
 
 
 # ------------------------------------------------------------------------------- running
+ANALYSIS_SHARE = 0.4  # of a reduce's progress bar; the fit takes most of the rest
 def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
             progress: Callable[[float, str], None] | None = None,
             cancel: CancelToken | None = None) -> Result:
@@ -166,8 +167,13 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
     keys = job.options.keys
     result = Result(job, {})
     labels: dict[int, str] | None = None
+    step = progress
+    if progress is not None and job.command == "reduce":
+        # the analysis is the first part of a reduce; the fit that follows reports no fractions
+        def step(fraction: float, message: str) -> None:
+            progress(ANALYSIS_SHARE * fraction, message)
     if keys.frames is None:
-        session.analyze(progress=progress, cancel=cancel)
+        session.analyze(progress=step, cancel=cancel)
         result.space, result.keys = session.space, session.k
         if session.two_pass is not None and keys.keys is None and keys.ratio is None:
             automatic = session.automatic_selection()
@@ -185,11 +191,18 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
     result.clip = {"name": motion.name, "frames": motion.n_frames, "fps": motion.fps,
                    "first_frame": motion.first_frame, "last_frame": motion.last_frame}
     if job.command == "reduce":
+        if progress is not None:
+            progress(ANALYSIS_SHARE, f"fitting curves through {len(result.frames)} keys "
+                          f"({job.options.fit.space} space)")
         result.reduction = session.reduce(frames=result.frames, labels=labels)
         if job.apply:
+            if progress is not None:
+                progress(0.9, f"writing layer {job.options.layer.layer!r}")
             session.apply(result.reduction)
             result.layers = list(session.applied)
     result.files = write_outputs(result, motion)
+    if progress is not None:
+        progress(1.0, "done")
     result.seconds = time.perf_counter() - started
     return result
 

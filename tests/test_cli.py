@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -196,3 +197,26 @@ def test_batch_continues_past_a_bad_file(sample_path, tmp_path):
     assert by_name["walk.bvh"].endswith(",ok") and ",994,20," in by_name["walk.bvh"]
     assert "failed: " in by_name["cut.bvh"] and "found the end of the file" in by_name["cut.bvh"]
     assert (out / "walk.keys.json").exists() and (out / "walk.reduced.bvh").exists()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_long_steps_show_a_progress_bar_on_a_terminal_and_nothing_on_a_pipe(
+        sample_path, tmp_path, monkeypatch, capsys):
+    from sp_core import cli
+
+    args = ["reduce", str(sample_path), "--keys", "12", "--space", "channel", "--json",
+            str(tmp_path / "k.json")]
+    assert cli.main(args) == 0  # stderr is a pipe here: quiet
+    assert capsys.readouterr().err == ""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(cli.TerminalProgress, "delay", 0.0)  # as if every step were long
+    assert cli.main([*args, "--overwrite"]) == 0
+    shown = terminal.getvalue()
+    for step in ("reading the motion", "poses", "fitting curves through 12 keys (channel space)"):
+        assert step in shown
+    assert "100%" in shown and "Traceback" not in shown

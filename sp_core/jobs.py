@@ -175,14 +175,8 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
     if keys.frames is None:
         session.analyze(progress=step, cancel=cancel)
         result.space, result.keys = session.space, session.k
-        if session.two_pass is not None and keys.keys is None and keys.ratio is None:
-            automatic = session.automatic_selection()
-            result.frames = [int(f) for f in automatic.frames]
-            labels = dict(zip(result.frames, automatic.labels, strict=True))
-            result.keys = len(automatic.keyposes)
-        else:
-            result.frames = [int(f) for f in session.keyframes()]
-            labels = session.labels()
+        result.frames = [int(f) for f in session.keyframes()]
+        labels = session.labels()
         result.labels = None if labels is None else [labels[f] for f in result.frames]
     else:
         result.frames = list(keys.frames)

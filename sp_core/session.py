@@ -32,7 +32,7 @@ from sp_core.clip import Clip
 from sp_core.errors import OptionError, SalientPosesError, SelectionError
 from sp_core.falloff import PoseGraph, pose_edit, propagate, wand_poses
 from sp_core.host import Host, LayerHandle, host_step
-from sp_core.layered import LayeredSelection, TwoPassSpace, layered_selection
+from sp_core.layered import KEYPOSE, LayeredSelection, TwoPassSpace, layered_selection
 from sp_core.options import Options, Pin, build, coerce, k_for, max_keys_for
 from sp_core.reduction import Reduction, reduce
 from sp_core.selection import SelectionSpace
@@ -73,6 +73,7 @@ class Analysis:
     space: SelectionSpace
     two_pass: TwoPassSpace | None
     wanted: int | None
+    automatic: LayeredSelection | None = None
 
 
 class Session:
@@ -97,6 +98,9 @@ class Session:
         self.k: int | None = None
         self.applied: list[LayerHandle] = []
         self.two_pass: TwoPassSpace | None = None
+        # layered mode with no K asked for: the three-layer rules' keyposes and breakdowns,
+        # the selection at the default K (see :meth:`selection`)
+        self.automatic: LayeredSelection | None = None
         self._graph: tuple[tuple, Clip, PoseGraph] | None = None
         self.last_reduction: Reduction | None = None
         self._subscribers: dict[str, list[Callable[..., None]]] = {e: [] for e in EVENTS}
@@ -238,9 +242,14 @@ class Session:
         if wanted is None and self.options.keys.tolerance is not None:
             wanted = self.smallest_k_within(*self.options.keys.tolerance, space=space,
                                             motion=motion, report=report)
+        automatic = None
+        if two_pass is not None and wanted is None and self.analysis.breakdowns is None:
+            report(0.99, "keyposes and breakdowns by the three-layer rules")
+            automatic = self.automatic_selection(motion)
+            wanted = sum(label == KEYPOSE for label in automatic.labels)
         if progress is not None:
             progress(1.0, "done")
-        return Analysis(motion, space, two_pass, wanted)
+        return Analysis(motion, space, two_pass, wanted, automatic)
 
     def adopt_analysis(self, analysis: Analysis) -> SelectionSpace:
         """Make a computed analysis the session's (K as in :meth:`analyze`); emits
@@ -254,6 +263,7 @@ class Session:
             raise SelectionError(f"K = {wanted} is out of range: this analysis has selections "
                                  f"of {space.min_keys} to {space.max_keys} keys")
         self.motion, self.space, self.two_pass = analysis.motion, space, analysis.two_pass
+        self.automatic = analysis.automatic
         self.k = int(wanted)
         self._emit("analysis_finished", space)
         return space
@@ -335,17 +345,21 @@ class Session:
         k = self.k if k is None else k
         assert k is not None
         extra = self.analysis.breakdowns
+        if self.automatic is not None and extra is None and k == sum(
+                label == KEYPOSE for label in self.automatic.labels):
+            return self.automatic
         return self.two_pass.selection(k, None if extra is None else k + extra,
                                        accuracy=self.analysis.accuracy)
 
-    def automatic_selection(self) -> LayeredSelection:
+    def automatic_selection(self, motion: Clip | None = None) -> LayeredSelection:
         """Layered mode without a K: keyposes and breakdowns chosen by the three-layer
         threshold rules (:func:`sp_core.layered.layered_selection`) at the options' accuracy
-        and significance."""
-        if self.motion is None:
+        and significance (of ``motion``, default the session's)."""
+        motion = motion or self.motion
+        if motion is None:
             raise SelectionError("analyse first: there is no motion yet")
         options = self.analysis
-        return layered_selection(self.motion, options.leading, nodes=options.nodes,
+        return layered_selection(motion, options.leading, nodes=options.nodes,
                                  weights=dict(options.weights) or None, stride=options.stride,
                                  keypose_accuracy=options.accuracy,
                                  breakdown_accuracy=options.accuracy,

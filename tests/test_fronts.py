@@ -138,3 +138,20 @@ def test_the_panel_previews_and_applies_the_jobs_keys(sample_clip, maya_part, tm
     qtbot.waitUntil(lambda: not panel.analysing, timeout=120_000)
     qtbot.waitUntil(lambda: bool(host.previews), timeout=30_000)
     assert session.k == job.keys and host.previews[-1] == job.frames
+
+
+def test_layered_default_is_one_selection_with_breakdowns_in_job_and_session(sample_path,
+                                                                            sample_clip):
+    """Keyposes and breakdowns at the default K: the three-layer rules' choice, the same in a
+    job (CLI, batches) and a session (panels), and not an empty breakdown layer."""
+    options = Options().replace(layered=True, leading=("RightWrist",), space="channel")
+    job = run_job(Job(str(sample_path), options))
+    session = Session(StandaloneHost(sample_clip), options)
+    session.analyze()
+    assert session.k == job.keys == job.labels.count("keypose")
+    assert session.keyframes().tolist() == job.frames
+    assert [session.labels()[f] for f in job.frames] == job.labels
+    assert job.labels.count("breakdown") > 0
+    # another K is the optimal two-pass selection with that many keyposes
+    session.set_k(session.k + 1)
+    assert list(session.labels().values()).count("keypose") == job.keys + 1

@@ -122,8 +122,10 @@ class Pin:
 class InputOptions:
     """How a motion file is read."""
 
-    first_frame: int = option(0, "int", "host frame number of the clip's first frame",
-                              unit="frame", metavar="N", fronts=frozenset({CLI}))
+    first_frame: int | None = option(
+        None, "int", "host frame number of the clip's first frame (default the file's own: the "
+        "take's start in an FBX file, 0 in a BVH file, which has no frame numbers)",
+        unit="frame", metavar="N", nullable=True, fronts=frozenset({CLI}))
     take: str | None = option(None, "str", "FBX: the take (animation stack) to read (default "
                               "the file's active take)", nullable=True, fronts=frozenset({CLI}),
                               metavar="NAME")

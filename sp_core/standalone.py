@@ -64,7 +64,7 @@ class StandaloneHost:
         self._selection: list[str] = list(clip.root_names)
 
     @classmethod
-    def from_file(cls, path: str | Path, first_frame: int = 0) -> StandaloneHost:
+    def from_file(cls, path: str | Path, first_frame: int | None = None) -> StandaloneHost:
         return cls(read_clip(path, first_frame=first_frame), source=str(path))
 
     # ------------------------------------------------------------------ scene queries

@@ -41,8 +41,10 @@ def _floats(values) -> str:
 
 
 def write_fbx(path: Path, joints: list[Joint], takes: list[str], fps: float = 30.0,
-              n_frames: int = 10, unit_cm: float = 1.0, up_axis: int = 1) -> Path:
-    """Write the joints and their takes; frame ``f`` of every take is at ``f / fps`` seconds."""
+              n_frames: int = 10, unit_cm: float = 1.0, up_axis: int = 1,
+              start_frame: int = 0) -> Path:
+    """Write the joints and their takes; frame ``f`` of every take is at
+    ``(start_frame + f) / fps`` seconds."""
     ids = iter(range(1000, 10**6))
     lines = ["; FBX 7.4.0 project file", "FBXHeaderExtension:  {", "\tFBXHeaderVersion: 1003",
              "\tFBXVersion: 7400", "}", "GlobalSettings:  {", "\tVersion: 1000",
@@ -78,7 +80,7 @@ def write_fbx(path: Path, joints: list[Joint], takes: list[str], fps: float = 30
         connections.append(f'\tC: "OO",{attribute},{node}')
         parent = 0 if joint.parent is None else model[joint.parent]
         connections.append(f'\tC: "OO",{node},{parent}')
-    times = [round(f * KTIME_PER_SECOND / fps) for f in range(n_frames)]
+    times = [round((start_frame + f) * KTIME_PER_SECOND / fps) for f in range(n_frames)]
     for take in takes:
         stack, layer = next(ids), next(ids)
         lines += [f'\tAnimationStack: {stack}, "AnimStack::{take}", "" {{', "\t\tProperties70:  {",

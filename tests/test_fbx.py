@@ -166,6 +166,22 @@ def test_first_frame_numbers_the_take():
     assert (clip.first_frame, clip.last_frame) == (1001, 1090)
 
 
+def test_a_take_keeps_its_own_frame_numbers_by_default(tmp_path):
+    """A take that starts at frame 1001 in the file starts at 1001 in the clip (and in every
+    key and output), unless --first-frame renumbers it."""
+    keys = np.zeros((6, 3))
+    keys[:, 2] = np.arange(6) * 10.0
+    joints = [Joint("hips", None, (0, 1, 0), rotation_keys={"T": keys}),
+              Joint("head", "hips", (0, 1, 0))]
+    path = write_fbx(tmp_path / "late.fbx", joints, ["T"], fps=24.0, n_frames=6,
+                     start_frame=1001)
+    clip = read_clip(path)
+    assert (clip.first_frame, clip.last_frame, clip.fps) == (1001, 1006, 24.0)
+    column = clip.channel_names.index("hips.Zrotation")
+    np.testing.assert_allclose(clip.channels[:, column], keys[:, 2], atol=1e-9)
+    assert read_clip(path, first_frame=0).first_frame == 0
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"take": "Run"}, "no take 'Run'; the takes are 'Stop|Stop', 'Walk|Walk'"),
     ({"root": "Spine9"}, "no root joint 'Spine9'; the skeleton roots are Stop:Hips, Hips"),

@@ -336,7 +336,7 @@ def test_workers_die_with_a_killed_batch(short_clip, tmp_path):
     assert len(workers) == 2
     process.kill()
     process.wait()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 15
     while time.monotonic() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
         time.sleep(0.05)
     alive = [w for w in workers if Path(f"/proc/{w}").exists()
@@ -358,7 +358,7 @@ def test_ctrl_c_stops_a_batch_and_writes_what_finished(short_clip, tmp_path):
     _, err = process.communicate(timeout=30)
     stopped = time.monotonic() - sent
     assert process.returncode == 130, err
-    assert stopped < 3.0, stopped
+    assert stopped < 10.0, stopped  # the remaining takes are not waited for (generous: CI is busy)
     assert "interrupted:" in err.decode()
     rows = (out / "summary.csv").read_text().splitlines()[1:]
     assert len(rows) == 8
@@ -379,7 +379,7 @@ def test_ctrl_c_ends_an_analysis_at_once(tmp_path):
     os.killpg(process.pid, signal.SIGINT)
     sent = time.monotonic()
     process.communicate(timeout=60)
-    assert time.monotonic() - sent < 1.0
+    assert time.monotonic() - sent < 5.0  # the whole analysis takes far longer; CI may be busy
     assert process.returncode in (-signal.SIGINT, 130)
     assert not (tmp_path / "a.json").exists() and not list(tmp_path.glob(f".*{PARTIAL}"))
 

@@ -238,7 +238,7 @@ def _parse_end_site(tokens: _Tokens, nodes: list[_Node], parent: int) -> None:
     nodes.append(_Node(name, parent, offset, True, line=opened))  # type: ignore[arg-type]
 
 
-def read_clip(path: _PathLike, first_frame: int = 0, take: str | None = None,
+def read_clip(path: _PathLike, first_frame: int | None = None, take: str | None = None,
               root: str | None = None) -> Clip:
     """The reader of :mod:`sp_core.io.readers`: :func:`read_bvh`, optionally one hierarchy.
 
@@ -247,7 +247,7 @@ def read_clip(path: _PathLike, first_frame: int = 0, take: str | None = None,
     """
     if take is not None:
         raise ClipFormatError("a BVH file has no takes; drop --take", str(path))
-    clip = read_bvh(path, first_frame=first_frame)
+    clip = read_bvh(path, first_frame=0 if first_frame is None else first_frame)
     if root is None:
         return clip
     if root not in clip.root_names:

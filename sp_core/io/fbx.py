@@ -252,7 +252,7 @@ def _choose_take(scene: Any, stacks: list[Any], take: str | None, path: str
     return stacks[0], stacks[0].name
 
 
-def read_clip(path: _PathLike, first_frame: int = 0, take: str | None = None,
+def read_clip(path: _PathLike, first_frame: int | None = None, take: str | None = None,
               root: str | None = None) -> Clip:
     """Read one skeleton's animation for one take of an FBX file.
 
@@ -260,7 +260,8 @@ def read_clip(path: _PathLike, first_frame: int = 0, take: str | None = None,
     ----------
     path : str or path-like
     first_frame : int, optional
-        Host frame number given to the take's first frame.
+        Host frame number given to the take's first frame (default the take's own start
+        frame, its start time times the scene rate).
     take : str, optional
         Name of the take (animation stack); default the file's active take.
     root : str, optional
@@ -286,7 +287,8 @@ def read_clip(path: _PathLike, first_frame: int = 0, take: str | None = None,
     rate = settings["rate"]
     clip = Clip(**_build_clip(graph, selected, samples, name, take_name),
                 fps=fps_from_frame_time(1.0 / rate), frame_time=1.0 / rate,
-                first_frame=first_frame, name=Path(name).stem, units=settings["units"],
+                first_frame=settings["begin"] if first_frame is None else first_frame,
+                name=Path(name).stem, units=settings["units"],
                 up_axis=settings["up"])
     _verify(clip, samples["world"][:-1], name)
     return clip.unwrapped()
@@ -370,6 +372,7 @@ def _extract(scene: Any, ufbx: Any, name: str, take: str | None, root: str | Non
     if end < begin:
         raise ClipFormatError(f"take {take_name!r} has an empty time range "
                               f"({stack.time_begin:g} s to {stack.time_end:g} s)", name)
+    settings["begin"] = begin
     selected = graph.subtree(start)
     samples = _sample(scene, anim, selected, graph.parents[start],
                       np.arange(begin, end + 1) / rate)

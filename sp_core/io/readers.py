@@ -1,6 +1,6 @@
 """One registry of motion-file readers, chosen by file suffix.
 
-Each reader module has ``read_clip(path, first_frame=0, take=None, root=None) -> Clip`` and is
+Each reader module has ``read_clip(path, first_frame=None, take=None, root=None) -> Clip`` and is
 imported only when a file of its type is read (so ``ufbx`` is needed only for FBX).
 """
 
@@ -19,15 +19,16 @@ READERS: dict[str, str] = {
 }
 
 
-def read_clip(path: str | Path, first_frame: int = 0, take: str | None = None,
+def read_clip(path: str | Path, first_frame: int | None = None, take: str | None = None,
               root: str | None = None) -> Clip:
     """Read any supported motion file.
 
     Parameters
     ----------
     path : str or path-like
-    first_frame : int
-        Host frame number of the first frame.
+    first_frame : int, optional
+        Host frame number of the first frame (default the file's own: the take's start frame
+        of an FBX file, 0 for BVH).
     take : str, optional
         The take (animation stack) of a file that holds several (FBX).
     root : str, optional

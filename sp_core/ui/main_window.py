@@ -103,7 +103,7 @@ def wait_for_analysis(window: MainWindow, timeout: float = 120.0) -> None:
     app.processEvents()
 
 
-def run_viewer(path: str, first_frame: int = 0, keys: int | None = None,
+def run_viewer(path: str, first_frame: int | None = None, keys: int | None = None,
                screenshot: str | None = None, apply: bool = False,
                timeout: float = 600.0) -> int:
     """Open the viewer on a BVH; with ``screenshot``, analyse, set K, save the window and exit.

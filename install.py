@@ -4,8 +4,10 @@
 Usage
 -----
 ``python3 install.py --standalone``
-    Create ``.venv`` in this checkout and install the project into it (editable) with its ``ui``
-    and ``dev`` extras. Running it again only reinstalls when ``pyproject.toml`` changed.
+    Create ``.venv`` in this checkout and install the project into it (editable) with its ``ui``,
+    ``cluster``, ``dev`` and ``blender`` extras (``bpy``, Blender as a Python module, where a
+    wheel exists for the platform). Running it again only reinstalls when ``pyproject.toml``
+    changed.
 ``python3 install.py --maya [--maya-version 2025] [--modules-dir DIR] [--mayapy PATH]``
     Write ``SalientPoses.mod`` into Maya's user modules folder (its module is
     ``maya_plugin/module`` of this checkout, or of a copy under ``--prefix``; the module's own
@@ -48,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP_NAME = ".salient-poses-install"
-STANDALONE_EXTRAS = "ui,cluster,dev"
+STANDALONE_EXTRAS = "ui,cluster,dev,blender"
 
 
 class InstallError(Exception):

@@ -32,9 +32,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
@@ -376,20 +377,15 @@ class BlenderHost:
             euler = mode if mode in EULER_MODES else "XYZ"
             if mode not in EULER_MODES:  # unanimated quaternion bone: its constant as Euler
                 turn = np.array(pose[name].matrix_basis)[:3, :3]
-                from scipy.spatial.transform import Rotation
-
                 constant = Rotation.from_matrix(turn).as_euler("ZYX")[::-1]
                 rotation[:, b] = constant
-            for axis in reversed(euler):
-                channel_names.append(f"{name}.{axis}rotation")
-                columns.append(np.degrees(rotation[:, b, "XYZ".index(axis)]))
-            for prop, index in (("location", 0), ("location", 1), ("location", 2),
-                                ("rotation_euler", 0), ("rotation_euler", 1),
-                                ("rotation_euler", 2)):
+            for letter in reversed(euler):
+                channel_names.append(f"{name}.{letter}rotation")
+                columns.append(np.degrees(rotation[:, b, "XYZ".index(letter)]))
+            for attribute, (prop, index) in PROPERTIES.items():
                 lock = pose[name].lock_location if prop == "location" else \
                     pose[name].lock_rotation
                 if lock[index] and (data_path(name, prop), index) in animated:
-                    attribute = next(a for a, v in PROPERTIES.items() if v == (prop, index))
                     self.skipped[f"{name}.{attribute}"] = "locked"
             if not bone.children:
                 names.append(name + TAIL)
@@ -531,7 +527,7 @@ class BlenderHost:
     def remove_layer(self, handle: LayerHandle) -> None:
         """Delete the layer's track and action; when no layer of this tool is left, put the
         pushed-down original back as the active action."""
-        object_name, track_name, action_name = handle.token  # type: ignore[misc]
+        object_name, track_name, action_name = cast(tuple[str, str, str], handle.token)
         with host_step(f"deleting layer {handle.name!r}"):
             obj = bpy.data.objects.get(object_name)
             if obj is None or obj.animation_data is None:
@@ -587,9 +583,15 @@ class BlenderHost:
 _LINEAR = 1  # index of LINEAR in Keyframe.interpolation's enum (CONSTANT, LINEAR, BEZIER, ...)
 
 
+def _slotted() -> bool:
+    """Blender 4.4+ keeps F-curves in slotted channel bags (``action.fcurves`` is a proxy for the
+    first slot until 5.0 removes it)."""
+    return tuple(bpy.app.version) >= (4, 4, 0)
+
+
 def _action_fcurves(action: Any, data: Any) -> list[Any]:
     """F-curves of an action: its slotted channel bag (Blender 4.4+) or ``action.fcurves``."""
-    if hasattr(action, "layers") and len(action.layers):
+    if _slotted() and len(action.layers):
         slot = getattr(data, "action_slot", None) if data is not None else None
         found = []
         for layer in action.layers:
@@ -609,7 +611,7 @@ class _Channels:
         self.action = action
         self.bag = None
         self.groups: dict[str, Any] = {}
-        if hasattr(action, "slots") and hasattr(action, "layers"):
+        if _slotted():
             slot = action.slots.new(id_type="OBJECT", name=obj.name)
             strip = action.layers.new("Layer").strips.new(type="KEYFRAME")
             self.bag = strip.channelbag(slot, ensure=True)

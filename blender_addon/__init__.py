@@ -20,12 +20,12 @@ bl_info = {
 
 
 def register() -> None:
-    from blender_addon import ui
+    from blender_addon.ui import register as register_ui
 
-    ui.register()
+    register_ui()
 
 
 def unregister() -> None:
-    from blender_addon import ui
+    from blender_addon.ui import unregister as unregister_ui
 
-    ui.unregister()
+    unregister_ui()

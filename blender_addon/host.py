@@ -193,7 +193,7 @@ class BlenderHost:
             return result
 
     # ------------------------------------------------------------------ reading
-    def _frames(self, frames: Sequence[int]) -> Iterator[int]:
+    def _frames(self, frames: Sequence[int] | np.ndarray) -> Iterator[int]:
         """Go to each frame in turn; the scene's own frame comes back afterwards."""
         scene = self.scene
         start = scene.frame_current
@@ -227,7 +227,8 @@ class BlenderHost:
         bones.foreach_get("tail", out[1])
         return out.reshape(-1, 3).astype(np.float64)
 
-    def world_positions(self, nodes: Sequence[str], frames: Sequence[int]) -> np.ndarray:
+    def world_positions(self, nodes: Sequence[str], frames: Sequence[int] | np.ndarray
+                        ) -> np.ndarray:
         """World positions of bones (heads) and End Sites (tails) from the depsgraph."""
         with host_step("reading world positions"):
             obj = self.object()
@@ -540,6 +541,17 @@ class BlenderHost:
             if action is not None and MADE in action:
                 bpy.data.actions.remove(action)
             _restore_original(obj)
+
+    def layers(self) -> list[LayerHandle]:
+        """The layers this tool made on the armature (found in the file, so they survive undo,
+        saving and reloading), bottom to top."""
+        obj = self.object()
+        data = obj.animation_data
+        if data is None:
+            return []
+        return [LayerHandle(t.name, str(s.action[MADE]), token=(obj.name, t.name, s.action.name))
+                for t in data.nla_tracks for s in t.strips
+                if s.action is not None and MADE in s.action]
 
     @contextmanager
     def undo_chunk(self, label: str) -> Iterator[None]:

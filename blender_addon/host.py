@@ -40,6 +40,7 @@ from scipy.spatial.transform import Rotation
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import SalientPosesError
+from sp_core.euler import unwrap_euler
 from sp_core.host import HostError, LayerHandle, LazyModule, host_step
 
 bpy: Any = LazyModule("bpy")
@@ -60,8 +61,9 @@ MADE = "salient_poses_layer"
 #: Handle types per tangent mode: one tangent per key keeps the handles aligned.
 HANDLE_TYPES = {"unified": "ALIGNED", "weighted": "ALIGNED", "broken": "FREE", "smooth": "FREE"}
 #: A bone's world position may differ this much (fraction of the character's height) from the
-#: engine's forward kinematics of its channels before the read says so.
-FK_TOLERANCE = 1e-6
+#: engine's forward kinematics of its channels before the read says so (Blender stores pose
+#: values in single precision: about 1e-6 of the height on long chains).
+FK_TOLERANCE = 1e-5
 
 
 def data_path(bone: str, prop: str) -> str:
@@ -339,9 +341,10 @@ class BlenderHost:
                          for p in ("rotation_quaternion", "rotation_axis_angle")
                          for i in range(4))]
             if wrong:
-                raise HostError("these bones are animated in quaternion or axis-angle rotation, "
-                                "which the engine does not fit; set their Rotation Mode to an "
-                                "Euler order and bake the animation first: " + ", ".join(wrong))
+                raise HostError("these bones are animated in quaternion or axis-angle rotation "
+                                "(as Blender's FBX importer makes them), which the engine does "
+                                "not fit; press Convert to Euler in the Salient Poses panel "
+                                "(a new action, the original is kept): " + ", ".join(wrong))
         with host_step(f"reading the animation over frames {first}..{last}"):
             frames = list(range(first, last + 1))
             location, rotation, points = self._read_channels(obj, frames, points=True)
@@ -408,6 +411,64 @@ class BlenderHost:
                 "Blender's positions, the fit the channels")
             clip = _with_positions(clip, blender)
         return clip
+
+    def convert_to_euler(self, order: str = "XYZ") -> list[str]:
+        """Give the quaternion and axis-angle bones Euler rotation in a NEW action.
+
+        The active action is copied (``<name> (Euler)``); in the copy every such bone's
+        rotation curves are replaced by ``rotation_euler`` keys on every frame of the action's
+        range (linear, continuous angles); the bones' Rotation Mode becomes ``order`` and the
+        copy becomes the active action. The original action is kept unchanged (with a fake user
+        so that saving keeps it). Call inside :meth:`undo_chunk`. Returns the converted bones.
+        """
+        if order not in EULER_MODES:
+            raise HostError(f"Euler order must be one of {', '.join(EULER_MODES)}; got {order!r}")
+        with host_step("converting quaternion rotations to Euler"):
+            obj = self.object()
+            data = obj.animation_data
+            action = data.action if data is not None else None
+            if action is None:
+                raise HostError(f"armature {obj.name!r} has no active action to convert")
+            pose = obj.pose.bones
+            bones = [b.name for b in pose if b.rotation_mode not in EULER_MODES]
+            if not bones:
+                return []
+            first, last = (int(round(v)) for v in action.frame_range)
+            frames = np.arange(first, last + 1)
+            turns = np.empty((len(frames), len(bones), 3, 3))
+            for i in self._frames(frames):
+                for j, name in enumerate(bones):
+                    turns[i, j] = np.array(pose[name].matrix_basis)[:3, :3]
+            copy = action.copy()
+            copy.name = f"{action.name} (Euler)"
+            action.use_fake_user = True
+            if self._journal is not None:
+                self._journal.actions.append(copy.name)
+            bag = _Channels.existing(copy)
+            listed = "".join(reversed(order))  # Blender "XYZ" turns X first: R = Rz Ry Rx
+            for j, name in enumerate(bones):
+                for prop in ("rotation_quaternion", "rotation_axis_angle"):
+                    for index in range(4):
+                        bag.remove(data_path(name, prop), index)
+                angles = Rotation.from_matrix(turns[:, j]).as_euler(listed, degrees=True)
+                angles = np.radians(unwrap_euler(angles))
+                for k, letter in enumerate(listed):
+                    fcurve = bag.new(data_path(name, "rotation_euler"), "XYZ".index(letter),
+                                     name)
+                    points = fcurve.keyframe_points
+                    points.add(len(frames))
+                    points.foreach_set("co", np.stack([frames, angles[:, k]], 1).ravel())
+                    points.foreach_set("interpolation", np.full(len(frames), _LINEAR, np.int32))
+                    fcurve.update()
+            slot = getattr(data, "action_slot", None)
+            for name in bones:
+                pose[name].rotation_mode = order
+            data.action = copy
+            if slot is not None and _slotted() and len(copy.slots):
+                data.action_slot = copy.slots[0]
+            self.notes = [f"converted {len(bones)} bones to Euler {order} in action "
+                          f"{copy.name!r}; {action.name!r} is kept"]
+            return bones
 
     # ------------------------------------------------------------------ writing
     def _targets(self, channels: Sequence[str], keep: np.ndarray | None
@@ -619,18 +680,35 @@ class _Channels:
     """Creates F-curves in a new action, grouped by bone: through a slot, layer, strip and
     channel bag where Blender has them (4.4+), else through ``action.fcurves`` (4.2, 4.3)."""
 
-    def __init__(self, action: Any, obj: Any) -> None:
+    def __init__(self, action: Any, obj: Any | None) -> None:
         self.action = action
         self.bag = None
         self.groups: dict[str, Any] = {}
-        if _slotted():
+        if _slotted() and obj is not None:
             slot = action.slots.new(id_type="OBJECT", name=obj.name)
             strip = action.layers.new("Layer").strips.new(type="KEYFRAME")
             self.bag = strip.channelbag(slot, ensure=True)
 
+    @classmethod
+    def existing(cls, action: Any) -> _Channels:
+        """The channels of an action that has F-curves already (its first slot's)."""
+        made = cls(action, None)
+        if _slotted() and len(action.layers) and len(action.slots):
+            made.bag = action.layers[0].strips[0].channelbag(action.slots[0], ensure=True)
+            made.groups = {g.name: g for g in made.bag.groups}
+        return made
+
+    def remove(self, path: str, index: int) -> None:
+        curves = self.bag.fcurves if self.bag is not None else self.action.fcurves
+        found = curves.find(path, index=index)
+        if found is not None:
+            curves.remove(found)
+
     def new(self, path: str, index: int, group: str) -> Any:
         if self.bag is None:
             return self.action.fcurves.new(path, index=index, action_group=group)
+        if group not in self.groups and group in self.bag.groups:
+            self.groups[group] = self.bag.groups[group]
         fcurve = self.bag.fcurves.new(path, index=index)
         if group not in self.groups:
             self.groups[group] = self.bag.groups.new(group)

@@ -224,7 +224,25 @@ def _operators() -> list[type]:
             STATE.message = f"Removed {len(handles)} layer(s)"
             return {"FINISHED"}
 
-    return [Analyze, SuggestedK, Apply, Remove]
+    class ConvertToEuler(_Operator, operator):
+        """Give quaternion bones Euler rotation in a new action keyed on every frame (Blender's
+        FBX importer makes quaternion bones); the original action is kept (one undo step)"""
+
+        bl_idname = "salient_poses.convert_to_euler"
+        bl_label = "Convert to Euler"
+
+        def execute(self, context: Any) -> set[str]:
+            host = BlenderHost()
+            try:
+                with host.undo_chunk("Salient Poses: convert to Euler"):
+                    bones = host.convert_to_euler()
+            except SalientPosesError as exc:
+                return _fail(self, exc)
+            STATE.message = host.notes[0] if bones else "every bone is in Euler rotation already"
+            self.report({"INFO"}, STATE.message)
+            return {"FINISHED"}
+
+    return [Analyze, SuggestedK, Apply, Remove, ConvertToEuler]
 
 
 def draw(layout: Any, context: Any) -> None:
@@ -247,6 +265,7 @@ def draw(layout: Any, context: Any) -> None:
     row = layout.row(align=True)
     row.operator("salient_poses.apply")
     row.operator("salient_poses.remove")
+    layout.operator("salient_poses.convert_to_euler")
     for line in [STATE.message, *STATE.notes]:
         if line:
             layout.label(text=line, icon="INFO")

@@ -447,7 +447,7 @@ class BlenderHost:
             bag = _Channels.existing(copy)
             listed = "".join(reversed(order))  # Blender "XYZ" turns X first: R = Rz Ry Rx
             for j, name in enumerate(bones):
-                for prop in ("rotation_quaternion", "rotation_axis_angle"):
+                for prop in ("rotation_quaternion", "rotation_axis_angle", "rotation_euler"):
                     for index in range(4):
                         bag.remove(data_path(name, prop), index)
                 angles = Rotation.from_matrix(turns[:, j]).as_euler(listed, degrees=True)
@@ -683,7 +683,6 @@ class _Channels:
     def __init__(self, action: Any, obj: Any | None) -> None:
         self.action = action
         self.bag = None
-        self.groups: dict[str, Any] = {}
         if _slotted() and obj is not None:
             slot = action.slots.new(id_type="OBJECT", name=obj.name)
             strip = action.layers.new("Layer").strips.new(type="KEYFRAME")
@@ -695,7 +694,6 @@ class _Channels:
         made = cls(action, None)
         if _slotted() and len(action.layers) and len(action.slots):
             made.bag = action.layers[0].strips[0].channelbag(action.slots[0], ensure=True)
-            made.groups = {g.name: g for g in made.bag.groups}
         return made
 
     def remove(self, path: str, index: int) -> None:
@@ -707,12 +705,11 @@ class _Channels:
     def new(self, path: str, index: int, group: str) -> Any:
         if self.bag is None:
             return self.action.fcurves.new(path, index=index, action_group=group)
-        if group not in self.groups and group in self.bag.groups:
-            self.groups[group] = self.bag.groups[group]
         fcurve = self.bag.fcurves.new(path, index=index)
-        if group not in self.groups:
-            self.groups[group] = self.bag.groups.new(group)
-        fcurve.group = self.groups[group]
+        # looked up each time, never kept: removing F-curves can delete a group that became
+        # empty, and a kept Python reference to it would then point at freed memory
+        groups = self.bag.groups
+        fcurve.group = groups.get(group) or groups.new(group)
         return fcurve
 
 

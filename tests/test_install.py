@@ -225,3 +225,27 @@ def test_the_old_mod_file_put_nothing_on_pythonpath(tmp_path):
     mod_file.write_text(f"+ MAYAVERSION:2025 SalientPoses 1.0 {ROOT}\nPYTHONPATH+:={ROOT}\n")
     (path,) = module_environment(mod_file, "2025")["PYTHONPATH"][1:]
     assert path != str(ROOT) and not (Path(path) / "maya_plugin").exists()
+
+
+def test_the_standalone_install_brings_blender_wherever_bpy_has_a_wheel(install, tmp_path):
+    """The README's test command installs bpy (the extra ``blender``) exactly where the Blender
+    tests refuse to skip, so CI runs them for real."""
+    import tomllib
+
+    from host_contract import bpy_wheel_exists
+    from packaging.requirements import Requirement
+
+    assert "blender" in install.STANDALONE_EXTRAS.split(",")
+    plan = install.Plan()
+    install.plan_standalone(plan, env_dir=tmp_path / "env")
+    assert any(step.describe.endswith(f"[{install.STANDALONE_EXTRAS}]") for step in plan.steps)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    (line,) = project["optional-dependencies"]["blender"]
+    requirement = Requirement(line)
+    assert requirement.name == "bpy" and str(requirement.specifier) == "<4.6,>=4.5"
+    for machine, python, wheel in (("x86_64", "3.11", True), ("AMD64", "3.11", True),
+                                   ("arm64", "3.11", True), ("aarch64", "3.11", False),
+                                   ("x86_64", "3.12", False)):
+        environment = {"platform_machine": machine, "python_version": python}
+        assert requirement.marker.evaluate(environment) is wheel
+    assert requirement.marker.evaluate() is bpy_wheel_exists()

@@ -42,6 +42,7 @@ from sp_core.curves import KeyedCurves
 from sp_core.errors import SalientPosesError
 from sp_core.euler import unwrap_euler
 from sp_core.host import HostError, LayerHandle, LazyModule, host_step
+from sp_core.tangents import to_blender
 
 bpy: Any = LazyModule("bpy")
 
@@ -542,10 +543,8 @@ class BlenderHost:
             for c, bone, prop, index in targets:
                 scale = np.pi / 180.0 if prop == "rotation_euler" else 1.0
                 values = curves.values[:, c] * scale
-                left = np.stack([frames + curves.in_handles[:, c, 0],
-                                 values + curves.in_handles[:, c, 1] * scale], axis=1)
-                right = np.stack([frames + curves.out_handles[:, c, 0],
-                                  values + curves.out_handles[:, c, 1] * scale], axis=1)
+                left, right = to_blender(frames, values, curves.in_handles[:, c] * [1.0, scale],
+                                         curves.out_handles[:, c] * [1.0, scale])
                 fcurve = bag.new(data_path(bone, prop), index, bone)
                 points = fcurve.keyframe_points
                 points.add(len(frames))

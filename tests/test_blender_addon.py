@@ -225,6 +225,54 @@ def test_the_panel_operators_analyse_apply_undo_and_remove(scene):
         blender_addon.unregister()
 
 
+class RecordingLayout:
+    """Stands in for Blender's UILayout (drawing needs a window): records what draw() asks."""
+
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+
+    def box(self) -> RecordingLayout:
+        return self
+
+    def row(self, align: bool = False) -> RecordingLayout:
+        return self
+
+    def label(self, text: str = "", icon: str = "NONE") -> None:
+        self.calls.append(("label", text))
+
+    def prop(self, data, name: str) -> None:
+        self.calls.append(("prop", name))
+        assert name in data.bl_rna.properties, name
+
+    def operator(self, idname: str, text: str = "") -> None:
+        self.calls.append(("operator", idname))
+        group, _, name = idname.partition(".")
+        assert hasattr(getattr(bpy.ops, group), name), idname
+
+
+def test_the_panel_draws_every_schema_option_and_operator(scene):
+    import blender_addon
+    from blender_addon.ui import panel_fields
+
+    blender_addon.register()
+    try:
+        calls: list = []
+        from blender_addon.ui import draw
+
+        draw(RecordingLayout(calls), bpy.context)
+        props = [name for kind, name in calls if kind == "prop"]
+        assert set(props) == {*panel_fields(), "k"}
+        assert {"tangents", "cost", "layered", "residual_weight"} <= set(props)
+        assert {n for kind, n in calls if kind == "operator"} == {
+            "salient_poses.analyze", "salient_poses.suggested_k", "salient_poses.apply",
+            "salient_poses.remove", "salient_poses.convert_to_euler"}
+        spaces = {cls.bl_space_type for cls in bpy.types.Panel.__subclasses__()
+                  if cls.__name__.startswith("SALIENTPOSES_PT")}
+        assert spaces == {"GRAPH_EDITOR", "DOPESHEET_EDITOR"}
+    finally:
+        blender_addon.unregister()
+
+
 def test_the_self_test_passes(capsys):
     from blender_addon import selftest
 

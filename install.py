@@ -4,8 +4,10 @@
 Usage
 -----
 ``python3 install.py --standalone``
-    Create ``.venv`` in this checkout and install the project into it (editable) with its ``ui``
-    and ``dev`` extras. Running it again only reinstalls when ``pyproject.toml`` changed.
+    Create ``.venv`` in this checkout and install the project into it (editable) with its ``ui``,
+    ``cluster``, ``dev`` and ``blender`` extras (``bpy``, Blender as a Python module, where a
+    wheel exists for the platform). Running it again only reinstalls when ``pyproject.toml``
+    changed.
 ``python3 install.py --maya [--maya-version 2025] [--modules-dir DIR] [--mayapy PATH]``
     Write ``SalientPoses.mod`` into Maya's user modules folder (its module is
     ``maya_plugin/module`` of this checkout, or of a copy under ``--prefix``; the module's own
@@ -19,7 +21,14 @@ Usage
     ``mobupy -m mobu_plugin.selftest`` work from a clean shell) and a start-up script that adds
     the menu into a documented PythonStartup folder (``--startup-dir``, else the first folder of
     ``MOTIONBUILDER_PYTHON_STARTUP``, else the user PythonStartup folder).
-``python3 install.py --uninstall [--maya] [--mobu]``
+``python3 install.py --blender [--blender-version 4.5] [--addons-dir DIR] [--blender-python PATH]``
+    Write a small add-on ``salient_poses`` into Blender's user add-ons folder that puts the
+    checkout (or its copy under ``--prefix``) and ``.hosts/blender-<version>/site-packages`` on
+    ``sys.path`` and registers ``blender_addon``; pip-install scipy, numba and the engine's
+    other dependencies with Blender's own Python into that site folder (Blender ships numpy;
+    without ``--blender-python`` the command is printed). Then enable *Salient Poses* in
+    Preferences > Add-ons.
+``python3 install.py --uninstall [--maya] [--mobu] [--blender]``
     Remove exactly what was installed (recorded in ``.salient-poses-manifest.json``).
 ``python3 install.py --check``
     Report what is installed where and whether the hosts' Pythons import the engine.
@@ -48,7 +57,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP_NAME = ".salient-poses-install"
-STANDALONE_EXTRAS = "ui,cluster,dev"
+STANDALONE_EXTRAS = "ui,cluster,dev,blender"
 
 
 class InstallError(Exception):
@@ -121,8 +130,12 @@ def plan_standalone(plan: Plan, env_dir: Path = VENV, extras: str = STANDALONE_E
 
 
 # ----------------------------------------------------------------------------- host installs
-PACKAGES = ("sp_core", "maya_plugin", "mobu_plugin", "examples")
+PACKAGES = ("sp_core", "maya_plugin", "mobu_plugin", "blender_addon", "examples")
 HOST_DEPENDENCIES = ("numpy", "scipy", "numba", "pyqtgraph")
+#: What Blender's Python lacks (it ships numpy; the panel is Blender's own, no Qt): pip
+#: requirement → the folder it installs.
+BLENDER_DEPENDENCIES = {"scipy": "scipy", "numba": "numba", "tomli-w": "tomli_w", "tqdm": "tqdm",
+                        "ufbx==0.0.5": "ufbx"}
 MANIFEST = ROOT / ".salient-poses-manifest.json"
 BEGIN = "# >>> Salient Poses (added by install.py; removed by install.py --uninstall) >>>"
 END = "# <<< Salient Poses <<<"
@@ -302,16 +315,18 @@ def _same_tree(a: Path, b: Path) -> bool:
 
 
 def plan_dependencies(plan: Plan, manifest: Manifest, target: str, interpreter: Path,
-                      site: Path) -> None:
-    """pip-install the engine's dependencies with the host's own Python into ``site``."""
+                      site: Path, packages: dict[str, str] | None = None) -> None:
+    """pip-install the engine's dependencies with the host's own Python into ``site``
+    (``packages``: requirement → installed folder; default :data:`HOST_DEPENDENCIES`)."""
+    packages = packages or {name: name for name in HOST_DEPENDENCIES}
     argv = [str(interpreter), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-            "--upgrade", "--target", str(site), *HOST_DEPENDENCIES]
+            "--upgrade", "--target", str(site), *packages]
     if not interpreter.exists():
         plan.add(f"{target}: host Python {interpreter} not found; install the dependencies "
                  f"yourself with:\n    {' '.join(argv)}", lambda: None)
         return
-    if site.exists() and all((site / name).exists() for name in HOST_DEPENDENCIES):
-        plan.add(f"{site} already has {', '.join(HOST_DEPENDENCIES)}", lambda: None)
+    if site.exists() and all((site / folder).exists() for folder in packages.values()):
+        plan.add(f"{site} already has {', '.join(packages)}", lambda: None)
         return
 
     def install() -> None:
@@ -399,6 +414,63 @@ def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
               f"{paths['root']}\n{paths['site']}\n")
 
 
+def blender_user_dir(version: str) -> Path:
+    """Blender's USER folder (Blender manual, "Blender's Directory Layout"): Linux
+    ``$XDG_CONFIG_HOME/blender/<v>`` or ``~/.config/blender/<v>``, macOS ``~/Library/Application
+    Support/Blender/<v>``, Windows ``%APPDATA%/Blender Foundation/Blender/<v>``."""
+    if sys.platform == "win32":
+        appdata = os.environ.get("APPDATA")
+        base = Path(appdata) if appdata else home() / "AppData" / "Roaming"
+        return base / "Blender Foundation" / "Blender" / version
+    if sys.platform == "darwin":
+        return home() / "Library" / "Application Support" / "Blender" / version
+    config = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(config) if config else home() / ".config") / "blender" / version
+
+
+def blender_paths(args: argparse.Namespace) -> dict[str, Path]:
+    version = args.blender_version
+    home_dir = Path(args.prefix) if args.prefix else ROOT
+    addons = Path(args.addons_dir) if args.addons_dir else \
+        blender_user_dir(version) / "scripts" / "addons"
+    return {"addon": addons / "salient_poses" / "__init__.py",
+            "site": home_dir / ".hosts" / f"blender-{version}" / "site-packages",
+            "root": home_dir,
+            "python": Path(args.blender_python or "<Blender's python>")}
+
+
+def blender_loader_text(root: Path, site: Path) -> str:
+    """The add-on Blender loads: ``bl_info`` written out literally (Blender reads it without
+    running the file), then the paths and ``blender_addon``'s register/unregister."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from blender_addon import bl_info
+    finally:
+        sys.path.remove(str(ROOT))
+    return ('"""Salient Poses for Blender (written by install.py --blender; removed by\n'
+            'install.py --uninstall --blender)."""\n\n'
+            "import sys\n\n"
+            f"bl_info = {bl_info!r}\n\n"
+            f"for _path in ({str(root)!r}, {str(site)!r}):\n"
+            "    if _path not in sys.path:\n"
+            "        sys.path.append(_path)\n\n"
+            "from blender_addon import register, unregister  # noqa: E402\n")
+
+
+def plan_blender(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
+    paths = blender_paths(args)
+    if args.prefix:
+        plan_copy(plan, manifest, "blender", paths["root"])
+    plan_file(plan, manifest, "blender", paths["addon"],
+              blender_loader_text(paths["root"], paths["site"]))
+    if not args.no_deps:
+        plan_dependencies(plan, manifest, "blender", paths["python"], paths["site"],
+                          BLENDER_DEPENDENCIES)
+    plan.add("Blender: enable Salient Poses in Preferences > Add-ons; prove it with\n"
+             "    blender -b --python-expr \"from blender_addon import selftest; "
+             "selftest.main([])\"", lambda: None)
+
+
 def plan_uninstall(plan: Plan, manifest: Manifest, targets: set[str]) -> None:
     entries = [e for e in manifest.entries if e["target"] in targets]
     if not entries:
@@ -439,7 +511,8 @@ def check(args: argparse.Namespace, manifest: Manifest) -> int:
         print(f"{entry['target']}: {entry['kind']} {entry['path']} ({state})")
     problems = 0
     for target, paths, module in (("maya", maya_paths(args), "maya_plugin"),
-                                  ("mobu", mobu_paths(args), "mobu_plugin")):
+                                  ("mobu", mobu_paths(args), "mobu_plugin"),
+                                  ("blender", blender_paths(args), "blender_addon")):
         if not any(e["target"] == target for e in manifest.entries):
             print(f"{target}: not installed")
             continue
@@ -493,9 +566,19 @@ def main(argv: list[str] | None = None) -> int:
                            "MOTIONBUILDER_PYTHON_STARTUP, else Documents/MB/V/config/"
                            "PythonStartup)")
     mobu.add_argument("--mobupy", metavar="PATH", help="MotionBuilder's Python")
+    blender = parser.add_argument_group("Blender")
+    blender.add_argument("--blender", action="store_true", help="install into Blender")
+    blender.add_argument("--blender-version", default="4.5", metavar="V")
+    blender.add_argument("--addons-dir", metavar="DIR",
+                         help="Blender's add-ons folder (default: the user scripts folder's "
+                              "addons)")
+    blender.add_argument("--blender-python", metavar="PATH",
+                         help="Blender's own Python (in Blender's folder: <version>/python/bin)")
     args = parser.parse_args(argv)
-    if not (args.standalone or args.maya or args.mobu or args.uninstall or args.check):
-        parser.error("say what to do: --standalone, --maya, --mobu, --uninstall or --check")
+    if not (args.standalone or args.maya or args.mobu or args.blender or args.uninstall
+            or args.check):
+        parser.error("say what to do: --standalone, --maya, --mobu, --blender, --uninstall or "
+                     "--check")
 
     manifest = Manifest()
     if args.check:
@@ -503,7 +586,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = Plan()
     try:
         if args.uninstall:
-            targets = {t for t in ("maya", "mobu") if getattr(args, t)} or {"maya", "mobu"}
+            targets = {t for t in ("maya", "mobu", "blender") if getattr(args, t)} or \
+                {"maya", "mobu", "blender"}
             plan_uninstall(plan, manifest, targets)
         else:
             if args.standalone:
@@ -512,6 +596,8 @@ def main(argv: list[str] | None = None) -> int:
                 plan_maya(plan, manifest, args)
             if args.mobu:
                 plan_mobu(plan, manifest, args)
+            if args.blender:
+                plan_blender(plan, manifest, args)
         plan.execute(args.dry_run)
     except InstallError as exc:
         print(f"install.py: error: {exc}", file=sys.stderr)

@@ -11,6 +11,8 @@ Conventions
 - A node's position channels, where present, *replace* the matching component of its rest offset
   (a root or a MotionBuilder-style 6-channel joint stores its full local translation); components
   without a channel keep the offset. This is how Blender and MotionBuilder read BVH.
+  Blender's pose bones differ (``translation_space="oriented"``): their location is expressed
+  in the bone's rest frame (after ``orients``) and *added* to the rest offset.
 - Frames are host frame numbers: frame ``first_frame + i`` is row ``i``.
 """
 
@@ -30,6 +32,7 @@ POSITION_ATTRIBUTES = ("Xposition", "Yposition", "Zposition")
 ROTATION_ATTRIBUTES = ("Xrotation", "Yrotation", "Zrotation")
 AXES = "XYZ"
 UP_AXES = {"x": 0, "y": 1, "z": 2}
+TRANSLATION_SPACES = ("parent", "oriented")
 
 #: The paper's convention: errors are reported in millimetres for a character 1.7 m tall.
 REFERENCE_HEIGHT_MM = 1700.0
@@ -70,6 +73,10 @@ class Clip:
     orients : (n_nodes, 3, 3) float64, optional
         Constant rotation of each node applied before its channel rotations (Maya's
         ``jointOrient``: local rotation = orient · R(channels)); identity by default (BVH).
+    translation_space : {"parent", "oriented"}, optional
+        ``"parent"`` (default; BVH, Maya, MotionBuilder): position channels replace the matching
+        components of the offset, in the parent's frame. ``"oriented"`` (Blender pose bones):
+        local translation = offset + orient · (position channels, 0 where absent).
 
     Notes
     -----
@@ -94,8 +101,13 @@ class Clip:
         units: str | None = None,
         up_axis: str = "y",
         rest_channels: np.ndarray | None = None,
+        translation_space: str = "parent",
     ) -> None:
         self.name = name
+        if translation_space not in TRANSLATION_SPACES:
+            raise ClipError(f"translation space must be one of {', '.join(TRANSLATION_SPACES)}; "
+                            f"got {translation_space!r}")
+        self.translation_space = translation_space
         if up_axis.lower() not in UP_AXES:
             raise ClipError(f"up axis must be one of x, y, z; got {up_axis!r}")
         self.units = units
@@ -311,9 +323,16 @@ class Clip:
             local_t = self.offsets[i].copy()
             columns = self._translation_index[i]
             if np.any(columns >= 0):
-                local_t = np.repeat(local_t[None], n_frames, axis=0)
                 has = columns >= 0
-                local_t[:, has] = channels[:, columns[has]]
+                if self.translation_space == "oriented":
+                    moved = np.zeros((n_frames, 3))
+                    moved[:, has] = channels[:, columns[has]]
+                    if self.orients is not None:
+                        moved = moved @ self.orients[i].T
+                    local_t = local_t + moved
+                else:
+                    local_t = np.repeat(local_t[None], n_frames, axis=0)
+                    local_t[:, has] = channels[:, columns[has]]
             local_r = None
             if self.rotation_orders[i] and n_frames:
                 local_r = euler_matrices(self.rotation_orders[i],
@@ -366,11 +385,14 @@ class Clip:
             p = self.parents[i]
             parent_r = identity if p < 0 else world[p]
             nodes = below[i]
+            partial = parent_r if self.orients is None else np.matmul(parent_r, self.orients[i])
+            # a position channel moves along its axis in the parent's frame, or in the node's
+            # oriented frame for Blender-style locations
+            moving = partial if self.translation_space == "oriented" else parent_r
             for axis in range(3):
                 c = self._translation_index[i, axis]
                 if c >= 0:
-                    jacobian[..., c][:, nodes] = parent_r[:, None, :, axis]
-            partial = parent_r if self.orients is None else np.matmul(parent_r, self.orients[i])
+                    jacobian[..., c][:, nodes] = moving[:, None, :, axis]
             arms = positions[:, nodes] - positions[:, i:i + 1]
             order = self.rotation_orders[i]
             for k, c in enumerate(self._rotation_index[i]):
@@ -452,7 +474,8 @@ class Clip:
             end_sites=self.end_sites, channel_names=self.channel_names, channels=self._channels,
             fps=self.fps, frame_time=self.frame_time, first_frame=self.first_frame, name=self.name,
             raw_channels=self.raw_channels, orients=self.orients, units=self.units,
-            up_axis=self.up_axis, rest_channels=self.rest_channels)
+            up_axis=self.up_axis, rest_channels=self.rest_channels,
+            translation_space=self.translation_space)
         fields.update(changes)
         return Clip(**fields)  # type: ignore[arg-type]
 

@@ -61,6 +61,7 @@ class StandaloneHost:
         self.listeners: list[Callable[[str], None]] = []
         self._frame = clip.first_frame
         self._layers: list[_Layer] = []
+        self._undo: list[tuple[str, list[_Layer]]] = []
         self._selection: list[str] = list(clip.root_names)
 
     @classmethod
@@ -158,7 +159,8 @@ class StandaloneHost:
 
     @contextmanager
     def undo_chunk(self, label: str) -> Iterator[None]:
-        """All-or-nothing: if the block fails, the layers are as before it."""
+        """All-or-nothing: if the block fails, the layers are as before it; if it succeeds,
+        :meth:`undo` takes it back as one step."""
         saved = copy.copy(self._layers)
         try:
             yield
@@ -166,6 +168,15 @@ class StandaloneHost:
             self._layers = saved
             self._notify("layers")
             raise
+        self._undo.append((label, saved))
+
+    def undo(self) -> str:
+        """Take back the last undo chunk; returns its label."""
+        if not self._undo:
+            raise HostError("nothing to undo")
+        label, self._layers = self._undo.pop()
+        self._notify("layers")
+        return label
 
     # ------------------------------------------------------------------ preview
     def preview_keyframes(self, frames: Sequence[int],

@@ -1,4 +1,5 @@
-"""Bézier handles ↔ host tangents (Maya angle/weight and x/y, MotionBuilder derivative/weight).
+"""Bézier handles ↔ host tangents (Maya angle/weight and x/y, MotionBuilder derivative/weight,
+Blender handle points).
 
 Facts from ../shared/reference/HOST_APIS.md §3:
 
@@ -11,6 +12,11 @@ Facts from ../shared/reference/HOST_APIS.md §3:
   of the segment's duration: ``RightDerivative_k = Δvalue / Δseconds`` of key k's out handle,
   ``RightTangentWeight_k = Δframe / segment frames``; the left pair of key k + 1 likewise from
   its in handle (the weight is stored on key k as its "next left" weight).
+- Blender's ``Keyframe.co``, ``handle_left`` and ``handle_right`` are the Bézier control points
+  themselves, in (scene frame, F-curve value) (Blender Python API, ``bpy.types.Keyframe``:
+  "Coordinates of the left handle (before the control point)"): a segment from key k to k + 1 is
+  the Bézier ``co_k, handle_right_k, handle_left_k+1, co_k+1``, like ours, so the handles are
+  our offsets added to the keys. Handle lengths carry the weights (there is no weight flag).
 
 All functions are vectorised: handles are (..., 2) arrays of (Δframe, Δvalue). Angles are in
 degrees. Values must already be in the host's UI units (the caller converts, e.g. cm to m).
@@ -79,3 +85,29 @@ def from_mobu(derivative: np.ndarray, weight: np.ndarray, segment_frames: np.nda
     dv = dt * np.asarray(derivative, dtype=np.float64) / fps
     handles = np.stack([dt, dv], axis=-1)
     return -handles if incoming else handles
+
+
+def to_blender(frames: np.ndarray, values: np.ndarray, in_handles: np.ndarray,
+               out_handles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Blender ``handle_left`` and ``handle_right`` points of keys.
+
+    Parameters
+    ----------
+    frames, values : (K,) float
+        The keys (values already in the F-curve's units, e.g. radians for rotations).
+    in_handles, out_handles : (K, 2) float
+        (Δframe, Δvalue) offsets in the same units.
+
+    Returns
+    -------
+    left, right : (K, 2) float64, absolute (frame, value) points
+    """
+    keys = np.stack([np.asarray(frames, np.float64), np.asarray(values, np.float64)], axis=-1)
+    return keys + np.asarray(in_handles, np.float64), keys + np.asarray(out_handles, np.float64)
+
+
+def from_blender(frames: np.ndarray, values: np.ndarray, left: np.ndarray, right: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """In and out handles (K, 2) from Blender's ``handle_left`` / ``handle_right`` points."""
+    keys = np.stack([np.asarray(frames, np.float64), np.asarray(values, np.float64)], axis=-1)
+    return np.asarray(left, np.float64) - keys, np.asarray(right, np.float64) - keys

@@ -225,3 +225,75 @@ def test_the_old_mod_file_put_nothing_on_pythonpath(tmp_path):
     mod_file.write_text(f"+ MAYAVERSION:2025 SalientPoses 1.0 {ROOT}\nPYTHONPATH+:={ROOT}\n")
     (path,) = module_environment(mod_file, "2025")["PYTHONPATH"][1:]
     assert path != str(ROOT) and not (Path(path) / "maya_plugin").exists()
+
+
+def test_the_standalone_install_brings_blender_wherever_bpy_has_a_wheel(install, tmp_path):
+    """The README's test command installs bpy (the extra ``blender``) exactly where the Blender
+    tests refuse to skip, so CI runs them for real."""
+    import tomllib
+
+    from host_contract import bpy_wheel_exists
+    from packaging.requirements import Requirement
+
+    assert "blender" in install.STANDALONE_EXTRAS.split(",")
+    plan = install.Plan()
+    install.plan_standalone(plan, env_dir=tmp_path / "env")
+    assert any(step.describe.endswith(f"[{install.STANDALONE_EXTRAS}]") for step in plan.steps)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    (line,) = project["optional-dependencies"]["blender"]
+    requirement = Requirement(line)
+    assert requirement.name == "bpy" and str(requirement.specifier) == "<4.6,>=4.5"
+    for machine, python, wheel in (("x86_64", "3.11", True), ("AMD64", "3.11", True),
+                                   ("arm64", "3.11", True), ("aarch64", "3.11", False),
+                                   ("x86_64", "3.12", False)):
+        environment = {"platform_machine": machine, "python_version": python}
+        assert requirement.marker.evaluate(environment) is wheel
+    assert requirement.marker.evaluate() is bpy_wheel_exists()
+
+
+def test_blender_install_writes_an_addon_blender_can_read_and_uninstall_removes_it(
+        install, tmp_path, capsys):
+    import ast
+
+    import blender_addon
+
+    python = tmp_path / "blender-python"
+    log = tmp_path / "blender-python.log"
+    python.write_text(f"""#!{sys.executable}
+import os, re, sys
+with open({str(log)!r}, "a") as handle:
+    handle.write(" ".join(sys.argv[1:]) + "\\n")
+args = sys.argv[1:]
+target = args[args.index("--target") + 1]
+for requirement in args[args.index("--target") + 2:]:
+    os.makedirs(os.path.join(target, re.split("[=<>]", requirement)[0].replace("-", "_")))
+""")
+    python.chmod(0o755)
+    addons = tmp_path / "home" / "blender" / "addons"
+    prefix = tmp_path / "studio"
+    args = ["--blender", "--addons-dir", str(addons), "--blender-python", str(python),
+            "--prefix", str(prefix)]
+    assert install.main(args) == 0
+    loader = addons / "salient_poses" / "__init__.py"
+    # Blender reads bl_info from the file's syntax tree, without running it
+    (assignment,) = [node for node in ast.parse(loader.read_text()).body
+                     if isinstance(node, ast.Assign) and node.targets[0].id == "bl_info"]
+    assert ast.literal_eval(assignment.value) == blender_addon.bl_info
+    site = prefix / ".hosts" / "blender-4.5" / "site-packages"
+    assert log.read_text().split() == ["-m", "pip", "install", "--disable-pip-version-check",
+                                       "-q", "--upgrade", "--target", str(site), "scipy",
+                                       "numba", "tomli-w", "tqdm", "ufbx==0.0.5"]
+    # run as Blender runs it: the add-on's functions come from the installed copy
+    code = (f"import runpy; module = runpy.run_path({str(loader)!r}); "
+            "print(module['register'].__module__, module['register'].__code__.co_filename)")
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, env={"PATH": os.environ.get("PATH", "")})
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["blender_addon", str(prefix / "blender_addon" / "__init__.py")]
+    assert "selftest.main([])" in capsys.readouterr().out
+    installed = snapshot(tmp_path)
+    assert install.main(args) == 0  # twice: nothing changes, nothing is re-run
+    assert snapshot(tmp_path) == installed and len(log.read_text().splitlines()) == 1
+    assert install.main(["--uninstall", "--blender"]) == 0
+    assert not (tmp_path / "home" / "blender").exists() and not prefix.exists()
+    assert not install.MANIFEST.exists()

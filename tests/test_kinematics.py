@@ -92,3 +92,49 @@ def test_euler_matrices_equal_scipy_from_euler(order):
     np.testing.assert_allclose(euler_matrices(order, angles),
                                Rotation.from_euler(order, angles, degrees=True).as_matrix(),
                                atol=1e-12)
+
+
+def _oriented_chain(rng):
+    """Three bones with rest orientations and locations in their rest frames (Blender's model),
+    plus their positions from an independent chain of 4x4 matrices."""
+    from sp_core.clip import Clip
+
+    orients = Rotation.random(3, random_state=3).as_matrix()
+    offsets = rng.uniform(-2, 2, (3, 3))
+    names = ["root", "spine", "head"]
+    channels = [f"{n}.{a}position" for n in names[:2] for a in "XYZ"]
+    channels += [f"{n}.{a}rotation" for n in names for a in "ZYX"]
+    values = rng.uniform(-1, 1, (5, len(channels))) * ([1.0] * 6 + [60.0] * 9)
+    clip = Clip(names, [-1, 0, 1], offsets, [False] * 3, channels, values, 30.0,
+                orients=orients, translation_space="oriented")
+    expected = np.empty((5, 3, 3))
+    for f in range(5):
+        world = np.eye(4)
+        for i in range(len(names)):
+            rest = np.eye(4)
+            rest[:3, :3], rest[:3, 3] = orients[i], offsets[i]
+            move = np.eye(4)
+            if i < 2:
+                move[:3, 3] = values[f, 3 * i:3 * i + 3]
+            turn = np.eye(4)
+            turn[:3, :3] = Rotation.from_euler("ZYX", values[f, 6 + 3 * i:9 + 3 * i],
+                                               degrees=True).as_matrix()
+            world = world @ rest @ move @ turn
+            expected[f, i] = world[:3, 3]
+    return clip, values, expected
+
+
+def test_oriented_translations_follow_blenders_bone_model():
+    clip, _values, expected = _oriented_chain(np.random.default_rng(5))
+    np.testing.assert_allclose(clip.positions, expected, atol=1e-12)
+
+
+def test_position_jacobian_of_oriented_translations_matches_finite_differences():
+    clip, values, _expected = _oriented_chain(np.random.default_rng(6))
+    positions, jacobian = clip.position_jacobian(values)
+    step = 1e-6
+    for c in range(clip.n_channels):
+        moved = values.copy()
+        moved[:, c] += step
+        numeric = (clip.forward_kinematics(moved) - positions) / step
+        np.testing.assert_allclose(jacobian[..., c], numeric, atol=1e-4)

@@ -120,3 +120,22 @@ def test_fit_handles_are_thirds_unless_weighted(sample_clip):
     rows = np.array([0, 40, 100])
     fit = fit_channels(clip.unwrapped().channels, rows, "broken")
     np.testing.assert_allclose(fit.out_length, np.diff(rows)[:, None] / 3 + 0 * fit.out_length)
+
+
+@pytest.mark.parametrize("mode", ["unified", "weighted"])
+def test_blender_handle_points_give_the_same_curve(curves, mode):
+    """Blender evaluates a segment as the Bézier co_k, handle_right_k, handle_left_k+1,
+    co_k+1 (bpy.types.Keyframe); the points from to_blender reproduce the engine's curve."""
+    curve = curves[mode]
+    for c in range(3):
+        left, right = tangents.to_blender(curve.frames, curve.values[:, c],
+                                          curve.in_handles[:, c], curve.out_handles[:, c])
+        back = tangents.from_blender(curve.frames, curve.values[:, c], left, right)
+        np.testing.assert_allclose(back[0], curve.in_handles[:, c], atol=1e-12)
+        np.testing.assert_allclose(back[1], curve.out_handles[:, c], atol=1e-12)
+        for k in range(curve.n_keys - 1):
+            points = [(curve.frames[k], curve.values[k, c]), right[k], left[k + 1],
+                      (curve.frames[k + 1], curve.values[k + 1, c])]
+            for t in np.linspace(curve.frames[k], curve.frames[k + 1], 7):
+                assert bezier_at(points, t) == pytest.approx(
+                    curve.evaluate([t], [c])[0, 0], abs=1e-7)

@@ -484,6 +484,9 @@ def write_bvh(clip: Clip, path: _PathLike, precision: int = 15, raw: bool = Fals
 def write_bvh_to(clip: Clip, handle: io.TextIOBase, precision: int = 15, raw: bool = False
                  ) -> None:
     """Write ``clip`` as BVH text to an open text stream (see :func:`write_bvh`)."""
+    if clip.translation_space != "parent":
+        raise ClipError(f"clip {clip.name!r} has Blender-style bone locations (relative to each "
+                        "bone's rest frame), which BVH cannot hold; export it from Blender")
     order = _dfs_order(clip)
     depth = np.zeros(clip.n_nodes, dtype=int)
     for i in order:

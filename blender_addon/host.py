@@ -1,0 +1,758 @@
+"""BlenderHost: the Host protocol on Blender's Python API (``bpy``, Blender 4.2+; CI runs 4.5 LTS).
+
+How it talks to Blender (each call checked against the Blender Python API reference, see
+docs/blender.md):
+
+- **The character** is one armature object: the one named at construction, else the active
+  object if it is an armature, else the only selected (or only) armature of the scene. Nodes are
+  its pose bones; every leaf bone also gets an End Site node ``"<bone>_end"`` at its tail, so
+  world positions reach the tips of the limbs (BVH End Sites become those tails on import).
+- **Channels**: ``pose.bones["B"].location[i]`` and ``.rotation_euler[i]`` are the engine's
+  ``B.Xposition`` … and ``B.Xrotation`` … (rotations in degrees here, radians in Blender). A bone
+  in Euler mode ``"XYZ"`` turns about X first, so its local rotation is Rz·Ry·Rx: the engine lists
+  its rotation channels Z, Y, X. A location is expressed in the bone's rest frame and added to
+  the rest offset (the clip's ``translation_space="oriented"``).
+- **Reading**: one ``scene.frame_set`` per frame, then ``foreach_get`` of the pose bones'
+  ``location`` and ``rotation_euler`` (the animation system writes the evaluated values back to
+  the original pose bones, NLA included) and of the evaluated object's bone ``head``/``tail``
+  (constraints included): a handful of calls per frame, none per channel per frame. The
+  engine's forward kinematics of the channels is checked against Blender's own head positions
+  on every frame read; a mismatch (constraints, drivers, scale) becomes a note.
+- **Writing**: the armature's active action is pushed down onto an NLA track of its own (as
+  Blender's *Push Down* does; the action itself is never edited); each layer is a **new action
+  on a new NLA track** above it, one strip over the reduced range: Replace blending for the
+  reduction, Add blending with the residual weight as influence for the residual. Keys are
+  Bézier with the engine's handles (aligned for one tangent per key, free when broken), type
+  ``BREAKDOWN`` for breakdown keys. All of it is one ``ed.undo_push``; if anything fails the
+  data made so far is deleted again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from sp_core.clip import Clip
+from sp_core.curves import KeyedCurves
+from sp_core.errors import SalientPosesError
+from sp_core.euler import unwrap_euler
+from sp_core.host import HostError, LayerHandle, LazyModule, host_step
+from sp_core.tangents import to_blender
+
+bpy: Any = LazyModule("bpy")
+
+#: Engine attribute ↔ (pose-bone property, array index).
+PROPERTIES = {"Xposition": ("location", 0), "Yposition": ("location", 1),
+              "Zposition": ("location", 2), "Xrotation": ("rotation_euler", 0),
+              "Yrotation": ("rotation_euler", 1), "Zrotation": ("rotation_euler", 2)}
+EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+#: Suffix of the End Site node made for each leaf bone's tail.
+TAIL = "_end"
+#: Timeline markers of the keyframe preview start with this.
+MARKER = "SP "
+#: Object custom property naming the NLA track that holds the pushed-down original action.
+PUSHED = "salient_poses_pushed_down"
+#: Action custom property marking the actions this tool made (its value: the layer kind).
+MADE = "salient_poses_layer"
+#: Handle types per tangent mode: one tangent per key keeps the handles aligned.
+HANDLE_TYPES = {"unified": "ALIGNED", "weighted": "ALIGNED", "broken": "FREE", "smooth": "FREE"}
+#: A bone's world position may differ this much (fraction of the character's height) from the
+#: engine's forward kinematics of its channels before the read says so (Blender stores pose
+#: values in single precision: about 1e-6 of the height on long chains).
+FK_TOLERANCE = 1e-5
+
+
+def data_path(bone: str, prop: str) -> str:
+    """F-curve data path of a pose-bone property (quotes in the name escaped as Blender does)."""
+    escaped = bone.replace("\\", "\\\\").replace('"', '\\"')
+    return f'pose.bones["{escaped}"].{prop}'
+
+
+def channel_target(channel: str) -> tuple[str, str, int]:
+    """(bone, property, index) of an engine channel ``"<bone>.<attribute>"``."""
+    bone, _, attribute = channel.rpartition(".")
+    if attribute not in PROPERTIES:
+        raise SalientPosesError(f"channel {channel!r} is not a location or rotation channel")
+    prop, index = PROPERTIES[attribute]
+    return bone, prop, index
+
+
+@dataclass
+class _Journal:
+    """What an undo chunk has made, so that a failure can take it away again."""
+
+    tracks: list[tuple[str, str]] = field(default_factory=list)  # (object, track)
+    actions: list[str] = field(default_factory=list)
+    pushed: list[tuple[str, str, str]] = field(default_factory=list)  # (object, track, action)
+
+
+class BlenderHost:
+    """The current Blender scene's armature as a Salient Poses host.
+
+    Parameters
+    ----------
+    armature : str, optional
+        Name of the armature object (default: see the module notes).
+    undo_push : bool
+        Push one undo step per :meth:`undo_chunk` (default). An operator registered with the
+        ``UNDO`` option would get Blender's own push instead.
+
+    Attributes
+    ----------
+    skipped : dict of str to str
+        Animated channels Apply leaves alone, with the reason (a locked channel).
+    notes : list of str
+        What the last read or write wants the user to know.
+    """
+
+    name = "Blender"
+
+    def __init__(self, armature: str | None = None, undo_push: bool = True) -> None:
+        self.armature = armature
+        self.undo_push = undo_push
+        self.skipped: dict[str, str] = {}
+        self.notes: list[str] = []
+        self._journal: _Journal | None = None
+
+    # ------------------------------------------------------------------ scene and time
+    @property
+    def scene(self) -> Any:
+        return bpy.context.scene
+
+    def object(self) -> Any:
+        """The armature object (looked up by name each time: undo replaces Blender's data)."""
+        if self.armature is not None:
+            found = bpy.data.objects.get(self.armature)
+            if found is None or found.type != "ARMATURE":
+                raise HostError(f"no armature object named {self.armature!r} in the file")
+            return found
+        active = bpy.context.view_layer.objects.active
+        if active is not None and active.type == "ARMATURE":
+            return active
+        selected = [o for o in self.scene.objects if o.type == "ARMATURE" and o.select_get()]
+        every = [o for o in self.scene.objects if o.type == "ARMATURE"]
+        for group in (selected, every):
+            if len(group) == 1:
+                return group[0]
+        raise HostError("select an armature: make the character's armature the active object "
+                        f"({len(every)} armatures in the scene)")
+
+    @property
+    def fps(self) -> float:
+        render = self.scene.render
+        return float(render.fps) / float(render.fps_base)
+
+    def playback_range(self) -> tuple[int, int]:
+        """The preview range when it is on (what playback loops over), else the scene range."""
+        scene = self.scene
+        if scene.use_preview_range:
+            return int(scene.frame_preview_start), int(scene.frame_preview_end)
+        return int(scene.frame_start), int(scene.frame_end)
+
+    def current_frame(self) -> int:
+        return int(self.scene.frame_current)
+
+    def set_current_frame(self, frame: int) -> None:
+        with host_step(f"going to frame {frame}"):
+            self.scene.frame_set(int(frame))
+
+    # ------------------------------------------------------------------ structure
+    def selected_nodes(self) -> list[str]:
+        """Selected pose bones without a selected ancestor (Pose Mode), else the root bones."""
+        with host_step("reading the selection"):
+            obj = self.object()
+            bones = obj.data.bones
+            if obj.mode == "POSE":
+                chosen = {b.name for b in bones if b.select}
+                tops = [b.name for b in bones if b.name in chosen and not any(
+                    a.name in chosen for a in b.parent_recursive)]
+                if tops:
+                    return tops
+            return [b.name for b in bones if b.parent is None]
+
+    def hierarchy(self, roots: Sequence[str]) -> list[tuple[str, str | None]]:
+        with host_step("reading the bone hierarchy"):
+            bones = self.object().data.bones
+            if not roots:
+                roots = [b.name for b in bones if b.parent is None]
+            result: list[tuple[str, str | None]] = []
+            seen: set[str] = set()
+            for root in roots:
+                if root not in bones:
+                    raise HostError(f"no bone {root!r} in armature {self.object().name!r}")
+                queue: list[tuple[Any, str | None]] = [(bones[root], None)]
+                while queue:
+                    bone, parent = queue.pop(0)
+                    if bone.name in seen:
+                        continue
+                    seen.add(bone.name)
+                    result.append((bone.name, parent))
+                    queue.extend((child, bone.name) for child in bone.children)
+            return result
+
+    # ------------------------------------------------------------------ reading
+    def _frames(self, frames: Sequence[int] | np.ndarray) -> Iterator[int]:
+        """Go to each frame in turn; the scene's own frame comes back afterwards."""
+        scene = self.scene
+        start = scene.frame_current
+        try:
+            for i, frame in enumerate(frames):
+                scene.frame_set(int(frame))
+                yield i
+        finally:
+            scene.frame_set(start)
+
+    def _bone_points(self, obj: Any, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Index into (heads ++ tails) of every node name, and the world matrix (4, 4)."""
+        order = {b.name: i for i, b in enumerate(obj.pose.bones)}
+        count = len(order)
+        index = []
+        for name in names:
+            if name in order:
+                index.append(order[name])
+            elif name.endswith(TAIL) and name[:-len(TAIL)] in order:
+                index.append(count + order[name[:-len(TAIL)]])
+            else:
+                raise HostError(f"no bone {name!r} in armature {obj.name!r}")
+        return np.asarray(index), np.array(obj.matrix_world)
+
+    def _read_points(self, obj: Any) -> np.ndarray:
+        """(2 n_bones, 3) armature-space heads then tails of the evaluated pose."""
+        evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        bones = evaluated.pose.bones
+        out = np.empty((2, len(bones) * 3), dtype=np.float32)
+        bones.foreach_get("head", out[0])
+        bones.foreach_get("tail", out[1])
+        return out.reshape(-1, 3).astype(np.float64)
+
+    def world_positions(self, nodes: Sequence[str], frames: Sequence[int] | np.ndarray
+                        ) -> np.ndarray:
+        """World positions of bones (heads) and End Sites (tails) from the depsgraph."""
+        with host_step("reading world positions"):
+            obj = self.object()
+            index, world = self._bone_points(obj, nodes)
+            out = np.empty((len(frames), len(nodes), 3))
+            for i in self._frames(frames):
+                points = self._read_points(obj)[index]
+                out[i] = points @ world[:3, :3].T + world[:3, 3]
+        return out
+
+    def _fcurves(self, obj: Any) -> dict[tuple[str, int], Any]:
+        """F-curves of the active action by (data path, index) (empty without one)."""
+        data = obj.animation_data
+        action = data.action if data is not None else None
+        if action is None:
+            return {}
+        return {(fc.data_path, fc.array_index): fc for fc in _action_fcurves(action, data)}
+
+    def _animated_paths(self, obj: Any) -> set[tuple[str, int]]:
+        """(data path, index) animated by the active action or any NLA strip's action."""
+        found = set(self._fcurves(obj))
+        data = obj.animation_data
+        if data is not None:
+            for track in data.nla_tracks:
+                for strip in track.strips:
+                    if strip.action is not None and not track.mute:
+                        found |= {(fc.data_path, fc.array_index)
+                                  for fc in _action_fcurves(strip.action, None)}
+        return found
+
+    def animated_channels(self, nodes: Sequence[str]) -> list[str]:
+        with host_step("reading the animated channels"):
+            obj = self.object()
+            animated = self._animated_paths(obj)
+            result = []
+            for node in nodes:
+                bone = obj.pose.bones[node]
+                for attribute, (prop, index) in PROPERTIES.items():
+                    if (data_path(node, prop), index) not in animated:
+                        continue
+                    channel = f"{node}.{attribute}"
+                    lock = bone.lock_location if prop == "location" else bone.lock_rotation
+                    if lock[index]:
+                        self.skipped[channel] = "locked"
+                    else:
+                        result.append(channel)
+            return result
+
+    def _read_channels(self, obj: Any, frames: Sequence[int], points: bool = False
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Per frame: locations (n, n_bones, 3), Euler rotations in radians (n, n_bones, 3)
+        and, with ``points``, heads and tails (n, 2 n_bones, 3), all from one frame_set."""
+        bones = obj.pose.bones
+        n = len(bones)
+        location = np.empty((len(frames), n * 3), dtype=np.float32)
+        rotation = np.empty((len(frames), n * 3), dtype=np.float32)
+        heads = np.empty((len(frames), 2 * n, 3)) if points else None
+        for i in self._frames(frames):
+            bones.foreach_get("location", location[i])
+            bones.foreach_get("rotation_euler", rotation[i])
+            if heads is not None:
+                heads[i] = self._read_points(obj)
+        return (location.reshape(-1, n, 3).astype(np.float64),
+                rotation.reshape(-1, n, 3).astype(np.float64), heads)
+
+    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
+        """Composite values (NLA included) in engine units: degrees for rotations."""
+        with host_step(f"reading {len(channels)} channels"):
+            obj = self.object()
+            order = {b.name: i for i, b in enumerate(obj.pose.bones)}
+            location, rotation, _ = self._read_channels(obj, range(first, last + 1))
+            out = np.empty((last - first + 1, len(channels)))
+            for c, channel in enumerate(channels):
+                bone, prop, index = channel_target(channel)
+                if bone not in order:
+                    raise HostError(f"no bone {bone!r} in armature {obj.name!r}")
+                source = location if prop == "location" else np.degrees(rotation)
+                out[:, c] = source[:, order[bone], index]
+            return out
+
+    def _check_object(self, obj: Any) -> np.ndarray:
+        world = np.array(obj.matrix_world)
+        turn = world[:3, :3]
+        if not np.allclose(turn @ turn.T, np.eye(3), atol=1e-5) or np.linalg.det(turn) < 0:
+            scale = np.linalg.norm(turn, axis=0)
+            raise HostError(f"armature {obj.name!r} is scaled (scale {np.round(scale, 4)}); "
+                            "apply its scale first (Object > Apply > Scale) so that joint "
+                            "positions are in scene units")
+        return world
+
+    def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
+        """The bones under ``roots`` as a clip: rest offsets and orientations from the
+        armature, location and Euler rotation channels read from the scene over the range."""
+        self.skipped.clear()
+        self.notes = []
+        with host_step("reading the armature"):
+            obj = self.object()
+            nodes = self.hierarchy(roots)
+            if not nodes:
+                raise HostError("nothing to analyse: select an armature (or bones in Pose Mode)")
+            world = self._check_object(obj)
+            animated = self._animated_paths(obj)
+            pose = obj.pose.bones
+            order = {b.name: i for i, b in enumerate(pose)}
+            wrong = [f"{n} ({pose[n].rotation_mode})" for n, _ in nodes
+                     if pose[n].rotation_mode not in EULER_MODES and any(
+                         (data_path(n, p), i) in animated
+                         for p in ("rotation_quaternion", "rotation_axis_angle")
+                         for i in range(4))]
+            if wrong:
+                raise HostError("these bones are animated in quaternion or axis-angle rotation "
+                                "(as Blender's FBX importer makes them), which the engine does "
+                                "not fit; press Convert to Euler in the Salient Poses panel "
+                                "(a new action, the original is kept): " + ", ".join(wrong))
+        with host_step(f"reading the animation over frames {first}..{last}"):
+            frames = list(range(first, last + 1))
+            location, rotation, points = self._read_channels(obj, frames, points=True)
+            assert points is not None
+        names: list[str] = []
+        parents: list[int] = []
+        offsets: list[np.ndarray] = []
+        orients: list[np.ndarray] = []
+        ends: list[bool] = []
+        channel_names: list[str] = []
+        columns: list[np.ndarray] = []
+        point_index: list[int] = []
+        for name, parent in nodes:
+            bone = obj.data.bones[name]
+            rest = np.array(bone.matrix_local)
+            if parent is None:
+                relative = world @ rest
+            else:
+                relative = np.linalg.solve(np.array(obj.data.bones[parent].matrix_local), rest)
+            j = len(names)
+            names.append(name)
+            parents.append(names.index(parent) if parent is not None else -1)
+            offsets.append(relative[:3, 3])
+            orients.append(relative[:3, :3])
+            ends.append(False)
+            point_index.append(order[name])
+            b = order[name]
+            moved = bool(np.any(location[:, b] != 0))
+            if moved or any((data_path(name, "location"), i) in animated for i in range(3)):
+                for axis in range(3):
+                    channel_names.append(f"{name}.{'XYZ'[axis]}position")
+                    columns.append(location[:, b, axis])
+            mode = pose[name].rotation_mode
+            euler = mode if mode in EULER_MODES else "XYZ"
+            if mode not in EULER_MODES:  # unanimated quaternion bone: its constant as Euler
+                turn = np.array(pose[name].matrix_basis)[:3, :3]
+                constant = Rotation.from_matrix(turn).as_euler("ZYX")[::-1]
+                rotation[:, b] = constant
+            for letter in reversed(euler):
+                channel_names.append(f"{name}.{letter}rotation")
+                columns.append(np.degrees(rotation[:, b, "XYZ".index(letter)]))
+            for attribute, (prop, index) in PROPERTIES.items():
+                lock = pose[name].lock_location if prop == "location" else \
+                    pose[name].lock_rotation
+                if lock[index] and (data_path(name, prop), index) in animated:
+                    self.skipped[f"{name}.{attribute}"] = "locked"
+            if not bone.children:
+                names.append(name + TAIL)
+                parents.append(j)
+                offsets.append(np.array([0.0, bone.length, 0.0]))
+                orients.append(np.eye(3))
+                ends.append(True)
+                point_index.append(len(pose) + order[name])
+        clip = Clip(names, parents, np.array(offsets), ends, channel_names,
+                    np.stack(columns, axis=1), self.fps, first_frame=first, name=obj.name,
+                    orients=np.array(orients), up_axis="z", translation_space="oriented")
+        blender = points[:, point_index] @ world[:3, :3].T + world[:3, 3]
+        miss = np.linalg.norm(clip.positions - blender, axis=-1)
+        if miss.size and miss.max() > FK_TOLERANCE * clip.height():
+            f, n = np.unravel_index(int(np.argmax(miss)), miss.shape)
+            self.notes.append(
+                f"{names[n]} is {miss[f, n]:.4g} scene units away from where its channels put "
+                f"it at frame {first + f} (constraints, drivers or scale?): the analysis uses "
+                "Blender's positions, the fit the channels")
+            clip = _with_positions(clip, blender)
+        return clip
+
+    def convert_to_euler(self, order: str = "XYZ") -> list[str]:
+        """Give the quaternion and axis-angle bones Euler rotation in a NEW action.
+
+        The active action is copied (``<name> (Euler)``); in the copy every such bone's
+        rotation curves are replaced by ``rotation_euler`` keys on every frame of the action's
+        range (linear, continuous angles); the bones' Rotation Mode becomes ``order`` and the
+        copy becomes the active action. The original action is kept unchanged (with a fake user
+        so that saving keeps it). Call inside :meth:`undo_chunk`. Returns the converted bones.
+        """
+        if order not in EULER_MODES:
+            raise HostError(f"Euler order must be one of {', '.join(EULER_MODES)}; got {order!r}")
+        with host_step("converting quaternion rotations to Euler"):
+            obj = self.object()
+            data = obj.animation_data
+            action = data.action if data is not None else None
+            if action is None:
+                raise HostError(f"armature {obj.name!r} has no active action to convert")
+            pose = obj.pose.bones
+            bones = [b.name for b in pose if b.rotation_mode not in EULER_MODES]
+            if not bones:
+                return []
+            first, last = (int(round(v)) for v in action.frame_range)
+            frames = np.arange(first, last + 1)
+            turns = np.empty((len(frames), len(bones), 3, 3))
+            for i in self._frames(frames):
+                for j, name in enumerate(bones):
+                    turns[i, j] = np.array(pose[name].matrix_basis)[:3, :3]
+            copy = action.copy()
+            copy.name = f"{action.name} (Euler)"
+            action.use_fake_user = True
+            if self._journal is not None:
+                self._journal.actions.append(copy.name)
+            bag = _Channels.existing(copy)
+            listed = "".join(reversed(order))  # Blender "XYZ" turns X first: R = Rz Ry Rx
+            for j, name in enumerate(bones):
+                for prop in ("rotation_quaternion", "rotation_axis_angle", "rotation_euler"):
+                    for index in range(4):
+                        bag.remove(data_path(name, prop), index)
+                angles = Rotation.from_matrix(turns[:, j]).as_euler(listed, degrees=True)
+                angles = np.radians(unwrap_euler(angles))
+                for k, letter in enumerate(listed):
+                    fcurve = bag.new(data_path(name, "rotation_euler"), "XYZ".index(letter),
+                                     name)
+                    points = fcurve.keyframe_points
+                    points.add(len(frames))
+                    points.foreach_set("co", np.stack([frames, angles[:, k]], 1).ravel())
+                    points.foreach_set("interpolation", np.full(len(frames), _LINEAR, np.int32))
+                    fcurve.update()
+            slot = getattr(data, "action_slot", None)
+            for name in bones:
+                pose[name].rotation_mode = order
+            data.action = copy
+            if slot is not None and _slotted() and len(copy.slots):
+                data.action_slot = copy.slots[0]
+            self.notes = [f"converted {len(bones)} bones to Euler {order} in action "
+                          f"{copy.name!r}; {action.name!r} is kept"]
+            return bones
+
+    # ------------------------------------------------------------------ writing
+    def _targets(self, channels: Sequence[str], keep: np.ndarray | None
+                 ) -> list[tuple[int, str, str, int]]:
+        result = []
+        for c, channel in enumerate(channels):
+            if (keep is None or keep[c]) and channel not in self.skipped:
+                bone, prop, index = channel_target(channel)
+                result.append((c, bone, prop, index))
+        if not result:
+            raise HostError("nothing to write: every animated channel is locked")
+        return result
+
+    def _push_down(self, obj: Any) -> None:
+        """Move the active action onto a new NLA track of its own (Blender's Push Down), so
+        that the tracks added after it blend over it. Done once per object."""
+        data = obj.animation_data
+        if data is None or data.action is None or PUSHED in obj:
+            return
+        action = data.action
+        slot = getattr(data, "action_slot", None)
+        track = data.nla_tracks.new()  # appended: the top of the stack, as Push Down does
+        track.name = f"{action.name} (original)"
+        strip = track.strips.new(action.name, int(action.frame_range[0]), action)
+        if slot is not None and hasattr(strip, "action_slot"):
+            strip.action_slot = slot
+        data.action = None
+        obj[PUSHED] = track.name
+        if self._journal is not None:
+            self._journal.pushed.append((obj.name, track.name, action.name))
+
+    def _new_layer(self, obj: Any, layer: str, kind: str, first: int) -> tuple[Any, Any, Any]:
+        """A new action (with an object slot where Blender has slots) on a new top track."""
+        data = obj.animation_data_create()
+        self._push_down(obj)
+        action = bpy.data.actions.new(layer)
+        action[MADE] = kind
+        if self._journal is not None:
+            self._journal.actions.append(action.name)
+        track = data.nla_tracks.new()
+        track.name = action.name
+        if self._journal is not None:
+            self._journal.tracks.append((obj.name, track.name))
+        return action, track, data
+
+    def _finish_strip(self, obj: Any, track: Any, action: Any, first: int, blend: str,
+                      influence: float) -> None:
+        strip = track.strips.new(action.name, int(first), action)
+        if hasattr(strip, "action_slot") and len(action.slots):
+            strip.action_slot = action.slots[0]
+        strip.blend_type = blend
+        strip.extrapolation = "NOTHING"  # outside the reduced range the original shows
+        if influence != 1.0:
+            strip.use_animated_influence = True
+            strip.influence = influence
+            # Blender keys the influence when it is made animatable; keep it constant
+            strip.keyframe_insert("influence", frame=int(first))
+
+    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+        targets = self._targets(curves.channel_names, curves.animated)
+        obj = self.object()
+        first = int(curves.frames[0])
+        with host_step(f"creating the NLA track of layer {layer!r}"):
+            action, track, _data = self._new_layer(obj, layer, "override", first)
+        breakdowns = set(curves.breakdown_frames)
+        kinds = ["BREAKDOWN" if int(f) in breakdowns else "KEYFRAME" for f in curves.frames]
+        handle_type = HANDLE_TYPES.get(curves.tangents, "FREE")
+        frames = curves.frames.astype(np.float64)
+        with host_step(f"writing the curves of layer {action.name!r}"):
+            bag = _Channels(action, obj)
+            for c, bone, prop, index in targets:
+                scale = np.pi / 180.0 if prop == "rotation_euler" else 1.0
+                values = curves.values[:, c] * scale
+                left, right = to_blender(frames, values, curves.in_handles[:, c] * [1.0, scale],
+                                         curves.out_handles[:, c] * [1.0, scale])
+                fcurve = bag.new(data_path(bone, prop), index, bone)
+                points = fcurve.keyframe_points
+                points.add(len(frames))
+                points.foreach_set("co", np.stack([frames, values], axis=1).ravel())
+                points.foreach_set("handle_left", left.ravel())
+                points.foreach_set("handle_right", right.ravel())
+                for point, kind in zip(points, kinds, strict=True):
+                    point.interpolation = "BEZIER"
+                    point.handle_left_type = handle_type
+                    point.handle_right_type = handle_type
+                    point.type = kind
+                # the handle types were set after the handles: put the handles back exactly
+                points.foreach_set("handle_left", left.ravel())
+                points.foreach_set("handle_right", right.ravel())
+                fcurve.update()
+            self._finish_strip(obj, track, action, first, "REPLACE", 1.0)
+        return LayerHandle(track.name, "override", token=(obj.name, track.name, action.name))
+
+    def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
+                       layer: str, weight: float) -> LayerHandle:
+        targets = self._targets(channels, None)
+        obj = self.object()
+        first = int(frames[0])
+        with host_step(f"creating the NLA track of layer {layer!r}"):
+            action, track, _data = self._new_layer(obj, layer, "additive", first)
+        times = np.asarray(frames, dtype=np.float64)
+        with host_step(f"writing the residual curves of layer {action.name!r}"):
+            bag = _Channels(action, obj)
+            for c, bone, prop, index in targets:
+                scale = np.pi / 180.0 if prop == "rotation_euler" else 1.0
+                fcurve = bag.new(data_path(bone, prop), index, bone)
+                points = fcurve.keyframe_points
+                points.add(len(times))
+                points.foreach_set("co", np.stack([times, residual[:, c] * scale],
+                                                  axis=1).ravel())
+                points.foreach_set("interpolation", np.full(len(times), _LINEAR, np.int32))
+                fcurve.update()
+            self._finish_strip(obj, track, action, first, "ADD", float(weight))
+        return LayerHandle(track.name, "additive", token=(obj.name, track.name, action.name))
+
+    def remove_layer(self, handle: LayerHandle) -> None:
+        """Delete the layer's track and action; when no layer of this tool is left, put the
+        pushed-down original back as the active action."""
+        object_name, track_name, action_name = cast(tuple[str, str, str], handle.token)
+        with host_step(f"deleting layer {handle.name!r}"):
+            obj = bpy.data.objects.get(object_name)
+            if obj is None or obj.animation_data is None:
+                return
+            data = obj.animation_data
+            track = data.nla_tracks.get(track_name)
+            if track is not None:
+                data.nla_tracks.remove(track)
+            action = bpy.data.actions.get(action_name)
+            if action is not None and MADE in action:
+                bpy.data.actions.remove(action)
+            _restore_original(obj)
+
+    def layers(self) -> list[LayerHandle]:
+        """The layers this tool made on the armature (found in the file, so they survive undo,
+        saving and reloading), bottom to top."""
+        obj = self.object()
+        data = obj.animation_data
+        if data is None:
+            return []
+        return [LayerHandle(t.name, str(s.action[MADE]), token=(obj.name, t.name, s.action.name))
+                for t in data.nla_tracks for s in t.strips
+                if s.action is not None and MADE in s.action]
+
+    @contextmanager
+    def undo_chunk(self, label: str) -> Iterator[None]:
+        """One undo step (``ed.undo_push`` after the block); if the block raises, what it made
+        is deleted again and nothing is pushed."""
+        self._journal = journal = _Journal()
+        try:
+            yield
+        except BaseException:
+            self._journal = None
+            _roll_back(journal)
+            raise
+        self._journal = None
+        if self.undo_push:
+            with host_step("pushing the undo step"):
+                bpy.ops.ed.undo_push(message=label)
+
+    # ------------------------------------------------------------------ preview
+    def preview_keyframes(self, frames: Sequence[int],
+                          labels: Sequence[str] | None = None) -> None:
+        """Timeline markers ``SP key 1001`` / ``SP breakdown 1043`` (markers cannot be
+        coloured; the name tells the two kinds apart)."""
+        self.clear_preview()
+        markers = self.scene.timeline_markers
+        for i, frame in enumerate(frames):
+            kind = labels[i] if labels is not None else "keypose"
+            word = "breakdown" if kind == "breakdown" else "key"
+            markers.new(f"{MARKER}{word} {int(frame)}", frame=int(frame))
+
+    def clear_preview(self) -> None:
+        markers = self.scene.timeline_markers
+        for marker in [m for m in markers if m.name.startswith(MARKER)]:
+            markers.remove(marker)
+
+    def preview(self) -> list[tuple[int, str]]:
+        """(frame, name) of the preview markers, by frame."""
+        return sorted((m.frame, m.name) for m in self.scene.timeline_markers
+                      if m.name.startswith(MARKER))
+
+
+_LINEAR = 1  # index of LINEAR in Keyframe.interpolation's enum (CONSTANT, LINEAR, BEZIER, ...)
+
+
+def _slotted() -> bool:
+    """Blender 4.4+ keeps F-curves in slotted channel bags (``action.fcurves`` is a proxy for the
+    first slot until 5.0 removes it)."""
+    return tuple(bpy.app.version) >= (4, 4, 0)
+
+
+def _action_fcurves(action: Any, data: Any) -> list[Any]:
+    """F-curves of an action: its slotted channel bag (Blender 4.4+) or ``action.fcurves``."""
+    if _slotted() and len(action.layers):
+        slot = getattr(data, "action_slot", None) if data is not None else None
+        found = []
+        for layer in action.layers:
+            for strip in layer.strips:
+                for bag in strip.channelbags:
+                    if slot is None or bag.slot == slot:
+                        found.extend(bag.fcurves)
+        return found
+    return list(action.fcurves)
+
+
+class _Channels:
+    """Creates F-curves in a new action, grouped by bone: through a slot, layer, strip and
+    channel bag where Blender has them (4.4+), else through ``action.fcurves`` (4.2, 4.3)."""
+
+    def __init__(self, action: Any, obj: Any | None) -> None:
+        self.action = action
+        self.bag = None
+        if _slotted() and obj is not None:
+            slot = action.slots.new(id_type="OBJECT", name=obj.name)
+            strip = action.layers.new("Layer").strips.new(type="KEYFRAME")
+            self.bag = strip.channelbag(slot, ensure=True)
+
+    @classmethod
+    def existing(cls, action: Any) -> _Channels:
+        """The channels of an action that has F-curves already (its first slot's)."""
+        made = cls(action, None)
+        if _slotted() and len(action.layers) and len(action.slots):
+            made.bag = action.layers[0].strips[0].channelbag(action.slots[0], ensure=True)
+        return made
+
+    def remove(self, path: str, index: int) -> None:
+        curves = self.bag.fcurves if self.bag is not None else self.action.fcurves
+        found = curves.find(path, index=index)
+        if found is not None:
+            curves.remove(found)
+
+    def new(self, path: str, index: int, group: str) -> Any:
+        if self.bag is None:
+            return self.action.fcurves.new(path, index=index, action_group=group)
+        fcurve = self.bag.fcurves.new(path, index=index)
+        # looked up each time, never kept: removing F-curves can delete a group that became
+        # empty, and a kept Python reference to it would then point at freed memory
+        groups = self.bag.groups
+        fcurve.group = groups.get(group) or groups.new(group)
+        return fcurve
+
+
+def _restore_original(obj: Any) -> None:
+    """Put the pushed-down action back once no layer of this tool is left on ``obj``."""
+    data = obj.animation_data
+    if data is None or PUSHED not in obj:
+        return
+    ours = [t for t in data.nla_tracks for s in t.strips
+            if s.action is not None and MADE in s.action]
+    if ours:
+        return
+    track = data.nla_tracks.get(obj[PUSHED])
+    del obj[PUSHED]
+    if track is None or not len(track.strips):
+        return
+    strip = track.strips[0]
+    action, slot = strip.action, getattr(strip, "action_slot", None)
+    data.nla_tracks.remove(track)
+    data.action = action
+    if slot is not None and hasattr(data, "action_slot"):
+        data.action_slot = slot
+
+
+def _roll_back(journal: _Journal) -> None:
+    """Delete what a failed undo chunk made (tracks, actions) and undo its push-down."""
+    for object_name, track_name in reversed(journal.tracks):
+        obj = bpy.data.objects.get(object_name)
+        if obj is not None and obj.animation_data is not None:
+            track = obj.animation_data.nla_tracks.get(track_name)
+            if track is not None:
+                obj.animation_data.nla_tracks.remove(track)
+    for name in journal.actions:
+        action = bpy.data.actions.get(name)
+        if action is not None:
+            bpy.data.actions.remove(action)
+    for object_name, _track, _action in journal.pushed:
+        obj = bpy.data.objects.get(object_name)
+        if obj is not None:
+            _restore_original(obj)
+
+
+def _with_positions(clip: Clip, positions: np.ndarray) -> Clip:
+    """``clip`` whose analysis sees ``positions`` (what Blender shows) instead of its FK."""
+    clip._positions = positions  # noqa: SLF001 - the clip's own cache, same shape and frames
+    positions.flags.writeable = False
+    return clip

@@ -1,0 +1,316 @@
+"""The Salient Poses sidebar panel of the Graph Editor and the Dope Sheet, and its operators.
+
+The panel's settings are generated from the options schema (:mod:`sp_core.options`): every
+option that reaches the panel and has a plain type (number, switch, choice, text) becomes a
+Blender property with the schema's label, help, default and bounds; nothing is declared here.
+The panel holds one :class:`sp_core.session.Session` over a :class:`BlenderHost`.
+
+The error graph of the Qt panel is not drawn natively: the panel shows, as text, the error of
+the reduction at the current K (mean and max joint error in mm for the character scaled to
+1.7 m) and the suggested K values; the keyframes of the current K are timeline markers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from blender_addon.host import BlenderHost
+from sp_core.errors import SalientPosesError
+from sp_core.host import LazyModule
+from sp_core.options import GROUPS, PANEL, Options, Spec, field_specs
+from sp_core.session import Session
+
+bpy: Any = LazyModule("bpy")
+
+#: Option groups the panel shows, in order, with their heading.
+SECTIONS = {"analysis": "Analysis", "fit": "Fit", "layer": "Layer"}
+#: Schema kinds a Blender property can hold (names lists are typed as comma-separated text).
+KINDS = ("int", "float", "bool", "choice", "str", "names")
+CATEGORY = "Salient Poses"
+
+
+def panel_fields() -> dict[str, tuple[str, Spec]]:
+    """The options the panel shows: reaching the panel, of a plain kind, in :data:`SECTIONS`."""
+    return {name: (group, spec) for name, (group, spec) in field_specs().items()
+            if PANEL in spec.fronts and group in SECTIONS and spec.kind in KINDS
+            and not (spec.nullable and spec.kind in ("int", "float"))
+            and name not in ("roots", "suggested")}
+
+
+def _default(name: str, group: str) -> Any:
+    value = getattr(GROUPS[group](), name)
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return "" if value is None else value
+
+
+def blender_property(name: str, group: str, spec: Spec) -> Any:
+    """The Blender property of one option, from its declaration."""
+    props = bpy.props
+    label = name.replace("_", " ").capitalize()
+    common: dict[str, Any] = {"name": label, "description": spec.help}
+    default = _default(name, group)
+    bounds: dict[str, Any] = {}
+    if spec.low is not None and not spec.low_open:
+        bounds["min"] = spec.low
+    if spec.high is not None and not spec.high_open:
+        bounds["max"] = spec.high
+    if spec.kind == "int":
+        return props.IntProperty(default=default, **common,
+                                 **{k: int(v) for k, v in bounds.items()})
+    if spec.kind == "float":
+        return props.FloatProperty(default=default, **common, **bounds)
+    if spec.kind == "bool":
+        return props.BoolProperty(default=default, **common)
+    if spec.kind == "choice":
+        items = [(c, c, spec.help) for c in spec.allowed()]
+        return props.EnumProperty(items=items, default=default, **common)
+    return props.StringProperty(default=str(default), **common)
+
+
+def options_from(settings: Any) -> Options:
+    """Checked options from the panel's settings (an empty text means the option's default)."""
+    values: dict[str, Any] = {}
+    for name, (_group, spec) in panel_fields().items():
+        value = getattr(settings, name)
+        if spec.kind in ("str", "names") and value == "":
+            continue
+        values[name] = value
+    return Options().replace(**values)
+
+
+@dataclass
+class PanelState:
+    """What the panel shows between redraws (one per Blender session)."""
+
+    session: Session | None = None
+    message: str = ""
+    readout: str = ""
+    suggestions: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+STATE = PanelState()
+
+
+def _fail(operator: Any, error: Exception) -> set[str]:
+    STATE.message = str(error)
+    operator.report({"ERROR"}, str(error))
+    return {"CANCELLED"}
+
+
+def measure(session: Session) -> str:
+    """The reduction's error at the current K in mm (character scaled to 1.7 m)."""
+    metrics = session.reduce().metrics
+    return (f"K = {session.k}: mean {metrics.mean_mm:.2f} mm, max {metrics.max_mm:.2f} mm "
+            f"({metrics.worst_node} at frame {metrics.worst_frame})")
+
+
+def _k_changed(settings: Any, _context: Any) -> None:
+    session = STATE.session
+    if session is None or session.space is None or settings.k == session.k:
+        return
+    try:
+        session.set_k(settings.k)
+        STATE.readout = measure(session)
+        STATE.message = ""
+    except SalientPosesError as exc:
+        STATE.message = str(exc)
+
+
+def analyze(context: Any) -> Session:
+    """Analyse the active armature with the panel's options; preview the chosen K."""
+    settings = context.scene.salient_poses
+    session = Session(BlenderHost(), options_from(settings))
+    session.analyze()
+    session.set_k()
+    STATE.session = session
+    suggestions = session.suggestions
+    cliffs = ", ".join(str(k) for k in suggestions["cliffs"]) or "none"
+    STATE.suggestions = f"Suggested K {suggestions['threshold']} (cliffs at K = {cliffs})"
+    settings.k = int(session.k or 2)
+    STATE.readout = measure(session)
+    STATE.message = ""
+    return session
+
+
+class _Operator:
+    bl_options = {"REGISTER"}  # the host pushes its own undo step
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        try:
+            BlenderHost().object()
+        except SalientPosesError:
+            return False
+        return True
+
+
+def _operators() -> list[type]:
+    operator: Any = bpy.types.Operator
+
+    class Analyze(_Operator, operator):
+        """Find the optimal keyframes of the active armature's motion for every K"""
+
+        bl_idname = "salient_poses.analyze"
+        bl_label = "Analyze"
+
+        def execute(self, context: Any) -> set[str]:
+            try:
+                session = analyze(context)
+            except SalientPosesError as exc:
+                return _fail(self, exc)
+            space = session.space
+            assert space is not None
+            self.report({"INFO"}, f"Analysed frames {space.first_frame}..{space.last_frame}: "
+                                  f"K = {session.k}")
+            return {"FINISHED"}
+
+    class SuggestedK(_Operator, operator):
+        """Set K to the suggested value (the threshold rule)"""
+
+        bl_idname = "salient_poses.suggested_k"
+        bl_label = "Suggested K"
+
+        def execute(self, context: Any) -> set[str]:
+            if STATE.session is None or STATE.session.space is None:
+                return _fail(self, SalientPosesError("analyse first"))
+            context.scene.salient_poses.k = STATE.session.suggested_k
+            return {"FINISHED"}
+
+    class Apply(_Operator, operator):
+        """Write the keys of the current K into a new action on a new NLA track (one undo
+        step; the original action is not touched)"""
+
+        bl_idname = "salient_poses.apply"
+        bl_label = "Apply"
+
+        def execute(self, context: Any) -> set[str]:
+            session = STATE.session
+            if session is None or session.space is None:
+                return _fail(self, SalientPosesError("analyse first"))
+            try:
+                session.options = options_from(context.scene.salient_poses)
+                session.applied.clear()  # Remove finds every layer in the file itself
+                reduction = session.apply()
+            except SalientPosesError as exc:
+                return _fail(self, exc)
+            host = session.host
+            STATE.notes = list(getattr(host, "notes", []))
+            STATE.message = (f"Applied {reduction.curves.n_keys} keys: "
+                             f"{', '.join(h.name for h in session.applied)}")
+            self.report({"INFO"}, STATE.message)
+            return {"FINISHED"}
+
+    class Remove(_Operator, operator):
+        """Delete the NLA tracks and actions Salient Poses made on the active armature and
+        make the original action active again (one undo step)"""
+
+        bl_idname = "salient_poses.remove"
+        bl_label = "Remove"
+
+        def execute(self, context: Any) -> set[str]:
+            host = BlenderHost()
+            try:
+                handles = host.layers()
+                with host.undo_chunk("Salient Poses: remove layers"):
+                    for handle in reversed(handles):
+                        host.remove_layer(handle)
+            except SalientPosesError as exc:
+                return _fail(self, exc)
+            if STATE.session is not None:
+                STATE.session.applied.clear()
+            STATE.message = f"Removed {len(handles)} layer(s)"
+            return {"FINISHED"}
+
+    class ConvertToEuler(_Operator, operator):
+        """Give quaternion bones Euler rotation in a new action keyed on every frame (Blender's
+        FBX importer makes quaternion bones); the original action is kept (one undo step)"""
+
+        bl_idname = "salient_poses.convert_to_euler"
+        bl_label = "Convert to Euler"
+
+        def execute(self, context: Any) -> set[str]:
+            host = BlenderHost()
+            try:
+                with host.undo_chunk("Salient Poses: convert to Euler"):
+                    bones = host.convert_to_euler()
+            except SalientPosesError as exc:
+                return _fail(self, exc)
+            STATE.message = host.notes[0] if bones else "every bone is in Euler rotation already"
+            self.report({"INFO"}, STATE.message)
+            return {"FINISHED"}
+
+    return [Analyze, SuggestedK, Apply, Remove, ConvertToEuler]
+
+
+def draw(layout: Any, context: Any) -> None:
+    settings = context.scene.salient_poses
+    fields = panel_fields()
+    for group, heading in SECTIONS.items():
+        box = layout.box()
+        box.label(text=heading)
+        for name, (where, _spec) in fields.items():
+            if where == group:
+                box.prop(settings, name)
+        if group == "analysis":
+            box.operator("salient_poses.analyze")
+            row = box.row(align=True)
+            row.prop(settings, "k")
+            row.operator("salient_poses.suggested_k", text="Suggested K")
+            for line in (STATE.readout, STATE.suggestions):
+                if line:
+                    box.label(text=line)
+    row = layout.row(align=True)
+    row.operator("salient_poses.apply")
+    row.operator("salient_poses.remove")
+    layout.operator("salient_poses.convert_to_euler")
+    for line in [STATE.message, *STATE.notes]:
+        if line:
+            layout.label(text=line, icon="INFO")
+
+
+def _panels() -> list[type]:
+    types = bpy.types
+    made = []
+    for space in ("GRAPH_EDITOR", "DOPESHEET_EDITOR"):
+        made.append(type(f"SALIENTPOSES_PT_{space.lower()}", (types.Panel,), {
+            "bl_label": "Salient Poses", "bl_space_type": space, "bl_region_type": "UI",
+            "bl_category": CATEGORY,
+            "draw": lambda self, context: draw(self.layout, context)}))
+    return made
+
+
+def _settings_type() -> type:
+    annotations = {name: blender_property(name, group, spec)
+                   for name, (group, spec) in panel_fields().items()}
+    keys = field_specs()["keys"][1]
+    annotations["k"] = bpy.props.IntProperty(
+        name="K", description=keys.help, default=2, min=int(keys.low or 2), update=_k_changed)
+    return type("SalientPosesSettings", (bpy.types.PropertyGroup,),
+                {"__annotations__": annotations})
+
+
+_REGISTERED: list[type] = []
+
+
+def register() -> None:
+    """Register the settings, operators and panels (Blender calls this on enabling)."""
+    if _REGISTERED:
+        return
+    classes = [_settings_type(), *_operators(), *_panels()]
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    _REGISTERED.extend(classes)
+    bpy.types.Scene.salient_poses = bpy.props.PointerProperty(type=classes[0])
+
+
+def unregister() -> None:
+    if not _REGISTERED:
+        return
+    del bpy.types.Scene.salient_poses
+    for cls in reversed(_REGISTERED):
+        bpy.utils.unregister_class(cls)
+    _REGISTERED.clear()
+    STATE.session = None

@@ -1,0 +1,294 @@
+"""The Blender add-on on real Blender (``bpy``): what the host contract does not cover — the
+keys and their handles, keyframe types, the pushed-down original, FBX scenes, clear refusals,
+the panel's operators, the preview markers, the self-test and the extension manifest."""
+
+from __future__ import annotations
+
+import tomllib
+
+import numpy as np
+import pytest
+from host_contract import BPY_MACHINES, FIRST, FRAMES, ROOT, TOLERANCE, BlenderScene
+
+from sp_core.errors import SalientPosesError
+from sp_core.host import HostError
+from sp_core.session import Session
+
+if not __import__("host_contract").bpy_wheel_exists():
+    pytest.skip("bpy 4.5 has no wheel for this platform (CPython 3.11 on "
+                f"{', '.join(BPY_MACHINES)} only), so Blender cannot run here",
+                allow_module_level=True)
+
+import bpy  # noqa: E402  (installed by install.py --standalone wherever a wheel exists)
+
+from blender_addon.host import HANDLE_TYPES, MADE, BlenderHost, _action_fcurves  # noqa: E402
+
+
+@pytest.fixture()
+def scene() -> BlenderScene:
+    made = BlenderScene()
+    made.build()
+    return made
+
+
+def keys_of(action) -> dict[tuple[str, int], np.ndarray]:
+    """Every key's co and handles, per F-curve (single precision, as Blender stores them)."""
+    found = {}
+    for fcurve in _action_fcurves(action, None):
+        points = fcurve.keyframe_points
+        parts = []
+        for name in ("co", "handle_left", "handle_right"):
+            part = np.empty(len(points) * 2, dtype=np.float32)
+            points.foreach_get(name, part)
+            parts.append(part)
+        found[(fcurve.data_path, fcurve.array_index)] = np.concatenate(parts)
+    return found
+
+
+@pytest.mark.parametrize("tangents", ["unified", "broken", "weighted"])
+def test_keys_sit_on_the_chosen_frames_with_the_engines_handles(scene, tangents):
+    session = Session(scene.host)
+    session.analyze()
+    session.set_k(6)
+    session.set_options(tangents=tangents, space="channel")
+    reduction = session.apply()
+    curves = reduction.curves
+    action = bpy.data.actions[session.applied[0].token[2]]
+    assert action[MADE] == "override"
+    fcurves = _action_fcurves(action, None)
+    written = {(f.data_path, f.array_index) for f in fcurves}
+    assert len(written) == int(curves.animated.sum()) - 1  # all but the locked channel
+    for fcurve in fcurves:
+        bone = fcurve.data_path.split('"')[1]
+        prop = fcurve.data_path.rpartition(".")[2]
+        axis = "XYZ"[fcurve.array_index]
+        kind = "rotation" if "rotation" in prop else "position"
+        c = curves.channel_names.index(f"{bone}.{axis}{kind}")
+        scale = np.pi / 180 if "rotation" in prop else 1.0
+        points = fcurve.keyframe_points
+        assert [p.co[0] for p in points] == curves.frames.astype(float).tolist()
+        assert {p.interpolation for p in points} == {"BEZIER"}
+        assert {p.handle_left_type for p in points} == {HANDLE_TYPES[tangents]}
+        assert {p.type for p in points} == {"KEYFRAME"}
+        left = np.array([p.handle_left for p in points])
+        right = np.array([p.handle_right for p in points])
+        np.testing.assert_allclose(left[:, 0], curves.frames + curves.in_handles[:, c, 0],
+                                   atol=1e-3)
+        np.testing.assert_allclose(right[:, 1], (curves.values[:, c]
+                                                 + curves.out_handles[:, c, 1]) * scale,
+                                   atol=1e-5 * max(1.0, np.abs(curves.values[:, c]).max()))
+    if tangents == "weighted":
+        assert curves.weighted  # handle lengths carry the weights
+    # the strip covers the reduced range only; outside it the original plays
+    strip = bpy.data.objects[scene.object_name].animation_data.nla_tracks[-1].strips[0]
+    assert (strip.frame_start, strip.frame_end) == (FIRST, FIRST + FRAMES - 1)
+    assert strip.blend_type == "REPLACE" and strip.extrapolation == "NOTHING"
+
+
+def test_breakdowns_are_breakdown_keyframes_and_markers(scene):
+    session = Session(scene.host)
+    session.set_options(layered=True, leading=["RightWrist"], breakdowns=2, space="channel")
+    session.analyze()
+    session.set_k(3)
+    labels = session.labels()
+    breakdowns = sorted(f for f, label in labels.items() if label == "breakdown")
+    assert breakdowns, "the layered selection found no breakdown to check"
+    markers = scene.host.preview()
+    assert [f for f, name in markers if "breakdown" in name] == breakdowns
+    assert len(markers) == len(labels)
+    session.apply()
+    action = bpy.data.actions[session.applied[0].token[2]]
+    fcurve = _action_fcurves(action, None)[0]
+    kinds = {int(p.co[0]): p.type for p in fcurve.keyframe_points}
+    assert sorted(f for f, kind in kinds.items() if kind == "BREAKDOWN") == breakdowns
+    scene.host.clear_preview()
+    assert scene.host.preview() == []
+
+
+def test_the_original_action_is_pushed_down_untouched_and_comes_back(scene):
+    obj = bpy.data.objects[scene.object_name]
+    original = obj.animation_data.action
+    name, before = original.name, keys_of(original)
+    session = Session(scene.host)
+    session.analyze()
+    session.set_k(6)
+    session.set_options(space="channel", residual_layer=True)
+    session.apply()
+    data = obj.animation_data
+    assert data.action is None
+    assert [t.strips[0].action.name for t in data.nla_tracks] == [
+        name, "salientPoses", "salientPoses_residual"]
+    assert [t.strips[0].blend_type for t in data.nla_tracks] == ["REPLACE", "REPLACE", "ADD"]
+    after = keys_of(bpy.data.actions[name])
+    assert after.keys() == before.keys()
+    assert all(np.array_equal(after[k], before[k]) for k in before)
+    # outside the analysed range the original shows
+    motion = session.motion
+    late = np.arange(FIRST + FRAMES, FIRST + FRAMES + 5)
+    session.remove()
+    expected = scene.positions(motion.node_names, late)
+    session.set_options(residual_layer=False)
+    session.apply()
+    np.testing.assert_array_equal(scene.positions(motion.node_names, late), expected)
+    session.remove()
+    assert data.action is not None and data.action.name == name and not len(data.nla_tracks)
+
+
+def test_a_quaternion_bone_is_refused_until_converted_to_euler(scene):
+    obj = bpy.data.objects[scene.object_name]
+    host = scene.host
+    joints = [b.name for b in obj.pose.bones]
+    shown = host.world_positions(joints, range(FIRST, FIRST + FRAMES))
+    elbow = obj.pose.bones["LeftElbow"]
+    turn = elbow.matrix_basis.to_quaternion()
+    elbow.rotation_mode = "QUATERNION"
+    elbow.rotation_quaternion = turn
+    elbow.keyframe_insert("rotation_quaternion", frame=FIRST)
+    with pytest.raises(HostError, match=r"quaternion or axis-angle rotation .*Convert to "
+                                        r"Euler.*: LeftElbow \(QUATERNION\)"):
+        host.motion(host.selected_nodes(), FIRST, FIRST + FRAMES - 1)
+    with host.undo_chunk("convert"):
+        assert host.convert_to_euler() == ["LeftElbow"]
+    assert elbow.rotation_mode == "XYZ"
+    assert obj.animation_data.action.name.endswith("(Euler)")
+    motion = host.motion(host.selected_nodes(), FIRST, FIRST + FRAMES - 1)
+    assert host.notes == []
+    assert "LeftElbow.Zrotation" in motion.channel_names
+    # the new action shows the same motion (the quaternion key held the elbow still)
+    np.testing.assert_allclose(host.world_positions(joints, range(FIRST, FIRST + FRAMES))[:, 0],
+                               shown[:, 0], atol=1e-5)
+
+
+def test_an_fbx_scene_from_blenders_importer_reduces_after_conversion():
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.import_scene.fbx(filepath=str(ROOT / "tests" / "data" / "cmu_131_01_240.fbx"))
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 40
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    bpy.context.view_layer.objects.active = armature
+    host = BlenderHost()
+    with pytest.raises(HostError, match="Convert to Euler"):
+        Session(host).analyze()
+    with host.undo_chunk("convert"):
+        assert len(host.convert_to_euler()) == len(armature.pose.bones)
+    session = Session(host)
+    session.analyze()
+    session.set_k(6)
+    session.set_options(space="channel", residual_layer=True)
+    session.apply()
+    motion = session.motion
+    shown = host.world_positions(motion.node_names, motion.frames)
+    assert np.linalg.norm(shown - motion.positions, axis=-1).max() <= \
+        TOLERANCE * motion.height()
+
+
+def test_a_scaled_armature_and_a_missing_armature_get_clear_messages(scene):
+    obj = bpy.data.objects[scene.object_name]
+    obj.scale = (0.01, 0.01, 0.01)
+    bpy.context.view_layer.update()
+    with pytest.raises(SalientPosesError, match=r"armature 'cmu_131_01' is scaled .*apply its "
+                                                r"scale first"):
+        Session(scene.host).analyze()
+    with pytest.raises(HostError, match="no armature object named 'Rig'"):
+        BlenderHost("Rig").object()
+
+
+def test_the_panel_operators_analyse_apply_undo_and_remove(scene):
+    import blender_addon
+    from blender_addon.ui import STATE
+
+    blender_addon.register()
+    try:
+        settings = bpy.context.scene.salient_poses
+        settings.residual_layer = True
+        bpy.ops.ed.undo_push(message="residual on")  # as the UI pushes after a property edit
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        assert "mm" in STATE.readout and STATE.suggestions.startswith("Suggested K")
+        settings.k = 7
+        assert STATE.readout.startswith("K = 7:") and STATE.session.k == 7
+        assert len(scene.host.preview()) == 7
+        before = scene.state()
+        assert bpy.ops.salient_poses.apply() == {"FINISHED"}
+        assert STATE.message.startswith("Applied 7 keys")
+        assert scene.state() != before
+        bpy.ops.ed.undo()
+        assert scene.state() == before
+        assert bpy.ops.salient_poses.apply() == {"FINISHED"}
+        assert bpy.ops.salient_poses.remove() == {"FINISHED"}
+        assert STATE.message == "Removed 2 layer(s)" and scene.state() == before
+        bpy.context.scene.salient_poses.leading = "Nope"
+        bpy.context.scene.salient_poses.layered = True
+        with pytest.raises(RuntimeError, match="Nope"):  # bpy.ops turns the report into this
+            bpy.ops.salient_poses.analyze()
+        assert "Nope" in STATE.message
+    finally:
+        blender_addon.unregister()
+
+
+class RecordingLayout:
+    """Stands in for Blender's UILayout (drawing needs a window): records what draw() asks."""
+
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+
+    def box(self) -> RecordingLayout:
+        return self
+
+    def row(self, align: bool = False) -> RecordingLayout:
+        return self
+
+    def label(self, text: str = "", icon: str = "NONE") -> None:
+        self.calls.append(("label", text))
+
+    def prop(self, data, name: str) -> None:
+        self.calls.append(("prop", name))
+        assert name in data.bl_rna.properties, name
+
+    def operator(self, idname: str, text: str = "") -> None:
+        self.calls.append(("operator", idname))
+        group, _, name = idname.partition(".")
+        assert hasattr(getattr(bpy.ops, group), name), idname
+
+
+def test_the_panel_draws_every_schema_option_and_operator(scene):
+    import blender_addon
+    from blender_addon.ui import panel_fields
+
+    blender_addon.register()
+    try:
+        calls: list = []
+        from blender_addon.ui import draw
+
+        draw(RecordingLayout(calls), bpy.context)
+        props = [name for kind, name in calls if kind == "prop"]
+        assert set(props) == {*panel_fields(), "k"}
+        assert {"tangents", "cost", "layered", "residual_weight"} <= set(props)
+        assert {n for kind, n in calls if kind == "operator"} == {
+            "salient_poses.analyze", "salient_poses.suggested_k", "salient_poses.apply",
+            "salient_poses.remove", "salient_poses.convert_to_euler"}
+        spaces = {cls.bl_space_type for cls in bpy.types.Panel.__subclasses__()
+                  if cls.__name__.startswith("SALIENTPOSES_PT")}
+        assert spaces == {"GRAPH_EDITOR", "DOPESHEET_EDITOR"}
+    finally:
+        blender_addon.unregister()
+
+
+def test_the_self_test_passes(capsys):
+    from blender_addon import selftest
+
+    assert selftest.main([]) == 0
+    out = capsys.readouterr().out
+    assert "Salient Poses self-test: PASS" in out and "FAIL" not in out
+
+
+def test_extension_manifest_agrees_with_bl_info_and_the_project():
+    import blender_addon
+
+    manifest = tomllib.loads((ROOT / "blender_addon" / "blender_manifest.toml").read_text())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert manifest["version"] == project["version"]
+    assert tuple(int(v) for v in manifest["version"].split(".")) == \
+        blender_addon.bl_info["version"]
+    assert manifest["blender_version_min"] == "4.2.0" == ".".join(
+        str(v) for v in blender_addon.bl_info["blender"])
+    assert manifest["type"] == "add-on" and manifest["id"] == "salient_poses"

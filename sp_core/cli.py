@@ -191,15 +191,23 @@ def _reduction_summary(result: Result) -> str:
     assert reduction is not None
     m = reduction.metrics
     t = reduction.timings
-    return "\n".join([
+    lines = [
         _choice_summary(result),
-        f"Reduction  {len(reduction.curves.frames)} keys ({m.keys} on "
+        f"Reduction  {len(reduction.curves.frames)} keys ({m.pose_keys} pose keys on "
         f"{int(reduction.curves.animated.sum())} animated channels, original {m.original_keys}), "
         f"tangents {reduction.tangents}, {reduction.space} space",
+    ]
+    if reduction.pose_metrics is not None:
+        p = reduction.pose_metrics
+        lines.append(f"Corrective {m.corrective_keys} corrective keys: {m.keys} keys in total "
+                     f"({100.0 * m.keys / max(m.original_keys, 1):.1f} % of the original); pose "
+                     f"keys alone mean {p.mean_mm:.2f} mm, max {p.max_mm:.2f} mm")
+    return "\n".join(lines + [
         f"Error      mean {m.mean_mm:.2f} mm, max {m.max_mm:.2f} mm (character scaled to 1.7 m; "
         f"{m.mean:.4g} / {m.max:.4g} scene units), worst {m.worst_node} at frame "
         f"{m.worst_frame}",
-        f"Time       channel fit {t['channel_s']:.3f} s, world refinement {t['world_s']:.2f} s",
+        f"Time       channel fit {t['channel_s']:.3f} s, world refinement {t['world_s']:.2f} s"
+        + (f", corrective keys {t['corrective_s']:.2f} s" if t.get("corrective_s") else ""),
     ])
 
 

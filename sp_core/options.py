@@ -50,7 +50,8 @@ class Spec:
     kind : str
         ``int``, ``float``, ``bool``, ``str``, ``choice``, ``names`` (comma-separated names),
         ``frames`` (comma-separated whole frames), ``range`` (``START:END``), ``weights``
-        (``NODE=W,...``), ``pins`` (frames, or :class:`Pin`), ``mapping`` or ``path``.
+        (``NODE=W,...``), ``pins`` (frames, or :class:`Pin`), ``mapping``, ``path``,
+        ``tolerance`` (``MEAN,MAX``) or ``budget`` (``N`` keys or ``P%``).
     help : str
         One line for ``--help``, tooltips and the guide.
     unit : str
@@ -217,6 +218,10 @@ class FitOptions:
                         "values (fast)", choices=FIT_SPACES)
     world_iterations: int = option(12, "int", "Gauss-Newton iterations of the world fit",
                                    low=1, high=100, metavar="N")
+    corrective_budget: str | None = option(
+        None, "budget", "corrective keys on single channels where the pose-key result is "
+        "worst, written into an additive layer: N keys or P% of the original keys (default "
+        "none)", nullable=True, unit="keys or %", metavar="N|P%")
 
 
 @dataclass(frozen=True)
@@ -591,10 +596,31 @@ def _tolerance(spec: Spec, label: str, value: Any) -> tuple[float, float]:
     return float(mean), float(worst)
 
 
+def _budget(spec: Spec, label: str, value: Any) -> str:
+    wants = "a whole number of keys >= 0 or a percentage in [0, 100] such as 2%"
+    if isinstance(value, bool):
+        raise _fail(label, wants, value)
+    text = str(value).strip() if isinstance(value, (str, int)) else None
+    if text is None:
+        raise _fail(label, wants, value)
+    try:
+        if text.endswith("%"):
+            percent = float(text[:-1])
+            if not (math.isfinite(percent) and 0.0 <= percent <= 100.0):
+                raise ValueError
+            return f"{percent:g}%"
+        keys = int(text)
+    except ValueError:
+        raise _fail(label, wants, value) from None
+    if keys < 0:
+        raise _fail(label, wants, value)
+    return str(keys)
+
+
 _CONVERTERS: dict[str, Callable[[Spec, str, Any], Any]] = {
     "int": _int, "float": _float, "bool": _bool, "str": _str, "choice": _choice,
     "path": _path, "names": _names, "frames": _frames, "pins": _pins, "range": _range,
-    "weights": _weights, "mapping": _mapping, "tolerance": _tolerance,
+    "weights": _weights, "mapping": _mapping, "tolerance": _tolerance, "budget": _budget,
 }
 
 

@@ -2,8 +2,10 @@
 
 The reduction covers the frames from the first to the last keyframe. Every animated channel is
 keyed at the keyframes with fitted tangents (:mod:`sp_core.fitting`); channels constant over
-that range are reported, not keyed. The residual is original − reduced on every frame and
-channel, so reduced + residual gives back the original channels (to rounding).
+that range are reported, not keyed. An optional corrective stage (:mod:`sp_core.corrective`)
+adds a budget of single-channel keys where the result is worst. The residual is original −
+reduced − corrections on every frame and channel, so reduced + corrections + residual gives
+back the original channels (to rounding).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sp_core.clip import Clip
+from sp_core.corrective import CorrectiveKeys, budget_keys, correct
 from sp_core.curves import KeyedCurves
 from sp_core.errors import ClipError, ReductionError
 from sp_core.fitting import (
@@ -38,13 +41,19 @@ class Reduction:
     reduced : (n_frames, n_channels) float64
         The curves evaluated on every frame of the range, channel units.
     residual : (n_frames, n_channels) float64
-        Original − reduced.
+        Original − reduced − the corrections.
     frames : (n_frames,) int
         Host frames of the rows.
     metrics : Metrics
+        Errors of what is written: the pose keys plus the corrective keys.
     timings : dict of str to float
-        Seconds: ``channel_s``, ``world_s`` (0 in channel space), ``total_s``.
+        Seconds: ``channel_s``, ``world_s`` (0 in channel space), ``corrective_s``,
+        ``total_s``.
     tangents, space : str
+    corrections : CorrectiveKeys or None
+        The corrective layer's keys (None without a corrective budget).
+    pose_metrics : Metrics or None
+        Errors of the pose keys alone when there are corrections.
     """
 
     curves: KeyedCurves
@@ -55,6 +64,15 @@ class Reduction:
     timings: dict[str, float]
     tangents: str
     space: str
+    corrections: CorrectiveKeys | None = None
+    pose_metrics: Metrics | None = None
+
+    @property
+    def corrected(self) -> np.ndarray:
+        """(n_frames, n_channels) float64: the pose curves plus the corrective layer."""
+        if self.corrections is None:
+            return self.reduced
+        return self.reduced + self.corrections.dense()
 
 
 def constant_channels(values: np.ndarray) -> np.ndarray:
@@ -89,7 +107,8 @@ def _key_rows(clip: Clip, frames: Iterable[int]) -> np.ndarray:
 
 def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
            smoothness: float = SMOOTHNESS, space: str = "world",
-           world_iterations: int = 12, labels: Mapping[int, str] | None = None) -> Reduction:
+           world_iterations: int = 12, labels: Mapping[int, str] | None = None,
+           corrective_budget: str | int | None = None) -> Reduction:
     """Rebuild the clip's animation from keys at ``frames`` only.
 
     Parameters
@@ -106,6 +125,9 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     labels : mapping of int to str, optional
         ``"keypose"`` / ``"breakdown"`` per keyframe (from :mod:`sp_core.layered`); carried by
         the curves into host writes and files.
+    corrective_budget : str or int, optional
+        Corrective keys to spend (``N`` keys or ``"P%"`` of the original keys, see
+        :mod:`sp_core.corrective`); none by default.
 
     Returns
     -------
@@ -160,12 +182,27 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
         curves = dataclasses.replace(curves, labels=[str(labels[int(f)]) for f in keys])
     reduced = curves.dense()
     reduced[:, ~animated] = values[:1, ~animated]
-    residual = original.channels - reduced
-    metrics = measure(original, reduced, len(keys), animated,
-                      mm_per_unit=_mm_per_unit(clip))
+    scale = _mm_per_unit(clip)
+    metrics = measure(original, reduced, len(keys), animated, mm_per_unit=scale)
+    corrections, pose_metrics = None, None
+    timings["corrective_s"] = 0.0
+    allowed = budget_keys(None if corrective_budget is None else str(corrective_budget),
+                          metrics.original_keys)
+    if allowed > 0 and len(rows) > 1:
+        t0 = time.perf_counter()
+        # corrections are fitted on the unwrapped values the curves hold
+        corrections, correction = correct(work, reduced, rows, animated, allowed)
+        timings["corrective_s"] = time.perf_counter() - t0
+        pose_metrics = metrics
+        reduced_all = reduced + correction
+        metrics = measure(original, reduced_all, len(keys), animated, mm_per_unit=scale,
+                          corrective_keys=corrections.n_keys)
+    else:
+        reduced_all = reduced
+    residual = original.channels - reduced_all
     timings["total_s"] = time.perf_counter() - started
     return Reduction(curves, reduced, residual, original.frames, metrics, timings, tangents,
-                     space)
+                     space, corrections, pose_metrics)
 
 
 def _mm_per_unit(clip: Clip) -> float:

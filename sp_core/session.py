@@ -31,7 +31,7 @@ import numpy as np
 from sp_core.clip import Clip
 from sp_core.errors import OptionError, SalientPosesError, SelectionError
 from sp_core.falloff import PoseGraph, pose_edit, propagate, wand_poses
-from sp_core.host import Host, LayerHandle, host_step
+from sp_core.host import Host, LayerHandle, SparseLayers, host_step
 from sp_core.layered import LayeredSelection, TwoPassSpace, layered_selection
 from sp_core.options import Options, Pin, build, coerce, k_for, max_keys_for
 from sp_core.reduction import Reduction, reduce
@@ -286,7 +286,8 @@ class Session:
             if k not in errors:
                 metrics = reduce(motion, space.keyframes(k), tangents=fit.tangents,
                                  smoothness=fit.smoothness, space=fit.space,
-                                 world_iterations=fit.world_iterations).metrics
+                                 world_iterations=fit.world_iterations,
+                                 corrective_budget=fit.corrective_budget).metrics
                 errors[k] = (metrics.mean_mm, metrics.max_mm)
                 if report is not None:
                     report(0.99, f"K = {k}: mean {errors[k][0]:.2f} mm, max {errors[k][1]:.1f} mm")
@@ -399,7 +400,8 @@ class Session:
             self.motion = self.read_motion()
         fit = self.options.fit
         return reduce(self.motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
-                      space=fit.space, world_iterations=fit.world_iterations, labels=labels)
+                      space=fit.space, world_iterations=fit.world_iterations, labels=labels,
+                      corrective_budget=fit.corrective_budget)
 
     def apply(self, reduction: Reduction | None = None) -> Reduction:
         """Write a reduction (default :meth:`reduce` at the current K) into the host: one undo
@@ -414,6 +416,8 @@ class Session:
         with chunk:
             with host_step(f"writing layer {layer.layer!r}"):
                 handles.append(self.host.write_curves(reduction.curves, layer.layer))
+            if reduction.corrections is not None and reduction.corrections.keys:
+                handles.append(self._write_corrections(reduction, layer.layer + "_corrective"))
             if layer.residual_layer:
                 animated = reduction.curves.animated
                 names = [n for n, a in zip(reduction.curves.channel_names, animated, strict=True)
@@ -427,6 +431,20 @@ class Session:
         self.last_reduction = reduction
         self._emit("applied", handles, reduction)
         return reduction
+
+    def _write_corrections(self, reduction: Reduction, name: str) -> LayerHandle:
+        """The corrective keys as an additive layer: sparse where the host can, else their
+        values on every frame of the range (same motion, more keys)."""
+        corrections = reduction.corrections
+        assert corrections is not None
+        names = [corrections.channel_names[c] for c in sorted(corrections.keys)]
+        with host_step(f"writing the corrective layer {name!r}"):
+            if isinstance(self.host, SparseLayers):
+                return self.host.write_sparse(
+                    {corrections.channel_names[c]: corrections.keys[c]
+                     for c in sorted(corrections.keys)}, name, 1.0)
+            dense = corrections.dense()[:, sorted(corrections.keys)]
+            return self.host.write_residual(names, reduction.frames, dense, name, 1.0)
 
     def remove(self) -> list[LayerHandle]:
         """Take every applied layer away again (one undo step)."""

@@ -332,7 +332,8 @@ def test_mayapy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):
                       "--space", "channel", "--residual-layer"])
     assert code == 1
     rows = (out / "summary.csv").read_text().splitlines()
-    assert rows[0] == "clip,frames,keys,mean_mm,max_mm,seconds,status"
+    assert rows[0] == ("clip,frames,keys,pose_keys,corrective_keys,total_keys,mean_mm,max_mm,"
+                       "seconds,status")
     assert rows[1].startswith("walk.ma,121,12,") and rows[1].endswith(",ok")
     assert "File not found: missing.ma" in rows[2]
     written = STATE.saved[str(out / "walk.ma")]

@@ -30,6 +30,7 @@ from sp_core.options import (
     add_arguments,
     field_specs,
     from_arguments,
+    key_choice,
     load_preset,
 )
 
@@ -180,7 +181,7 @@ def _choice_summary(result: Result) -> str:
         return f"Keys       K = {result.keys} as asked"
     if keys.ratio is not None:
         return f"Keys       ratio {keys.ratio:g} of {n} frames: K = {result.keys}"
-    if keys.tolerance is not None:
+    if key_choice(result.job.options) == "tolerance" and keys.tolerance is not None:
         return (f"Keys       the smallest K within mean {keys.tolerance[0]:g} mm and max "
                 f"{keys.tolerance[1]:g} mm: K = {result.keys}")
     return f"Keys       the suggested K = {result.keys} (threshold rule)"

@@ -34,6 +34,8 @@ from sp_core.clip import Clip
 CHANNELS_TRIED = 4
 #: Half-widths of the hat-shaped corrections tried, frames.
 WIDTHS = (1, 2, 4, 8, 16)
+#: Forward-difference step of the Jacobian columns (degrees or scene units).
+STEP = 1e-4
 #: Slack of the "never worse" check, relative to the clip's size (rounding of FK).
 SLACK = 1e-9
 
@@ -98,16 +100,22 @@ class _Channel:
         self.knots: dict[int, float] = {}
 
     def points(self, knots: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.union1d(self.anchors, np.fromiter(knots, dtype=np.int64, count=len(knots)))
-        values = np.array([knots.get(int(r), 0.0) for r in rows])
+        """Rows and values of the anchors (0) and knots, ascending."""
+        at = np.fromiter(knots, dtype=np.int64, count=len(knots))
+        rows = np.union1d(self.anchors, at)
+        values = np.zeros(len(rows))
+        values[np.searchsorted(rows, at)] = np.fromiter(knots.values(), dtype=np.float64,
+                                                        count=len(knots))
         return rows, values
 
     def written(self, knots: dict[int, float]) -> np.ndarray:
         """Rows of the keys a host writes: the knots and the anchors next to one."""
         if not knots:
             return np.zeros(0, dtype=np.int64)
-        rows, _ = self.points(knots)
-        is_knot = np.isin(rows, np.fromiter(knots, dtype=np.int64, count=len(knots)))
+        at = np.fromiter(knots, dtype=np.int64, count=len(knots))
+        rows = np.union1d(self.anchors, at)
+        is_knot = np.zeros(len(rows), dtype=bool)
+        is_knot[np.searchsorted(rows, at)] = True
         near = is_knot.copy()
         near[1:] |= is_knot[:-1]
         near[:-1] |= is_knot[1:]
@@ -122,7 +130,7 @@ class _Channel:
 
 
 def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.ndarray,
-            budget: int) -> tuple[CorrectiveKeys, np.ndarray]:
+            budget: int, stop_at: float = 0.0) -> tuple[CorrectiveKeys, np.ndarray]:
     """Spend up to ``budget`` corrective keys on the worst moments of a pose-key reduction.
 
     Parameters
@@ -137,6 +145,8 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         Channels that may get keys.
     budget : int
         Most keys written (zero keys of the layer included).
+    stop_at : float
+        Stop once no frame's worst-node error is above this (scene units; a tolerance met).
 
     Returns
     -------
@@ -166,7 +176,7 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         steps += 1
         open_max = np.where(given_up, -1.0, frame_max)
         worst = int(np.argmax(open_max))
-        if open_max[worst] <= slack:
+        if open_max[worst] <= max(slack, stop_at):
             break
         node = int(np.argmax(errors[worst]))
         best = _best_candidate(clip, reduced, correction, residual, target, channels,
@@ -219,15 +229,31 @@ def _best_candidate(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
     spans = [channels[int(c)].span(channels[int(c)].knots, [worst]) for c in movers]
     lo_j = max(min(s[0] for s in spans), worst - 2 * max(WIDTHS), 0)
     hi_j = min(max(s[1] for s in spans), worst + 2 * max(WIDTHS), n_frames - 1)
-    positions, jac = clip.position_jacobian(current[lo_j:hi_j + 1])
-    miss = (positions - target[lo_j:hi_j + 1]).reshape(hi_j - lo_j + 1, -1)
-    jac = jac.reshape(hi_j - lo_j + 1, -1, clip.n_channels)[:, :, movers]
+    # rank the channels by their Gauss-Newton gain at the worst frame (forward differences)
+    probe = np.repeat(current[worst:worst + 1], len(movers) + 1, axis=0)
+    probe[np.arange(1, len(movers) + 1), movers] += STEP
+    probed = clip.forward_kinematics(probe).reshape(len(movers) + 1, -1)
+    miss_at = probed[0] - target[worst].reshape(-1)
+    jac_at = ((probed[1:] - probed[0]) / STEP).T  # (3 n_nodes, movers)
+    norm_at = np.einsum("nc,nc->c", jac_at, jac_at)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = np.where(norm_at > 0, (miss_at @ jac_at) ** 2 / norm_at, 0.0)
+    ranked = np.argsort(-gain)[:CHANNELS_TRIED]
+    # the ranked channels' Jacobian columns over the window by forward differences: one FK
+    # call instead of the full Jacobian of every channel on every row
+    window = current[lo_j:hi_j + 1]
+    rows_w = hi_j - lo_j + 1
+    stacked = np.repeat(window[None], len(ranked) + 1, axis=0)
+    for i, m in enumerate(ranked):
+        stacked[i + 1, :, movers[m]] += STEP
+    moved = clip.forward_kinematics(stacked.reshape(-1, clip.n_channels)).reshape(
+        len(ranked) + 1, rows_w, -1)
+    miss = moved[0] - target[lo_j:hi_j + 1].reshape(rows_w, -1)
+    jac = np.zeros((rows_w, miss.shape[1], len(movers)))
+    for i, m in enumerate(ranked):
+        jac[:, :, m] = (moved[i + 1] - moved[0]) / STEP
     grad = np.einsum("fn,fnc->fc", miss, jac)  # (rows, movers)
     norm = np.einsum("fnc,fnc->fc", jac, jac)
-    at = worst - lo_j
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gain = np.where(norm[at] > 0, grad[at] ** 2 / norm[at], 0.0)
-    ranked = np.argsort(-gain)[:CHANNELS_TRIED]
     candidates: list[tuple[list[tuple[int, dict[int, float], int, int, np.ndarray]], int]] = []
     for m in ranked:
         c = int(movers[m])

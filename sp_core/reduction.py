@@ -108,7 +108,8 @@ def _key_rows(clip: Clip, frames: Iterable[int]) -> np.ndarray:
 def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
            smoothness: float = SMOOTHNESS, space: str = "world",
            world_iterations: int = 12, labels: Mapping[int, str] | None = None,
-           corrective_budget: str | int | None = None) -> Reduction:
+           corrective_budget: str | int | None = None,
+           corrective_stop_mm: float | None = None) -> Reduction:
     """Rebuild the clip's animation from keys at ``frames`` only.
 
     Parameters
@@ -128,6 +129,8 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     corrective_budget : str or int, optional
         Corrective keys to spend (``N`` keys or ``"P%"`` of the original keys, see
         :mod:`sp_core.corrective`); none by default.
+    corrective_stop_mm : float, optional
+        Stop spending once no frame's worst joint error is above this (mm at 1.7 m).
 
     Returns
     -------
@@ -182,27 +185,50 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
         curves = dataclasses.replace(curves, labels=[str(labels[int(f)]) for f in keys])
     reduced = curves.dense()
     reduced[:, ~animated] = values[:1, ~animated]
-    scale = _mm_per_unit(clip)
-    metrics = measure(original, reduced, len(keys), animated, mm_per_unit=scale)
-    corrections, pose_metrics = None, None
+    metrics = measure(original, reduced, len(keys), animated, mm_per_unit=_mm_per_unit(clip))
     timings["corrective_s"] = 0.0
-    allowed = budget_keys(None if corrective_budget is None else str(corrective_budget),
-                          metrics.original_keys)
-    if allowed > 0 and len(rows) > 1:
-        t0 = time.perf_counter()
-        # corrections are fitted on the unwrapped values the curves hold
-        corrections, correction = correct(work, reduced, rows, animated, allowed)
-        timings["corrective_s"] = time.perf_counter() - t0
-        pose_metrics = metrics
-        reduced_all = reduced + correction
-        metrics = measure(original, reduced_all, len(keys), animated, mm_per_unit=scale,
-                          corrective_keys=corrections.n_keys)
-    else:
-        reduced_all = reduced
-    residual = original.channels - reduced_all
     timings["total_s"] = time.perf_counter() - started
-    return Reduction(curves, reduced, residual, original.frames, metrics, timings, tangents,
-                     space, corrections, pose_metrics)
+    plain = Reduction(curves, reduced, original.channels - reduced, original.frames, metrics,
+                      timings, tangents, space)
+    return with_corrections(clip, plain, corrective_budget, corrective_stop_mm)
+
+
+def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
+                     stop_mm: float | None = None) -> Reduction:
+    """``reduction`` (of ``clip``, without corrections) with a corrective layer added.
+
+    Parameters
+    ----------
+    clip : Clip
+        The clip that was reduced (any range containing the reduction's).
+    reduction : Reduction
+    budget : str or int, optional
+        ``N`` keys or ``"P%"`` of the original keys (None or 0: ``reduction`` itself).
+    stop_mm : float, optional
+        Stop once no frame's worst joint error is above this (mm at 1.7 m).
+    """
+    allowed = budget_keys(None if budget is None else str(budget),
+                          reduction.metrics.original_keys)
+    if allowed <= 0 or len(reduction.curves.frames) < 2:
+        return reduction
+    started = time.perf_counter()
+    scale = _mm_per_unit(clip)
+    frames = reduction.curves.frames
+    original = clip.sub_range(int(frames[0]), int(frames[-1]))
+    work = original.unwrapped()  # the values the curves were fitted on
+    animated = reduction.curves.animated
+    stop = 0.0 if stop_mm is None else stop_mm / scale
+    corrections, correction = correct(work, reduction.reduced, frames - frames[0], animated,
+                                      allowed, stop_at=stop)
+    corrected = reduction.reduced + correction
+    metrics = measure(original, corrected, len(frames), animated, mm_per_unit=scale,
+                      corrective_keys=corrections.n_keys)
+    timings = dict(reduction.timings)
+    timings["corrective_s"] = time.perf_counter() - started
+    timings["total_s"] = timings.get("total_s", 0.0) + timings["corrective_s"]
+    return dataclasses.replace(reduction, residual=original.channels - corrected,
+                               metrics=metrics, timings=timings, corrections=corrections,
+                               pose_metrics=reduction.metrics)
 
 
 def _mm_per_unit(clip: Clip) -> float:

@@ -33,8 +33,18 @@ from sp_core.errors import OptionError, SalientPosesError, SelectionError
 from sp_core.falloff import PoseGraph, pose_edit, propagate, wand_poses
 from sp_core.host import Host, LayerHandle, SparseLayers, host_step
 from sp_core.layered import LayeredSelection, TwoPassSpace, layered_selection
-from sp_core.options import Options, Pin, build, coerce, k_for, max_keys_for
-from sp_core.reduction import Reduction, reduce
+from sp_core.options import (
+    DEFAULT_TOLERANCE,
+    Options,
+    Pin,
+    build,
+    coerce,
+    corrective_plan,
+    k_for,
+    key_choice,
+    max_keys_for,
+)
+from sp_core.reduction import Reduction, reduce, with_corrections
 from sp_core.selection import SelectionSpace
 
 EVENTS = ("options_changed", "analysis_started", "analysis_progress", "analysis_finished",
@@ -99,6 +109,8 @@ class Session:
         self.two_pass: TwoPassSpace | None = None
         self._graph: tuple[tuple, Clip, PoseGraph] | None = None
         self.last_reduction: Reduction | None = None
+        #: things the last analysis wants the user to know (e.g. a tolerance out of reach)
+        self.notes: list[str] = []
         self._subscribers: dict[str, list[Callable[..., None]]] = {e: [] for e in EVENTS}
 
     # ------------------------------------------------------------------ options
@@ -235,9 +247,18 @@ class Session:
         except Exception as exc:
             self._emit("analysis_failed", exc)
             raise
-        if wanted is None and self.options.keys.tolerance is not None:
-            wanted = self.smallest_k_within(*self.options.keys.tolerance, space=space,
-                                            motion=motion, report=report)
+        if wanted is None and key_choice(self.options) == "tolerance":
+            assert self.options.keys.tolerance is not None
+            try:
+                wanted = self.smallest_k_within(*self.options.keys.tolerance, space=space,
+                                                motion=motion, report=report)
+            except SelectionError:
+                if self.options.keys.tolerance != DEFAULT_TOLERANCE:
+                    raise
+                # the default tolerance out of reach: the threshold rule, as said in the notes
+                self.notes.append("the default tolerance cannot be met; K is the suggested K")
+                wanted = int(space.suggestions(options.accuracy,
+                                               options.significance)["threshold"])
         if progress is not None:
             progress(1.0, "done")
         return Analysis(motion, space, two_pass, wanted)
@@ -262,12 +283,17 @@ class Session:
                           report: Callable[[float, str], None] | None = None,
                           space: SelectionSpace | None = None, motion: Clip | None = None
                           ) -> int:
-        """The smallest K whose reduction (with the fitting options) keeps the mean and max
-        joint error within ``mean_mm`` and ``max_mm`` (character scaled to 1.7 m).
+        """The smallest K whose reduction (with the fitting options and the corrective keys of
+        :func:`sp_core.options.corrective_plan`) keeps the mean and max joint error within
+        ``mean_mm`` and ``max_mm`` (character scaled to 1.7 m).
 
-        Found by bisection over K, so it assumes the error falls as K grows (true of the
-        selection's own error; the fitted error follows it closely but not exactly): the K
-        returned always meets the tolerance, a smaller one might too.
+        Bisection over K with the fast channel fit (corrective keys stop at ``max_mm``; K whose
+        pose keys alone are over twice ``mean_mm`` are refused without corrections, which
+        lower the mean far less than that), then, for a world fit, that K checked with the
+        world fit (raised until it meets the tolerance) and up to two smaller K tried. It
+        assumes the error falls as K grows (true of the selection's own error; the fitted
+        error follows it closely but not exactly): the K returned always meets the tolerance,
+        a smaller one might too.
 
         ``space`` and ``motion`` default to the session's (an analysis being computed passes
         its own, before the session adopts it).
@@ -279,37 +305,65 @@ class Session:
         """
         space = space or self._require_space()
         motion = motion or self.motion
+        assert motion is not None
         fit = self.options.fit
-        errors: dict[int, tuple[float, float]] = {}
+        budget, _ = corrective_plan(self.options)
+        errors: dict[tuple[int, str], tuple[float, float]] = {}
 
-        def error(k: int) -> tuple[float, float]:
-            if k not in errors:
-                metrics = reduce(motion, space.keyframes(k), tangents=fit.tangents,
-                                 smoothness=fit.smoothness, space=fit.space,
-                                 world_iterations=fit.world_iterations,
-                                 corrective_budget=fit.corrective_budget).metrics
-                errors[k] = (metrics.mean_mm, metrics.max_mm)
+        def error(k: int, fit_space: str) -> tuple[float, float]:
+            if (k, fit_space) not in errors:
+                frames = space.keyframes(k)
+                plain = reduce(motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
+                               space=fit_space, world_iterations=fit.world_iterations)
+                metrics = plain.metrics
+                if metrics.max_mm > max_mm and metrics.mean_mm <= 2 * mean_mm and budget:
+                    metrics = with_corrections(motion, plain, budget, max_mm).metrics
+                errors[k, fit_space] = (metrics.mean_mm, metrics.max_mm)
                 if report is not None:
-                    report(0.99, f"K = {k}: mean {errors[k][0]:.2f} mm, max {errors[k][1]:.1f} mm")
-            return errors[k]
+                    report(0.99, f"K = {k}: mean {metrics.mean_mm:.2f} mm, max "
+                                 f"{metrics.max_mm:.1f} mm ({fit_space} fit, {metrics.keys} "
+                                 "keys)")
+            return errors[k, fit_space]
 
-        def meets(k: int) -> bool:
-            mean, worst = error(k)
+        def meets(k: int, fit_space: str) -> bool:
+            mean, worst = error(k, fit_space)
             return mean <= mean_mm and worst <= max_mm
 
         low, high = space.min_keys, space.max_keys
-        if not meets(high):
+        first = "channel" if fit.space == "world" else fit.space
+        if not meets(high, first) and not meets(high, fit.space):
+            shown = errors.get((high, fit.space), errors[high, first])
             raise SelectionError(f"no K up to {high} keeps the error within mean {mean_mm:g} mm "
                                  f"and max {max_mm:g} mm (K = {high} gives mean "
-                                 f"{errors[high][0]:.2f} mm, max {errors[high][1]:.1f} mm); "
+                                 f"{shown[0]:.2f} mm, max {shown[1]:.1f} mm); "
                                  "raise --max-keys or loosen --tolerance")
+        if not meets(high, first):
+            first = fit.space  # the channel fit never gets there: search with the real fit
         while low < high:
             middle = (low + high) // 2
-            if meets(middle):
+            if meets(middle, first):
                 high = middle
             else:
                 low = middle + 1
-        return high
+        k = high
+        if first == fit.space:
+            return k
+        floor = low  # below the channel fit's answer; the world fit may meet it sooner
+        while not meets(k, fit.space):
+            if k == space.max_keys:
+                raise SelectionError(f"no K up to {k} keeps the error within mean "
+                                     f"{mean_mm:g} mm and max {max_mm:g} mm with the "
+                                     f"{fit.space} fit; raise --max-keys or loosen --tolerance")
+            k = min(space.max_keys, k + max(1, k // 10))
+        below = max(space.min_keys, (3 * k) // 4)
+        for _ in range(2):
+            if below >= k or below < floor // 2:
+                break
+            if meets(below, fit.space):
+                k, below = below, max(space.min_keys, (3 * below) // 4)
+            else:
+                below = (below + k) // 2
+        return k
 
     @property
     def suggestions(self) -> dict[str, Any]:
@@ -399,9 +453,10 @@ class Session:
         elif self.motion is None:
             self.motion = self.read_motion()
         fit = self.options.fit
+        budget, stop = corrective_plan(self.options)
         return reduce(self.motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
                       space=fit.space, world_iterations=fit.world_iterations, labels=labels,
-                      corrective_budget=fit.corrective_budget)
+                      corrective_budget=budget, corrective_stop_mm=stop)
 
     def apply(self, reduction: Reduction | None = None) -> Reduction:
         """Write a reduction (default :meth:`reduce` at the current K) into the host: one undo

@@ -388,10 +388,10 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
     assert analysed.space is not None
     _save_plot(analysed.space, str(out / "error_vs_k.png"), log=True,
                title=f"{clip.name}: line-max, compose=max")
-    print(f"\nReducing to the suggested K = {analysed.keys} (unified tangents, world-space "
-          "fit)...")
+    print("\nReducing to the smallest K within the default tolerance (unified tangents, "
+          "world-space fit, corrective keys where needed)...")
     reduced = run_job(Job(str(SAMPLE_CLIP), options.replace(
-        keys=analysed.keys, json=str(out / "reduced_keys.json"),
+        json=str(out / "reduced_keys.json"),
         bvh=str(out / "reduced.bvh"), overwrite=True), "reduce"), clip=clip)
     print(_reduction_summary(reduced))
     assert reduced.reduction is not None

@@ -167,7 +167,7 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
     result = Result(job, {})
     labels: dict[int, str] | None = None
     if keys.frames is None:
-        session.analyze(progress=progress, cancel=cancel)
+        session.analyze(progress=progress, cancel=cancel, choose=job.command == "reduce")
         result.space, result.keys = session.space, session.k
         if session.two_pass is not None and keys.keys is None and keys.ratio is None:
             automatic = session.automatic_selection()

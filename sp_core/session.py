@@ -111,6 +111,9 @@ class Session:
         self.last_reduction: Reduction | None = None
         #: things the last analysis wants the user to know (e.g. a tolerance out of reach)
         self.notes: list[str] = []
+        #: reductions the tolerance search fitted with the session's options, by
+        #: (motion, frames, options): reduce() returns them instead of fitting again
+        self._fitted: dict[tuple, Reduction] = {}
         self._subscribers: dict[str, list[Callable[..., None]]] = {e: [] for e in EVENTS}
 
     # ------------------------------------------------------------------ options
@@ -181,8 +184,8 @@ class Session:
         return k_for(self.options, motion.first_frame, motion.last_frame)
 
     def analyze(self, progress: Callable[[float, str], None] | None = None,
-                cancel: CancelToken | None = None, motion: Clip | None = None
-                ) -> SelectionSpace:
+                cancel: CancelToken | None = None, motion: Clip | None = None,
+                choose: bool = True) -> SelectionSpace:
         """Build the selection space (in the caller's thread) and make it the session's.
 
         K becomes the K the options ask for (``keys``/``ratio``), else the current K if the new
@@ -198,12 +201,15 @@ class Session:
         motion : Clip, optional
             Motion read beforehand with :meth:`read_motion` (hosts whose API must be called
             from their main thread, while the analysis runs in a worker); default: read now.
+        choose : bool
+            Run the tolerance's search for K when the tolerance chooses it (False: the
+            analysis alone, K the suggested K; for ``analyze`` jobs, which fit nothing).
         """
-        return self.adopt_analysis(self.compute_analysis(progress, cancel, motion))
+        return self.adopt_analysis(self.compute_analysis(progress, cancel, motion, choose))
 
     def compute_analysis(self, progress: Callable[[float, str], None] | None = None,
-                         cancel: CancelToken | None = None, motion: Clip | None = None
-                         ) -> Analysis:
+                         cancel: CancelToken | None = None, motion: Clip | None = None,
+                         choose: bool = True) -> Analysis:
         """The analysis of :meth:`analyze` without changing the session (a worker thread runs
         this; the UI thread then calls :meth:`adopt_analysis`)."""
         token = cancel or CancelToken()
@@ -247,7 +253,7 @@ class Session:
         except Exception as exc:
             self._emit("analysis_failed", exc)
             raise
-        if wanted is None and key_choice(self.options) == "tolerance":
+        if wanted is None and choose and key_choice(self.options) == "tolerance":
             assert self.options.keys.tolerance is not None
             try:
                 wanted = self.smallest_k_within(*self.options.keys.tolerance, space=space,
@@ -309,6 +315,7 @@ class Session:
         fit = self.options.fit
         budget, _ = corrective_plan(self.options)
         errors: dict[tuple[int, str], tuple[float, float]] = {}
+        self._fitted.clear()
 
         def error(k: int, fit_space: str) -> tuple[float, float]:
             if (k, fit_space) not in errors:
@@ -316,8 +323,14 @@ class Session:
                 plain = reduce(motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
                                space=fit_space, world_iterations=fit.world_iterations)
                 metrics = plain.metrics
-                if metrics.max_mm > max_mm and metrics.mean_mm <= 2 * mean_mm and budget:
-                    metrics = with_corrections(motion, plain, budget, max_mm).metrics
+                corrected = bool(budget) and metrics.max_mm > max_mm \
+                    and metrics.mean_mm <= 2 * mean_mm
+                if corrected:
+                    plain = with_corrections(motion, plain, budget, max_mm)
+                    metrics = plain.metrics
+                if fit_space == fit.space and (corrected or not budget):
+                    # exactly what reduce() gives at this K: keep it for the job's reduce
+                    self._fitted[self._fit_key(motion, frames)] = plain
                 errors[k, fit_space] = (metrics.mean_mm, metrics.max_mm)
                 if report is not None:
                     report(0.99, f"K = {k}: mean {metrics.mean_mm:.2f} mm, max "
@@ -454,9 +467,17 @@ class Session:
             self.motion = self.read_motion()
         fit = self.options.fit
         budget, stop = corrective_plan(self.options)
+        if labels is None:
+            known = self._fitted.get(self._fit_key(self.motion, frames))
+            if known is not None:
+                return known
         return reduce(self.motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
                       space=fit.space, world_iterations=fit.world_iterations, labels=labels,
                       corrective_budget=budget, corrective_stop_mm=stop)
+
+    def _fit_key(self, motion: Clip, frames: Sequence[int]) -> tuple:
+        budget, stop = corrective_plan(self.options)
+        return (motion, tuple(int(f) for f in frames), self.options.fit, budget, stop)
 
     def apply(self, reduction: Reduction | None = None) -> Reduction:
         """Write a reduction (default :meth:`reduce` at the current K) into the host: one undo

@@ -32,7 +32,7 @@ CLIPS = [ROOT / "examples" / "cmu_131_01.bvh", ROOT / "tests" / "data" / "cmu_13
          ROOT / "tests" / "data" / "cmu_131_01_stop.bvh"]
 KEEP = (0.05, 0.10, 0.20)
 #: Share of the key budget spent on pose keys (the rest goes to corrective keys).
-POSE_SHARE = 0.8
+POSE_SHARE = 0.9
 
 
 # ------------------------------------------------------------------------------ in Blender

@@ -34,6 +34,8 @@ from sp_core.clip import Clip
 CHANNELS_TRIED = 4
 #: Half-widths of the hat-shaped corrections tried, frames.
 WIDTHS = (1, 2, 4, 8, 16)
+#: Rounds of the joint knot-value refit after the greedy search (see :func:`_polish`).
+POLISH_ROUNDS = 3
 #: Forward-difference step of the Jacobian columns (degrees or scene units).
 STEP = 1e-4
 #: Slack of the "never worse" check, relative to the clip's size (rounding of FK).
@@ -130,7 +132,8 @@ class _Channel:
 
 
 def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.ndarray,
-            budget: int, stop_at: float = 0.0) -> tuple[CorrectiveKeys, np.ndarray]:
+            budget: int, stop_at: float = 0.0, polish: int = POLISH_ROUNDS
+            ) -> tuple[CorrectiveKeys, np.ndarray]:
     """Spend up to ``budget`` corrective keys on the worst moments of a pose-key reduction.
 
     Parameters
@@ -147,6 +150,8 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         Most keys written (zero keys of the layer included).
     stop_at : float
         Stop once no frame's worst-node error is above this (scene units; a tolerance met).
+    polish : int
+        Rounds of the joint refit of every knot value after the greedy search (0: none).
 
     Returns
     -------
@@ -194,11 +199,99 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         used += cost
         given_up[lo:hi + 1] = False  # what changed may now be fixable
         given_up[anchors] = True
+    if polish:
+        _polish(clip, reduced, correction, channels, base_max, base_mean, slack, polish)
     for c, state in channels.items():
         if state.knots:
             rows = state.written(state.knots)
             result.keys[int(c)] = (rows + clip.first_frame, correction[rows, c].copy())
     return result, result.dense()
+
+
+def _polish(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
+            channels: dict[int, _Channel], base_max: np.ndarray, base_mean: np.ndarray,
+            slack: float, rounds: int) -> None:
+    """Refit every knot value together (knot frames fixed): reweighted Gauss–Newton on the
+    world positions, frames weighted by how bad they are so the worst frames count most.
+
+    A round is kept only when no frame becomes worse than the pose keys alone and neither the
+    largest nor the mean joint error grows (the step is halved up to four times before giving
+    up). ``correction`` and the knots are updated in place.
+    """
+    from scipy import sparse
+
+    unknowns = [(c, r) for c, state in channels.items() for r in sorted(state.knots)]
+    if not unknowns:
+        return
+    n_frames = reduced.shape[0]
+    target = clip.positions.reshape(n_frames, -1)
+    # hat function of every knot over the rows (linear interpolation of the knot points)
+    hats: list[tuple[np.ndarray, np.ndarray]] = []
+    for c, r in unknowns:
+        points, _ = channels[c].points(channels[c].knots)
+        i = int(np.searchsorted(points, r))
+        lo, hi = int(points[i - 1]), int(points[i + 1])
+        rows = np.arange(lo + 1, hi)
+        hats.append((rows, np.interp(rows, [lo, r, hi], [0.0, 1.0, 0.0])))
+    columns = np.array([c for c, _ in unknowns])
+
+    def errors_of(corr: np.ndarray) -> np.ndarray:
+        moved = clip.forward_kinematics(reduced + corr).reshape(n_frames, -1)
+        return np.linalg.norm((moved - target).reshape(n_frames, -1, 3), axis=-1)
+
+    current = errors_of(correction)
+    for _ in range(rounds):
+        positions, jac = clip.position_jacobian(reduced + correction)
+        miss = (positions.reshape(n_frames, -1) - target)
+        jac = jac.reshape(n_frames, -1, clip.n_channels)
+        frame_max = current.max(axis=1)
+        weight = 1.0 + (frame_max / max(float(frame_max.mean()), 1e-300)) ** 4
+        data, row_index, col_index = [], [], []
+        width = jac.shape[1]
+        for j, ((rows, h), c) in enumerate(zip(hats, columns, strict=True)):
+            block = jac[rows, :, c] * (h * np.sqrt(weight[rows]))[:, None]
+            data.append(block.reshape(-1))
+            row_index.append((rows[:, None] * width + np.arange(width)).reshape(-1))
+            col_index.append(np.full(block.size, j))
+        a = sparse.csr_matrix((np.concatenate(data), (np.concatenate(row_index),
+                                                      np.concatenate(col_index))),
+                              shape=(n_frames * width, len(unknowns)))
+        rhs = -(a.T @ (miss * np.sqrt(weight)[:, None]).reshape(-1))
+        normal = (a.T @ a).toarray()
+        normal += 1e-3 * np.mean(np.diag(normal)) * np.eye(len(unknowns))
+        try:
+            step = np.linalg.solve(normal, rhs)
+        except np.linalg.LinAlgError:
+            return
+        # knots whose change makes some frame worse than the pose keys are left out of the
+        # step (frames where the correction already sits at that bound leave no room), and
+        # the step is halved while the largest or the mean error would grow
+        active = np.ones(len(unknowns), dtype=bool)
+        accepted = False
+        for _attempt in range(8):
+            trial = correction.copy()
+            for (rows, h), c, d, on in zip(hats, columns, step, active, strict=True):
+                if on:
+                    trial[rows, c] += d * h
+            new = errors_of(trial)
+            bad = (new.max(axis=1) > base_max + slack) | (new.mean(axis=1) > base_mean + slack)
+            if bad.any():
+                touching = np.array([bool(bad[rows].any()) for rows, _ in hats])
+                if not (touching & active).any():
+                    break
+                active &= ~touching
+                continue
+            if new.max() <= current.max() and new.mean() <= current.mean():
+                correction[:] = trial
+                current = new
+                accepted = True
+                break
+            step = step * 0.5
+        if not accepted:
+            return
+        step = np.where(active, step, 0.0)
+        for (c, r), d in zip(unknowns, step, strict=True):
+            channels[c].knots[r] += float(d)
 
 
 def _movers(clip: Clip, animated: np.ndarray) -> list[np.ndarray]:

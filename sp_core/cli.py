@@ -32,6 +32,7 @@ from sp_core.options import (
     add_arguments,
     field_specs,
     from_arguments,
+    key_choice,
     load_preset,
 )
 
@@ -182,7 +183,7 @@ def _choice_summary(result: Result) -> str:
         return f"Keys       K = {result.keys} as asked"
     if keys.ratio is not None:
         return f"Keys       ratio {keys.ratio:g} of {n} frames: K = {result.keys}"
-    if keys.tolerance is not None:
+    if key_choice(result.job.options) == "tolerance" and keys.tolerance is not None:
         return (f"Keys       the smallest K within mean {keys.tolerance[0]:g} mm and max "
                 f"{keys.tolerance[1]:g} mm: K = {result.keys}")
     return f"Keys       the suggested K = {result.keys} (threshold rule)"
@@ -193,15 +194,23 @@ def _reduction_summary(result: Result) -> str:
     assert reduction is not None
     m = reduction.metrics
     t = reduction.timings
-    return "\n".join([
+    lines = [
         _choice_summary(result),
-        f"Reduction  {len(reduction.curves.frames)} keys ({m.keys} on "
+        f"Reduction  {len(reduction.curves.frames)} keys ({m.pose_keys} pose keys on "
         f"{int(reduction.curves.animated.sum())} animated channels, original {m.original_keys}), "
         f"tangents {reduction.tangents}, {reduction.space} space",
+    ]
+    if reduction.pose_metrics is not None:
+        p = reduction.pose_metrics
+        lines.append(f"Corrective {m.corrective_keys} corrective keys: {m.keys} keys in total "
+                     f"({100.0 * m.keys / max(m.original_keys, 1):.1f} % of the original); pose "
+                     f"keys alone mean {p.mean_mm:.2f} mm, max {p.max_mm:.2f} mm")
+    return "\n".join(lines + [
         f"Error      mean {m.mean_mm:.2f} mm, max {m.max_mm:.2f} mm (character scaled to 1.7 m; "
         f"{m.mean:.4g} / {m.max:.4g} scene units), worst {m.worst_node} at frame "
         f"{m.worst_frame}",
-        f"Time       channel fit {t['channel_s']:.3f} s, world refinement {t['world_s']:.2f} s",
+        f"Time       channel fit {t['channel_s']:.3f} s, world refinement {t['world_s']:.2f} s"
+        + (f", corrective keys {t['corrective_s']:.2f} s" if t.get("corrective_s") else ""),
     ])
 
 
@@ -436,10 +445,10 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
     assert analysed.space is not None
     _save_plot(analysed.space, str(out / "error_vs_k.png"), log=True,
                title=f"{clip.name}: line-max, compose=max")
-    print(f"\nReducing to the suggested K = {analysed.keys} (unified tangents, world-space "
-          "fit)...")
+    print("\nReducing to the smallest K within the default tolerance (unified tangents, "
+          "world-space fit, corrective keys where needed)...")
     reduced = run_job(Job(str(SAMPLE_CLIP), options.replace(
-        keys=analysed.keys, json=str(out / "reduced_keys.json"),
+        json=str(out / "reduced_keys.json"),
         bvh=str(out / "reduced.bvh"), overwrite=True), "reduce"), clip=clip)
     print(_reduction_summary(reduced))
     assert reduced.reduction is not None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -130,6 +130,18 @@ class GhostPoses(Protocol):
 
     def show_ghosts(self, frames: Sequence[int]) -> None:
         """Draw the poses at ``frames`` as ghosts (replacing earlier ghosts)."""
+
+
+@runtime_checkable
+class SparseLayers(Protocol):
+    """Optional: a host that keys an additive layer with a few linear keys per channel (the
+    corrective keys of :mod:`sp_core.corrective`); other hosts get those corrections on every
+    frame of their span through :meth:`Host.write_residual`."""
+
+    def write_sparse(self, keys: Mapping[str, tuple[np.ndarray, np.ndarray]], layer: str,
+                     weight: float) -> LayerHandle:
+        """Key each channel's (host frames, values) with linear interpolation (constant
+        outside its keys) into a new additive layer named ``layer``."""
 
 
 @runtime_checkable

@@ -173,7 +173,7 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
         def step(fraction: float, message: str) -> None:
             progress(ANALYSIS_SHARE * fraction, message)
     if keys.frames is None:
-        session.analyze(progress=step, cancel=cancel)
+        session.analyze(progress=step, cancel=cancel, choose=job.command == "reduce")
         result.space, result.keys = session.space, session.k
         result.frames = [int(f) for f in session.keyframes()]
         labels = session.labels()

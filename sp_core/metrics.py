@@ -26,8 +26,11 @@ class Metrics:
     channel_max : dict of str to float
         Largest absolute channel error (channel units: degrees or scene units) per channel.
     keys, original_keys : int
-        Keys written (keyframes × animated channels) and keys of the original (frames ×
-        animated channels, as motion capture keys every channel on every frame).
+        Keys written, all layers (pose keys + corrective keys), and keys of the original
+        (frames × animated channels, as motion capture keys every channel on every frame).
+    pose_keys, corrective_keys : int
+        Keys of the pose-key layer (keyframes × animated channels) and of the corrective layer
+        (:mod:`sp_core.corrective`; 0 without one).
     """
 
     mean: float
@@ -39,16 +42,19 @@ class Metrics:
     channel_max: dict[str, float]
     keys: int
     original_keys: int
+    pose_keys: int = 0
+    corrective_keys: int = 0
 
     def record(self) -> dict:
         """JSON-ready summary (without the per-channel table)."""
         return {"mean_mm": self.mean_mm, "max_mm": self.max_mm, "mean": self.mean,
                 "max": self.max, "worst_node": self.worst_node, "worst_frame": self.worst_frame,
-                "keys": self.keys, "original_keys": self.original_keys}
+                "keys": self.keys, "pose_keys": self.pose_keys,
+                "corrective_keys": self.corrective_keys, "original_keys": self.original_keys}
 
 
 def measure(clip: Clip, reduced: np.ndarray, n_keys: int, animated: np.ndarray,
-            mm_per_unit: float | None = None) -> Metrics:
+            mm_per_unit: float | None = None, corrective_keys: int = 0) -> Metrics:
     """Compare reduced channel values with the clip's own.
 
     Parameters
@@ -63,6 +69,8 @@ def measure(clip: Clip, reduced: np.ndarray, n_keys: int, animated: np.ndarray,
     mm_per_unit : float, optional
         Defaults to ``clip.mm_per_unit()``; pass the whole clip's value when ``clip`` is a
         sub-range.
+    corrective_keys : int
+        Keys of a corrective layer included in ``reduced``.
     """
     scale = clip.mm_per_unit() if mm_per_unit is None else mm_per_unit
     distance = np.linalg.norm(clip.forward_kinematics(reduced) - clip.positions, axis=-1)
@@ -76,4 +84,6 @@ def measure(clip: Clip, reduced: np.ndarray, n_keys: int, animated: np.ndarray,
                    worst_frame=int(clip.first_frame + worst[0]),
                    channel_max=dict(zip(clip.channel_names, map(float, channel_max),
                                         strict=True)),
-                   keys=n_keys * n_animated, original_keys=clip.n_frames * n_animated)
+                   keys=n_keys * n_animated + corrective_keys,
+                   original_keys=clip.n_frames * n_animated, pose_keys=n_keys * n_animated,
+                   corrective_keys=corrective_keys)

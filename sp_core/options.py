@@ -33,6 +33,11 @@ COMPOSITIONS = ("max", "sum")
 TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
 FIT_SPACES = ("channel", "world")
 WAND_MODES = ("local", "global")
+#: The default choice of K: mean and max joint error, mm at 1.7 m (see docs/guide.md).
+DEFAULT_TOLERANCE = (2.0, 20.0)
+#: Corrective keys a tolerance may spend when no --corrective-budget is given, a share of the
+#: original keys.
+AUTOMATIC_CORRECTIVE_SHARE = 0.05
 
 
 def _cost_names() -> tuple[str, ...]:
@@ -50,7 +55,8 @@ class Spec:
     kind : str
         ``int``, ``float``, ``bool``, ``str``, ``choice``, ``names`` (comma-separated names),
         ``frames`` (comma-separated whole frames), ``range`` (``START:END``), ``weights``
-        (``NODE=W,...``), ``pins`` (frames, or :class:`Pin`), ``mapping`` or ``path``.
+        (``NODE=W,...``), ``pins`` (frames, or :class:`Pin`), ``mapping``, ``path``,
+        ``tolerance`` (``MEAN,MAX``) or ``budget`` (``N`` keys or ``P%``).
     help : str
         One line for ``--help``, tooltips and the guide.
     unit : str
@@ -196,11 +202,12 @@ class KeyOptions:
     ratio: float | None = option(None, "float", "K = round(R x frames of the range), e.g. 0.05",
                                  low=0.0, high=1.0, low_open=True, nullable=True, metavar="R")
     suggested: bool = option(False, "bool", "the suggested K of the threshold rule (the "
-                             "default)")
+                             "error graph's cliffs are offered either way)")
     tolerance: tuple[float, float] | None = option(
-        None, "tolerance", "the smallest K whose reduction keeps the mean and max joint error "
-        "within MEAN,MAX (character scaled to 1.7 m)", nullable=True, unit="mm",
-        metavar="MEAN,MAX")
+        DEFAULT_TOLERANCE, "tolerance", "the smallest K whose reduction (with corrective keys, "
+        "see --corrective-budget) keeps the mean and max joint error within MEAN,MAX "
+        "(character scaled to 1.7 m); the default choice of K unless --keys, --ratio, "
+        "--suggested or --frames is given", nullable=True, unit="mm", metavar="MEAN,MAX")
     frames: tuple[int, ...] | None = option(
         None, "frames", "these host frames, no analysis; the first and last bound the range",
         nullable=True, unit="frames", fronts=frozenset({CLI, HOST}), metavar="F,F,..")
@@ -219,6 +226,11 @@ class FitOptions:
                         "values (fast)", choices=FIT_SPACES)
     world_iterations: int = option(12, "int", "Gauss-Newton iterations of the world fit",
                                    low=1, high=100, metavar="N")
+    corrective_budget: str | None = option(
+        None, "budget", "corrective keys on single channels where the pose-key result is "
+        "worst, written into an additive layer: N keys or P% of the original keys (default: "
+        "none, or up to 5% while a tolerance chooses K, stopping once it is met)",
+        nullable=True, unit="keys or %", metavar="N|P%")
 
 
 @dataclass(frozen=True)
@@ -593,10 +605,31 @@ def _tolerance(spec: Spec, label: str, value: Any) -> tuple[float, float]:
     return float(mean), float(worst)
 
 
+def _budget(spec: Spec, label: str, value: Any) -> str:
+    wants = "a whole number of keys >= 0 or a percentage in [0, 100] such as 2%"
+    if isinstance(value, bool):
+        raise _fail(label, wants, value)
+    text = str(value).strip() if isinstance(value, (str, int)) else None
+    if text is None:
+        raise _fail(label, wants, value)
+    try:
+        if text.endswith("%"):
+            percent = float(text[:-1])
+            if not (math.isfinite(percent) and 0.0 <= percent <= 100.0):
+                raise ValueError
+            return f"{percent:g}%"
+        keys = int(text)
+    except ValueError:
+        raise _fail(label, wants, value) from None
+    if keys < 0:
+        raise _fail(label, wants, value)
+    return str(keys)
+
+
 _CONVERTERS: dict[str, Callable[[Spec, str, Any], Any]] = {
     "int": _int, "float": _float, "bool": _bool, "str": _str, "choice": _choice,
     "path": _path, "names": _names, "frames": _frames, "pins": _pins, "range": _range,
-    "weights": _weights, "mapping": _mapping, "tolerance": _tolerance,
+    "weights": _weights, "mapping": _mapping, "tolerance": _tolerance, "budget": _budget,
 }
 
 
@@ -646,8 +679,10 @@ def check(options: Options, labels: Mapping[str, str] | None = None) -> None:
         return labels.get(field_name, field_name)
 
     keys, analysis = options.keys, options.analysis
+    # the default tolerance gives way to any other choice; a tolerance given does not
     chosen = [f for f in ("keys", "ratio", "tolerance", "frames")
-              if getattr(keys, f) is not None]
+              if getattr(keys, f) is not None
+              and (f != "tolerance" or keys.tolerance != DEFAULT_TOLERANCE)]
     if keys.suggested:
         chosen.append("suggested")
     if len(chosen) > 1:
@@ -682,6 +717,34 @@ def candidate_count(first: int, last: int, stride: int) -> int:
     """Candidate keyframes of a range: frames divisible by ``stride`` plus the first and last."""
     inner = [f for f in (first, last) if f % stride != 0]
     return (last // stride - (first - 1) // stride) + len(inner)
+
+
+def key_choice(options: Options) -> str:
+    """Which option chooses K: ``frames``, ``keys``, ``ratio``, ``suggested`` (the threshold
+    rule; also layered selections, which have their own rules) or ``tolerance`` (the
+    default)."""
+    keys = options.keys
+    for name in ("frames", "keys", "ratio"):
+        if getattr(keys, name) is not None:
+            return name
+    if keys.suggested or keys.tolerance is None or options.analysis.layered:
+        return "suggested"
+    return "tolerance"
+
+
+def corrective_plan(options: Options) -> tuple[str | None, float | None]:
+    """The corrective budget to spend and the max error (mm at 1.7 m) at which to stop.
+
+    An explicit ``corrective_budget`` is spent (stopping at the tolerance's max when the
+    tolerance chooses K); without one, a tolerance choosing K may spend up to
+    :data:`AUTOMATIC_CORRECTIVE_SHARE` of the original keys, and other choices spend none.
+    """
+    budget = options.fit.corrective_budget
+    by_tolerance = key_choice(options) == "tolerance"
+    stop = options.keys.tolerance[1] if by_tolerance and options.keys.tolerance else None
+    if budget is None and by_tolerance:
+        budget = f"{100 * AUTOMATIC_CORRECTIVE_SHARE:g}%"
+    return budget, stop
 
 
 def k_for(options: Options, first: int, last: int) -> int | None:

@@ -2,8 +2,10 @@
 
 The reduction covers the frames from the first to the last keyframe. Every animated channel is
 keyed at the keyframes with fitted tangents (:mod:`sp_core.fitting`); channels constant over
-that range are reported, not keyed. The residual is original − reduced on every frame and
-channel, so reduced + residual gives back the original channels (to rounding).
+that range are reported, not keyed. An optional corrective stage (:mod:`sp_core.corrective`)
+adds a budget of single-channel keys where the result is worst. The residual is original −
+reduced − corrections on every frame and channel, so reduced + corrections + residual gives
+back the original channels (to rounding).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sp_core.clip import Clip
+from sp_core.corrective import CorrectiveKeys, budget_keys, correct
 from sp_core.curves import KeyedCurves
 from sp_core.errors import ClipError, ReductionError
 from sp_core.fitting import (
@@ -38,13 +41,19 @@ class Reduction:
     reduced : (n_frames, n_channels) float64
         The curves evaluated on every frame of the range, channel units.
     residual : (n_frames, n_channels) float64
-        Original − reduced.
+        Original − reduced − the corrections.
     frames : (n_frames,) int
         Host frames of the rows.
     metrics : Metrics
+        Errors of what is written: the pose keys plus the corrective keys.
     timings : dict of str to float
-        Seconds: ``channel_s``, ``world_s`` (0 in channel space), ``total_s``.
+        Seconds: ``channel_s``, ``world_s`` (0 in channel space), ``corrective_s``,
+        ``total_s``.
     tangents, space : str
+    corrections : CorrectiveKeys or None
+        The corrective layer's keys (None without a corrective budget).
+    pose_metrics : Metrics or None
+        Errors of the pose keys alone when there are corrections.
     """
 
     curves: KeyedCurves
@@ -55,6 +64,15 @@ class Reduction:
     timings: dict[str, float]
     tangents: str
     space: str
+    corrections: CorrectiveKeys | None = None
+    pose_metrics: Metrics | None = None
+
+    @property
+    def corrected(self) -> np.ndarray:
+        """(n_frames, n_channels) float64: the pose curves plus the corrective layer."""
+        if self.corrections is None:
+            return self.reduced
+        return self.reduced + self.corrections.dense()
 
 
 def constant_channels(values: np.ndarray) -> np.ndarray:
@@ -89,7 +107,9 @@ def _key_rows(clip: Clip, frames: Iterable[int]) -> np.ndarray:
 
 def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
            smoothness: float = SMOOTHNESS, space: str = "world",
-           world_iterations: int = 12, labels: Mapping[int, str] | None = None) -> Reduction:
+           world_iterations: int = 12, labels: Mapping[int, str] | None = None,
+           corrective_budget: str | int | None = None,
+           corrective_stop_mm: float | None = None) -> Reduction:
     """Rebuild the clip's animation from keys at ``frames`` only.
 
     Parameters
@@ -106,6 +126,11 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     labels : mapping of int to str, optional
         ``"keypose"`` / ``"breakdown"`` per keyframe (from :mod:`sp_core.layered`); carried by
         the curves into host writes and files.
+    corrective_budget : str or int, optional
+        Corrective keys to spend (``N`` keys or ``"P%"`` of the original keys, see
+        :mod:`sp_core.corrective`); none by default.
+    corrective_stop_mm : float, optional
+        Stop spending once no frame's worst joint error is above this (mm at 1.7 m).
 
     Returns
     -------
@@ -160,12 +185,50 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
         curves = dataclasses.replace(curves, labels=[str(labels[int(f)]) for f in keys])
     reduced = curves.dense()
     reduced[:, ~animated] = values[:1, ~animated]
-    residual = original.channels - reduced
-    metrics = measure(original, reduced, len(keys), animated,
-                      mm_per_unit=_mm_per_unit(clip))
+    metrics = measure(original, reduced, len(keys), animated, mm_per_unit=_mm_per_unit(clip))
+    timings["corrective_s"] = 0.0
     timings["total_s"] = time.perf_counter() - started
-    return Reduction(curves, reduced, residual, original.frames, metrics, timings, tangents,
-                     space)
+    plain = Reduction(curves, reduced, original.channels - reduced, original.frames, metrics,
+                      timings, tangents, space)
+    return with_corrections(clip, plain, corrective_budget, corrective_stop_mm)
+
+
+def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
+                     stop_mm: float | None = None) -> Reduction:
+    """``reduction`` (of ``clip``, without corrections) with a corrective layer added.
+
+    Parameters
+    ----------
+    clip : Clip
+        The clip that was reduced (any range containing the reduction's).
+    reduction : Reduction
+    budget : str or int, optional
+        ``N`` keys or ``"P%"`` of the original keys (None or 0: ``reduction`` itself).
+    stop_mm : float, optional
+        Stop once no frame's worst joint error is above this (mm at 1.7 m).
+    """
+    allowed = budget_keys(None if budget is None else str(budget),
+                          reduction.metrics.original_keys)
+    if allowed <= 0 or len(reduction.curves.frames) < 2:
+        return reduction
+    started = time.perf_counter()
+    scale = _mm_per_unit(clip)
+    frames = reduction.curves.frames
+    original = clip.sub_range(int(frames[0]), int(frames[-1]))
+    work = original.unwrapped()  # the values the curves were fitted on
+    animated = reduction.curves.animated
+    stop = 0.0 if stop_mm is None else stop_mm / scale
+    corrections, correction = correct(work, reduction.reduced, frames - frames[0], animated,
+                                      allowed, stop_at=stop)
+    corrected = reduction.reduced + correction
+    metrics = measure(original, corrected, len(frames), animated, mm_per_unit=scale,
+                      corrective_keys=corrections.n_keys)
+    timings = dict(reduction.timings)
+    timings["corrective_s"] = time.perf_counter() - started
+    timings["total_s"] = timings.get("total_s", 0.0) + timings["corrective_s"]
+    return dataclasses.replace(reduction, residual=original.channels - corrected,
+                               metrics=metrics, timings=timings, corrections=corrections,
+                               pose_metrics=reduction.metrics)
 
 
 def _mm_per_unit(clip: Clip) -> float:

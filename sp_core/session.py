@@ -31,10 +31,20 @@ import numpy as np
 from sp_core.clip import Clip
 from sp_core.errors import OptionError, SalientPosesError, SelectionError
 from sp_core.falloff import PoseGraph, pose_edit, propagate, wand_poses
-from sp_core.host import Host, LayerHandle, host_step
+from sp_core.host import Host, LayerHandle, SparseLayers, host_step
 from sp_core.layered import KEYPOSE, LayeredSelection, TwoPassSpace, layered_selection
-from sp_core.options import Options, Pin, build, coerce, k_for, max_keys_for
-from sp_core.reduction import Reduction, reduce
+from sp_core.options import (
+    DEFAULT_TOLERANCE,
+    Options,
+    Pin,
+    build,
+    coerce,
+    corrective_plan,
+    k_for,
+    key_choice,
+    max_keys_for,
+)
+from sp_core.reduction import Reduction, reduce, with_corrections
 from sp_core.selection import SelectionSpace
 
 EVENTS = ("options_changed", "analysis_started", "analysis_progress", "analysis_finished",
@@ -103,6 +113,11 @@ class Session:
         self.automatic: LayeredSelection | None = None
         self._graph: tuple[tuple, Clip, PoseGraph] | None = None
         self.last_reduction: Reduction | None = None
+        #: things the last analysis wants the user to know (e.g. a tolerance out of reach)
+        self.notes: list[str] = []
+        #: reductions the tolerance search fitted with the session's options, by
+        #: (motion, frames, options): reduce() returns them instead of fitting again
+        self._fitted: dict[tuple, Reduction] = {}
         self._subscribers: dict[str, list[Callable[..., None]]] = {e: [] for e in EVENTS}
 
     # ------------------------------------------------------------------ options
@@ -173,8 +188,8 @@ class Session:
         return k_for(self.options, motion.first_frame, motion.last_frame)
 
     def analyze(self, progress: Callable[[float, str], None] | None = None,
-                cancel: CancelToken | None = None, motion: Clip | None = None
-                ) -> SelectionSpace:
+                cancel: CancelToken | None = None, motion: Clip | None = None,
+                choose: bool = True) -> SelectionSpace:
         """Build the selection space (in the caller's thread) and make it the session's.
 
         K becomes the K the options ask for (``keys``/``ratio``), else the current K if the new
@@ -190,12 +205,15 @@ class Session:
         motion : Clip, optional
             Motion read beforehand with :meth:`read_motion` (hosts whose API must be called
             from their main thread, while the analysis runs in a worker); default: read now.
+        choose : bool
+            Run the tolerance's search for K when the tolerance chooses it (False: the
+            analysis alone, K the suggested K; for ``analyze`` jobs, which fit nothing).
         """
-        return self.adopt_analysis(self.compute_analysis(progress, cancel, motion))
+        return self.adopt_analysis(self.compute_analysis(progress, cancel, motion, choose))
 
     def compute_analysis(self, progress: Callable[[float, str], None] | None = None,
-                         cancel: CancelToken | None = None, motion: Clip | None = None
-                         ) -> Analysis:
+                         cancel: CancelToken | None = None, motion: Clip | None = None,
+                         choose: bool = True) -> Analysis:
         """The analysis of :meth:`analyze` without changing the session (a worker thread runs
         this; the UI thread then calls :meth:`adopt_analysis`)."""
         token = cancel or CancelToken()
@@ -239,9 +257,18 @@ class Session:
         except Exception as exc:
             self._emit("analysis_failed", exc)
             raise
-        if wanted is None and self.options.keys.tolerance is not None:
-            wanted = self.smallest_k_within(*self.options.keys.tolerance, space=space,
-                                            motion=motion, report=report)
+        if wanted is None and choose and key_choice(self.options) == "tolerance":
+            assert self.options.keys.tolerance is not None
+            try:
+                wanted = self.smallest_k_within(*self.options.keys.tolerance, space=space,
+                                                motion=motion, report=report)
+            except SelectionError:
+                if self.options.keys.tolerance != DEFAULT_TOLERANCE:
+                    raise
+                # the default tolerance out of reach: the threshold rule, as said in the notes
+                self.notes.append("the default tolerance cannot be met; K is the suggested K")
+                wanted = int(space.suggestions(options.accuracy,
+                                               options.significance)["threshold"])
         automatic = None
         if two_pass is not None and wanted is None and self.analysis.breakdowns is None:
             report(0.99, "keyposes and breakdowns by the three-layer rules")
@@ -272,12 +299,17 @@ class Session:
                           report: Callable[[float, str], None] | None = None,
                           space: SelectionSpace | None = None, motion: Clip | None = None
                           ) -> int:
-        """The smallest K whose reduction (with the fitting options) keeps the mean and max
-        joint error within ``mean_mm`` and ``max_mm`` (character scaled to 1.7 m).
+        """The smallest K whose reduction (with the fitting options and the corrective keys of
+        :func:`sp_core.options.corrective_plan`) keeps the mean and max joint error within
+        ``mean_mm`` and ``max_mm`` (character scaled to 1.7 m).
 
-        Found by bisection over K, so it assumes the error falls as K grows (true of the
-        selection's own error; the fitted error follows it closely but not exactly): the K
-        returned always meets the tolerance, a smaller one might too.
+        Bisection over K with the fast channel fit (corrective keys stop at ``max_mm``; K whose
+        pose keys alone are over twice ``mean_mm`` are refused without corrections, which
+        lower the mean far less than that), then, for a world fit, that K checked with the
+        world fit (raised until it meets the tolerance) and up to two smaller K tried. It
+        assumes the error falls as K grows (true of the selection's own error; the fitted
+        error follows it closely but not exactly): the K returned always meets the tolerance,
+        a smaller one might too.
 
         ``space`` and ``motion`` default to the session's (an analysis being computed passes
         its own, before the session adopts it).
@@ -289,36 +321,72 @@ class Session:
         """
         space = space or self._require_space()
         motion = motion or self.motion
+        assert motion is not None
         fit = self.options.fit
-        errors: dict[int, tuple[float, float]] = {}
+        budget, _ = corrective_plan(self.options)
+        errors: dict[tuple[int, str], tuple[float, float]] = {}
+        self._fitted.clear()
 
-        def error(k: int) -> tuple[float, float]:
-            if k not in errors:
-                metrics = reduce(motion, space.keyframes(k), tangents=fit.tangents,
-                                 smoothness=fit.smoothness, space=fit.space,
-                                 world_iterations=fit.world_iterations).metrics
-                errors[k] = (metrics.mean_mm, metrics.max_mm)
+        def error(k: int, fit_space: str) -> tuple[float, float]:
+            if (k, fit_space) not in errors:
+                frames = space.keyframes(k)
+                plain = reduce(motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
+                               space=fit_space, world_iterations=fit.world_iterations)
+                metrics = plain.metrics
+                corrected = bool(budget) and metrics.max_mm > max_mm \
+                    and metrics.mean_mm <= 2 * mean_mm
+                if corrected:
+                    plain = with_corrections(motion, plain, budget, max_mm)
+                    metrics = plain.metrics
+                if fit_space == fit.space and (corrected or not budget):
+                    # exactly what reduce() gives at this K: keep it for the job's reduce
+                    self._fitted[self._fit_key(motion, frames)] = plain
+                errors[k, fit_space] = (metrics.mean_mm, metrics.max_mm)
                 if report is not None:
-                    report(0.99, f"K = {k}: mean {errors[k][0]:.2f} mm, max {errors[k][1]:.1f} mm")
-            return errors[k]
+                    report(0.99, f"K = {k}: mean {metrics.mean_mm:.2f} mm, max "
+                                 f"{metrics.max_mm:.1f} mm ({fit_space} fit, {metrics.keys} "
+                                 "keys)")
+            return errors[k, fit_space]
 
-        def meets(k: int) -> bool:
-            mean, worst = error(k)
+        def meets(k: int, fit_space: str) -> bool:
+            mean, worst = error(k, fit_space)
             return mean <= mean_mm and worst <= max_mm
 
         low, high = space.min_keys, space.max_keys
-        if not meets(high):
+        first = "channel" if fit.space == "world" else fit.space
+        if not meets(high, first) and not meets(high, fit.space):
+            shown = errors.get((high, fit.space), errors[high, first])
             raise SelectionError(f"no K up to {high} keeps the error within mean {mean_mm:g} mm "
                                  f"and max {max_mm:g} mm (K = {high} gives mean "
-                                 f"{errors[high][0]:.2f} mm, max {errors[high][1]:.1f} mm); "
+                                 f"{shown[0]:.2f} mm, max {shown[1]:.1f} mm); "
                                  "raise --max-keys or loosen --tolerance")
+        if not meets(high, first):
+            first = fit.space  # the channel fit never gets there: search with the real fit
         while low < high:
             middle = (low + high) // 2
-            if meets(middle):
+            if meets(middle, first):
                 high = middle
             else:
                 low = middle + 1
-        return high
+        k = high
+        if first == fit.space:
+            return k
+        floor = low  # below the channel fit's answer; the world fit may meet it sooner
+        while not meets(k, fit.space):
+            if k == space.max_keys:
+                raise SelectionError(f"no K up to {k} keeps the error within mean "
+                                     f"{mean_mm:g} mm and max {max_mm:g} mm with the "
+                                     f"{fit.space} fit; raise --max-keys or loosen --tolerance")
+            k = min(space.max_keys, k + max(1, k // 10))
+        below = max(space.min_keys, (3 * k) // 4)
+        for _ in range(2):
+            if below >= k or below < floor // 2:
+                break
+            if meets(below, fit.space):
+                k, below = below, max(space.min_keys, (3 * below) // 4)
+            else:
+                below = (below + k) // 2
+        return k
 
     @property
     def suggestions(self) -> dict[str, Any]:
@@ -412,8 +480,18 @@ class Session:
         elif self.motion is None:
             self.motion = self.read_motion()
         fit = self.options.fit
+        budget, stop = corrective_plan(self.options)
+        if labels is None:
+            known = self._fitted.get(self._fit_key(self.motion, frames))
+            if known is not None:
+                return known
         return reduce(self.motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
-                      space=fit.space, world_iterations=fit.world_iterations, labels=labels)
+                      space=fit.space, world_iterations=fit.world_iterations, labels=labels,
+                      corrective_budget=budget, corrective_stop_mm=stop)
+
+    def _fit_key(self, motion: Clip, frames: Sequence[int]) -> tuple:
+        budget, stop = corrective_plan(self.options)
+        return (motion, tuple(int(f) for f in frames), self.options.fit, budget, stop)
 
     def apply(self, reduction: Reduction | None = None) -> Reduction:
         """Write a reduction (default :meth:`reduce` at the current K) into the host: one undo
@@ -428,6 +506,8 @@ class Session:
         with chunk:
             with host_step(f"writing layer {layer.layer!r}"):
                 handles.append(self.host.write_curves(reduction.curves, layer.layer))
+            if reduction.corrections is not None and reduction.corrections.keys:
+                handles.append(self._write_corrections(reduction, layer.layer + "_corrective"))
             if layer.residual_layer:
                 animated = reduction.curves.animated
                 names = [n for n, a in zip(reduction.curves.channel_names, animated, strict=True)
@@ -441,6 +521,20 @@ class Session:
         self.last_reduction = reduction
         self._emit("applied", handles, reduction)
         return reduction
+
+    def _write_corrections(self, reduction: Reduction, name: str) -> LayerHandle:
+        """The corrective keys as an additive layer: sparse where the host can, else their
+        values on every frame of the range (same motion, more keys)."""
+        corrections = reduction.corrections
+        assert corrections is not None
+        names = [corrections.channel_names[c] for c in sorted(corrections.keys)]
+        with host_step(f"writing the corrective layer {name!r}"):
+            if isinstance(self.host, SparseLayers):
+                return self.host.write_sparse(
+                    {corrections.channel_names[c]: corrections.keys[c]
+                     for c in sorted(corrections.keys)}, name, 1.0)
+            dense = corrections.dense()[:, sorted(corrections.keys)]
+            return self.host.write_residual(names, reduction.frames, dense, name, 1.0)
 
     def remove(self) -> list[LayerHandle]:
         """Take every applied layer away again (one undo step)."""

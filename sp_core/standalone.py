@@ -8,7 +8,7 @@ gives what the viewer shows. The original clip is never modified.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +62,8 @@ class StandaloneHost:
         self._frame = clip.first_frame
         self._layers: list[_Layer] = []
         self._undo: list[tuple[str, list[_Layer]]] = []
+        #: layer name -> channel -> (host frames, values) of the keys :meth:`write_sparse` wrote
+        self.sparse_keys: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
         self._selection: list[str] = list(clip.root_names)
 
     @classmethod
@@ -142,6 +144,24 @@ class StandaloneHost:
         handle = LayerHandle(self._unique(layer), "additive", token=object())
         self._layers.append(_Layer(handle, columns, rows, np.asarray(residual, float),
                                    weight=float(weight)))
+        self._notify("layers")
+        return handle
+
+    def write_sparse(self, keys: Mapping[str, tuple[np.ndarray, np.ndarray]], layer: str,
+                     weight: float) -> LayerHandle:
+        """Linear keys per channel in an additive layer (see :class:`sp_core.host.SparseLayers`);
+        evaluated on every frame of the clip."""
+        names = list(keys)
+        columns = np.array([self._column(n) for n in names], dtype=int)
+        rows = np.arange(self.clip.n_frames)
+        values = np.zeros((len(rows), len(names)))
+        for i, name in enumerate(names):
+            frames, key_values = (np.asarray(a, dtype=np.float64) for a in keys[name])
+            values[:, i] = np.interp(self.clip.frames, frames, key_values)
+        handle = LayerHandle(self._unique(layer), "additive", token=object())
+        self._layers.append(_Layer(handle, columns, rows, values, weight=float(weight)))
+        self.sparse_keys[handle.name] = {n: (np.asarray(f), np.asarray(v))
+                                         for n, (f, v) in keys.items()}
         self._notify("layers")
         return handle
 

@@ -56,7 +56,8 @@ def test_a_bad_take_is_reported_with_its_line_and_the_rest_complete(takes, tmp_p
     record = json.loads((out / "summary.json").read_text())
     assert (record["takes"], record["ok"], record["failed"]) == (5, 4, 1)
     csv_rows = (out / "summary.csv").read_text().splitlines()
-    assert csv_rows[0] == "clip,frames,keys,mean_mm,max_mm,seconds,status" and len(csv_rows) == 6
+    assert csv_rows[0] == ("clip,frames,keys,pose_keys,corrective_keys,total_keys,mean_mm,"
+                           "max_mm,seconds,status") and len(csv_rows) == 6
 
 
 def test_dask_cluster_gives_the_same_files_as_the_process_pool(takes, tmp_path):

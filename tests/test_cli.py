@@ -192,7 +192,8 @@ def test_batch_continues_past_a_bad_file(sample_path, tmp_path):
                  "--workers", "2"])
     assert code == 1
     rows = (out / "summary.csv").read_text().splitlines()
-    assert rows[0] == "clip,frames,keys,mean_mm,max_mm,seconds,status"
+    assert rows[0] == ("clip,frames,keys,pose_keys,corrective_keys,total_keys,mean_mm,max_mm,"
+                       "seconds,status")
     by_name = {Path(r.split(",")[0]).name: r for r in rows[1:]}
     assert by_name["walk.bvh"].endswith(",ok") and ",994,20," in by_name["walk.bvh"]
     assert "failed: " in by_name["cut.bvh"] and "found the end of the file" in by_name["cut.bvh"]

@@ -146,7 +146,9 @@ def test_docs_say_what_the_product_does():
 
 
 def test_what_to_expect_quotes_the_engine(sample_clip):
-    """The guide's panel figures for the sample: the suggested K and its channel-fit error."""
+    """The guide's figures for the sample: the suggested K and its channel-fit error, and the
+    default choice (tolerance, keys and errors at the K it quotes)."""
+    from sp_core.options import DEFAULT_TOLERANCE, Options, corrective_plan
     from sp_core.reduction import reduce
     from sp_core.selection import SelectionSpace
 
@@ -155,5 +157,16 @@ def test_what_to_expect_quotes_the_engine(sample_clip):
     space = SelectionSpace.from_clip(sample_clip)
     k = space.suggestions()["threshold"]
     metrics = reduce(sample_clip, space.keyframes(k), space="channel").metrics
-    assert f"| default: the suggested K | {k} " in section
+    assert f"| `--suggested` (threshold rule) | {k} " in section
     assert f"{metrics.mean_mm:.1f} / {metrics.max_mm:.0f} mm at K = {k}" in section
+    # the default row: the schema's tolerance, and the engine's result at the K it quotes
+    mean_tol, max_tol = DEFAULT_TOLERANCE
+    row = next(line for line in section.splitlines() if line.startswith("| default:"))
+    assert f"within {mean_tol:g} mm / {max_tol:g} mm" in row
+    quoted_k = int(row.split("|")[2])
+    budget, stop = corrective_plan(Options())
+    default = reduce(sample_clip, space.keyframes(quoted_k), corrective_budget=budget,
+                     corrective_stop_mm=stop).metrics
+    assert default.mean_mm <= mean_tol and default.max_mm <= max_tol
+    assert f"{default.pose_keys} + {default.corrective_keys} corrective" in row
+    assert f"| {default.mean_mm:.2f} mm | {default.max_mm:.2f} mm" in row

@@ -5,6 +5,7 @@ batches run), the session (what every panel drives), the panel itself offscreen,
 from __future__ import annotations
 
 import copy
+import csv
 import json
 
 import numpy as np
@@ -21,7 +22,12 @@ from sp_core.standalone import StandaloneHost
 
 FIRST = 1001
 CHOICES = [{"ratio": 0.1}, {"keys": 9}, {}, {"pins": [1030, 1071], "keys": 8}]
-IDS = ["ratio", "keys", "suggested", "pins"]
+IDS = ["ratio", "keys", "default", "pins"]
+
+
+def summary_row(folder):
+    with open(folder / "summary.csv", newline="") as handle:
+        return next(csv.DictReader(handle))
 
 
 def cli_flags(choice):
@@ -91,8 +97,8 @@ def test_cli_session_maya_api_and_maya_batch_agree(sample_clip, maya_part, tmp_p
     code = maya_batch.run(["walk.ma", "--out", str(tmp_path / "maya"), "--tangents", tangents,
                            "--space", "channel", *cli_flags(choice)])
     assert code == 0
-    row = (tmp_path / "maya" / "summary.csv").read_text().splitlines()[1].split(",")
-    assert row[0] == "walk.ma" and int(row[2]) == job.keys
+    row = summary_row(tmp_path / "maya")
+    assert row["clip"] == "walk.ma" and int(row["keys"]) == job.keys
     saved = STATE.saved[str(tmp_path / "maya" / "walk.ma")]
     layer = next(la for la in saved.layers if la.override)
     times = saved.curves[layer.curves["Hips.rotateZ"]].times
@@ -111,12 +117,12 @@ def test_mobupy_batch_agrees_with_the_job(sample_clip, tmp_path, choice):
     code = mobu_batch.run(["walk.fbx", "--out", str(tmp_path / "mobu"), "--space", "channel",
                            *cli_flags(choice)])
     assert code == 0
-    row = (tmp_path / "mobu" / "summary.csv").read_text().splitlines()[1].split(",")
-    assert row[0] == "walk.fbx" and int(row[1]) == 121 and int(row[2]) == job.keys
+    row = summary_row(tmp_path / "mobu")
+    assert (row["clip"], row["frames"], int(row["keys"])) == ("walk.fbx", "121", job.keys)
     saved = fb.saved[str(tmp_path / "mobu" / "walk.fbx")]
     layer = next(la for la in saved.take.layers if la.Name == "salientPoses")
     assert layer is not None
-    assert float(row[3]) == pytest.approx(job.reduction.metrics.mean_mm, abs=0.01)
+    assert float(row["mean_mm"]) == pytest.approx(job.reduction.metrics.mean_mm, abs=0.01)
 
 
 @pytest.mark.parametrize("choice", CHOICES, ids=IDS)

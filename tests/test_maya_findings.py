@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fake_maya"))
+from choices import SUGGESTED
 from maya import cmds, testing  # noqa: E402  (the fake)
 from maya._scene import STATE, MayaError  # noqa: E402
 from test_maya_host import build_scene  # noqa: E402
@@ -105,7 +106,7 @@ def test_6_mayapy_launch_path_and_import_order(tmp_path):
 @pytest.mark.parametrize("tangents", ["unified", "weighted"])
 def test_7_unified_and_weighted_tangents_are_locked(sample_clip, tangents):
     build_scene(sample_clip, frames=60)
-    session = Session(MayaHost())
+    session = Session(MayaHost(), SUGGESTED)
     session.analyze()
     session.set_k(8)
     session.set_options(tangents=tangents, space="channel")
@@ -124,7 +125,7 @@ def test_7_broken_tangents_written_locked_are_rejected(sample_clip, monkeypatch)
 
     build_scene(sample_clip, frames=60)
     monkeypatch.setitem(host.LOCKED_MODES, "broken", True)  # a wrong mode -> lock mapping
-    session = Session(MayaHost())
+    session = Session(MayaHost(), SUGGESTED)
     session.analyze()
     session.set_k(8)
     session.set_options(tangents="broken", space="channel")
@@ -136,7 +137,7 @@ def test_7_broken_tangents_written_locked_are_rejected(sample_clip, monkeypatch)
 def test_7_keys_land_on_fractional_scene_frames(sample_clip):
     """Key times go through MTime in the UI unit: a 29.97 fps scene keeps its frame numbers."""
     build_scene(sample_clip, "29.97fps", frames=40)
-    session = Session(MayaHost())
+    session = Session(MayaHost(), SUGGESTED)
     session.analyze()
     session.set_k(6)
     session.set_options(space="channel")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fake_maya"))
+from choices import SUGGESTED
 from maya import cmds, testing  # noqa: E402  (the fake)
 from maya._scene import STATE  # noqa: E402
 from maya_scenes import LOCKED, build_scene, ui_composite  # noqa: E402
@@ -66,7 +67,7 @@ def test_apply_composes_reduced_curves_with_the_locks_of_the_mode(sample_clip, t
                                                                    tangents):
     part, times = build_scene(sample_clip, time_unit)
     host = MayaHost()
-    session = Session(host)
+    session = Session(host, SUGGESTED)
     session.analyze()
     session.set_k(14)
     session.set_options(tangents=tangents, space="channel")
@@ -99,7 +100,7 @@ def test_residual_layer_restores_the_original_and_undo_removes_everything(sample
     part, times = build_scene(sample_clip, "ntsc")
     original = {p: STATE.scene.curves[c].copy() for p, c in STATE.scene.inputs.items()}
     host = MayaHost()
-    session = Session(host)
+    session = Session(host, SUGGESTED)
     session.analyze()
     session.set_k(10)
     session.set_options(space="channel", residual_layer=True)
@@ -119,7 +120,7 @@ def test_residual_layer_restores_the_original_and_undo_removes_everything(sample
 def test_analysing_again_after_apply_reads_the_layered_composite(sample_clip):
     part, times = build_scene(sample_clip, frames=60)
     host = MayaHost()
-    session = Session(host)
+    session = Session(host, SUGGESTED)
     session.analyze()
     session.set_k(6)
     session.set_options(space="channel")
@@ -132,7 +133,7 @@ def test_analysing_again_after_apply_reads_the_layered_composite(sample_clip):
 
 def test_remove_is_one_undo_step(sample_clip):
     build_scene(sample_clip)
-    session = Session(MayaHost())
+    session = Session(MayaHost(), SUGGESTED)
     session.analyze()
     session.set_options(space="channel", residual_layer=True)
     session.apply()
@@ -145,7 +146,7 @@ def test_remove_is_one_undo_step(sample_clip):
 
 def test_failure_midway_leaves_nothing_behind(sample_clip, monkeypatch):
     build_scene(sample_clip)
-    session = Session(MayaHost())
+    session = Session(MayaHost(), SUGGESTED)
     session.analyze()
     session.set_options(space="channel")
     from maya.api import OpenMayaAnim
@@ -170,7 +171,7 @@ def test_failure_midway_leaves_nothing_behind(sample_clip, monkeypatch):
 def test_a_failure_before_any_change_leaves_the_users_undo_queue_alone(sample_clip,
                                                                       monkeypatch):
     build_scene(sample_clip, frames=30)
-    session = Session(MayaHost())
+    session = Session(MayaHost(), SUGGESTED)
     session.analyze()
     cmds.select("LeftKnee")  # the user's last undoable action
     queue = list(STATE.undo_queue)
@@ -184,7 +185,7 @@ def test_a_failure_before_any_change_leaves_the_users_undo_queue_alone(sample_cl
 def test_quaternion_curves_are_reported_before_anything_is_written(sample_clip):
     build_scene(sample_clip)
     STATE.scene.curves[STATE.scene.inputs["Hips.rotateX"]].interpolation = "quaternionSlerp"
-    session = Session(MayaHost())
+    session = Session(MayaHost(), SUGGESTED)
     with pytest.raises(SalientPosesError, match=r"quaternion interpolation.*Hips\.rotateX "
                                                 r"\(quaternionSlerp\)"):
         session.analyze()
@@ -239,7 +240,7 @@ def test_long_reads_show_a_progress_window_that_esc_cancels(sample_clip, monkeyp
 
 def test_layered_apply_writes_maya_breakdown_keys(sample_clip):
     build_scene(sample_clip)
-    session = Session(MayaHost())
+    session = Session(MayaHost(), SUGGESTED)
     session.set_options(layered=True, leading=["RightWrist", "LeftWrist"], breakdowns=3)
     session.analyze()
     session.set_k(5)
@@ -293,7 +294,8 @@ def test_mayapy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):
                       "--space", "channel", "--residual-layer"])
     assert code == 1
     rows = (out / "summary.csv").read_text().splitlines()
-    assert rows[0] == "clip,frames,keys,mean_mm,max_mm,seconds,status"
+    assert rows[0] == ("clip,frames,keys,pose_keys,corrective_keys,total_keys,mean_mm,max_mm,"
+                       "seconds,status")
     assert rows[1].startswith("walk.ma,121,12,") and rows[1].endswith(",ok")
     assert "File not found: missing.ma" in rows[2]
     written = STATE.saved[str(out / "walk.ma")]
@@ -339,7 +341,7 @@ def test_panel_reports_the_channels_maya_left_alone(sample_clip, qtbot, tmp_path
     from sp_core.ui.panel import SalientPosesPanel
 
     build_scene(sample_clip)
-    session = Session(MayaHost())
+    session = Session(MayaHost(), SUGGESTED)
     settings = QtCore.QSettings(str(tmp_path / "p.ini"), QtCore.QSettings.Format.IniFormat)
     panel = SalientPosesPanel(session, settings=settings)
     qtbot.addWidget(panel)

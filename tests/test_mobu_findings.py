@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from choices import SUGGESTED
 from mobu_scenes import build_scene, composite, fb, model, world
 from scipy.spatial.transform import Rotation
 
@@ -90,7 +91,7 @@ def test_findings_4_and_8_old_keys_are_broken_and_one_call_per_key():
 
 def test_findings_4_and_8_new_keys_follow_the_mode_in_one_call_per_curve(sample_clip):
     part, frames = build_scene(sample_clip)
-    session = Session(MobuHost())
+    session = Session(MobuHost(), SUGGESTED)
     session.analyze()
     session.set_k(8)
     session.set_options(space="channel")
@@ -187,7 +188,7 @@ def test_finding_7_old_apply_opened_no_transaction_and_left_animation(sample_cli
 
 def test_finding_7_new_apply_is_one_transaction_and_all_or_nothing(sample_clip, monkeypatch):
     build_scene(sample_clip)
-    session = Session(MobuHost())
+    session = Session(MobuHost(), SUGGESTED)
     session.analyze()
     session.set_options(space="channel")
     session.apply()

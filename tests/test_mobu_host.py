@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from choices import SUGGESTED
 from mobu_scenes import LOCKED, build_scene, composite, fb, local_turns, model, world
 
 from mobu_plugin.host import SAMPLES, Cancelled, MobuHost
@@ -29,7 +30,7 @@ def _ancestors(clip, i):
 
 def _session(host, k=14, tangents="unified", residual=False):
     """An analysed session at K keys, channel-space fits."""
-    session = Session(host)
+    session = Session(host, SUGGESTED)
     session.analyze()
     session.set_k(k)
     session.set_options(tangents=tangents, space="channel", residual_layer=residual)
@@ -95,7 +96,7 @@ def test_a_constrained_model_is_read_from_the_scene_and_apply_refuses_it(sample_
     elbow.__dict__["_driver"] = constraint
     fb.FBCharacter("Actor").ActiveInput = True
     host = MobuHost()
-    session = Session(host)
+    session = Session(host, SUGGESTED)
     session.analyze()
     motion = session.motion
     columns = [motion.channel_names.index(f"LeftElbow.{a}rotation") for a in "XYZ"]
@@ -163,7 +164,7 @@ def test_bad_scenes_say_which_model_and_write_nothing(sample_clip, change, messa
         model("Chest").RotationOrder = fb.FBModelRotationOrder.kFBSphericXYZ
     else:
         model("Chest").Scaling = fb.FBVector3d(1.0, 2.0, 1.0)
-    session = Session(MobuHost())
+    session = Session(MobuHost(), SUGGESTED)
     with pytest.raises(SalientPosesError, match=message):
         session.analyze()
     assert fb.scene.take.GetLayerCount() == 1
@@ -173,7 +174,7 @@ def test_a_one_frame_take_is_refused_with_a_message(sample_clip):
     build_scene(sample_clip, frames=1)
     with pytest.raises(SalientPosesError,
                        match="frames 1001..1001 hold 1 frame; an analysis needs at least 2"):
-        Session(MobuHost()).analyze()
+        Session(MobuHost(), SUGGESTED).analyze()
 
 
 # ----------------------------------------------------------------------------- writing
@@ -261,7 +262,7 @@ def test_failure_midway_removes_every_layer_and_animation_it_made(sample_clip, m
     build_scene(sample_clip)
     head = model("Head").Translation
     assert not head.IsAnimated()
-    session = Session(MobuHost())
+    session = Session(MobuHost(), SUGGESTED)
     session.analyze()
     session.set_options(space="channel", residual_layer=True)
     calls = {"n": 0}
@@ -284,7 +285,7 @@ def test_failure_midway_removes_every_layer_and_animation_it_made(sample_clip, m
 
 def test_a_locked_layer_refuses_keys_and_nothing_is_left(sample_clip, monkeypatch):
     build_scene(sample_clip)
-    session = Session(MobuHost())
+    session = Session(MobuHost(), SUGGESTED)
     session.analyze()
     real = fb.FBTake.CreateNewLayer
 
@@ -302,7 +303,7 @@ def test_esc_cancels_a_long_apply_and_leaves_nothing(sample_clip):
     build_scene(sample_clip)
     host = MobuHost()
     host.progress_after = 0.0
-    session = Session(host)
+    session = Session(host, SUGGESTED)
     session.analyze()
     fb.scene.cancel_at = 50
     with pytest.raises(Cancelled, match="cancelled"):
@@ -329,7 +330,7 @@ def test_preview_uses_named_time_marks_and_clears_them(sample_clip):
     build_scene(sample_clip)
     fb.scene.take.AddTimeMark(fb.FBTime(fb.frame_ticks(1010)))  # the user's own mark stays
     host = MobuHost()
-    session = Session(host)
+    session = Session(host, SUGGESTED)
     session.analyze()
     session.set_k(6)
     marks = fb.scene.take.marks
@@ -344,7 +345,7 @@ def test_preview_uses_named_time_marks_and_clears_them(sample_clip):
 
 def test_layered_preview_names_and_colours_time_marks(sample_clip):
     build_scene(sample_clip)
-    session = Session(MobuHost())
+    session = Session(MobuHost(), SUGGESTED)
     session.set_options(layered=True, leading=["RightWrist"], breakdowns=2)
     session.analyze()
     session.set_k(4)

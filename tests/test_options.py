@@ -72,7 +72,8 @@ def test_every_host_field_reaches_the_host_api_and_batches():
         if value is None:
             value = {"roots": ["Hips"], "nodes": ["Hips"], "max_span": 10, "max_keys": 4,
                      "breakdowns": 1, "keys": 4, "ratio": 0.5, "frames": [0, 5],
-                     "out": "o", "frame_range": (0, 9), "tolerance": (2.0, 20.0)}[name]
+                     "out": "o", "frame_range": (0, 9), "tolerance": (2.0, 20.0),
+                     "corrective_budget": "2%"}[name]
         options = api.options_for(**{name: value})
         assert getattr(getattr(options, field_specs()[name][0]), name) == coerce(name, value)
     import argparse
@@ -153,7 +154,8 @@ def test_cli_preset_then_flags(tmp_path, capsys):
     assert len(record["frames"]) == 10 and record["tangents"] == "weighted"
     assert record["options"]["keys"]["ratio"] == 0.05
     assert record["options"]["fit"] == {"tangents": "weighted", "smoothness": 1.0,
-                                        "space": "channel", "world_iterations": 12}
+                                        "space": "channel", "world_iterations": 12,
+                                        "corrective_budget": None}
 
 
 def test_candidate_count_matches_the_selection():

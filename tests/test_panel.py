@@ -13,6 +13,7 @@ import pytest
 from fake_host import FakeHost
 
 pytest.importorskip("pytestqt")
+from choices import SUGGESTED
 from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
 
 from sp_core.options import Options, field_specs  # noqa: E402
@@ -25,7 +26,7 @@ from sp_core.ui.panel import SalientPosesPanel  # noqa: E402
 def make_panel(qtbot, tmp_path, sample_clip):
     def make(fail_on=None, frames=(0, 300), width=480, host=None):
         host = host or FakeHost(sample_clip.sub_range(*frames), fail_on=fail_on)
-        session = Session(host)
+        session = Session(host, SUGGESTED)
         settings = QtCore.QSettings(str(tmp_path / "panel.ini"), QtCore.QSettings.Format.IniFormat)
         panel = SalientPosesPanel(session, settings=settings)
         qtbot.addWidget(panel)
@@ -395,7 +396,7 @@ def test_a_host_may_delete_the_panel_while_it_works(qtbot, sample_clip):
     """A dock that deletes the panel mid-Apply must not take the running thread with it."""
     from sp_core.ui import worker
 
-    session = Session(FakeHost(sample_clip.sub_range(0, 300)))
+    session = Session(FakeHost(sample_clip.sub_range(0, 300)), SUGGESTED)
     panel = SalientPosesPanel(session, settings=QtCore.QSettings(
         str(QtCore.QDir.temp().filePath("sp_delete.ini")), QtCore.QSettings.Format.IniFormat))
     panel.start_analysis()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from choices import SUGGESTED
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -445,7 +446,7 @@ def test_bad_wand_values_are_refused(short_clip, tmp_path, capsys, args, message
 
 
 def test_python_api_refuses_nan_k_float_frames_and_bad_iterations(sample_clip):
-    session = Session(StandaloneHost(sample_clip.sub_range(0, 199)))
+    session = Session(StandaloneHost(sample_clip.sub_range(0, 199)), SUGGESTED)
     session.analyze()
     for bad in (float("nan"), 2.5, "x", True):
         with pytest.raises(OptionError, match="K must be a whole number"):

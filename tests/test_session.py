@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from choices import SUGGESTED
 from fake_host import FakeHost
 
 from sp_core.errors import OptionError, SelectionError
@@ -27,7 +28,7 @@ def test_hosts_implement_the_protocol(clip):
 
 def test_session_analyses_previews_applies_and_removes_without_qt(clip):
     host = FakeHost(clip)
-    session = Session(host)
+    session = Session(host, SUGGESTED)
     events = []
     for name in ("analysis_started", "analysis_finished", "k_changed", "applied", "removed"):
         session.subscribe(name, lambda *args, name=name: events.append(name))
@@ -54,7 +55,7 @@ def test_session_analyses_previews_applies_and_removes_without_qt(clip):
 
 def test_failing_host_write_leaves_scene_untouched(clip):
     host = FakeHost(clip, fail_on="write_residual")
-    session = Session(host)
+    session = Session(host, SUGGESTED)
     session.analyze()
     session.set_options(residual_layer=True)
     with pytest.raises(HostError, match="writing the residual layer 'salientPoses_residual': "
@@ -64,7 +65,7 @@ def test_failing_host_write_leaves_scene_untouched(clip):
 
 
 def test_cancel_token_stops_the_analysis_and_keeps_the_previous_space(clip):
-    session = Session(FakeHost(clip))
+    session = Session(FakeHost(clip), SUGGESTED)
     first = session.analyze()
     token = CancelToken()
     seen = []
@@ -79,7 +80,7 @@ def test_cancel_token_stops_the_analysis_and_keeps_the_previous_space(clip):
 
 
 def test_analysis_errors_are_specific(clip):
-    session = Session(FakeHost(clip))
+    session = Session(FakeHost(clip), SUGGESTED)
     with pytest.raises(OptionError, match=r"frame_range must be START:END host frames with "
                                           r"END > START, got 10:10"):
         session.set_options(frame_range=(10, 10))
@@ -89,7 +90,7 @@ def test_analysis_errors_are_specific(clip):
 
 
 def test_pins_round_trip_and_bad_files(clip, tmp_path):
-    session = Session(FakeHost(clip))
+    session = Session(FakeHost(clip), SUGGESTED)
     session.set_options(pins=[Pin(200, "contact", "left heel down"), Pin(50)])
     session.export_pins(tmp_path / "pins.json")
     session.set_options(pins=[])
@@ -110,7 +111,7 @@ def test_session_module_imports_no_qt():
 
 def test_standalone_layers_reproduce_the_original_with_the_residual(clip):
     host = StandaloneHost(clip)
-    session = Session(host)
+    session = Session(host, SUGGESTED)
     session.analyze()
     session.set_options(residual_layer=True, space="channel")
     session.apply()

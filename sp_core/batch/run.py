@@ -25,7 +25,8 @@ from sp_core.io.readers import READERS, supported
 from sp_core.jobs import Job, guard_outputs
 from sp_core.options import Options
 
-SUMMARY_FIELDS = ("clip", "frames", "keys", "mean_mm", "max_mm", "seconds", "status")
+SUMMARY_FIELDS = ("clip", "frames", "keys", "pose_keys", "corrective_keys", "total_keys",
+                  "mean_mm", "max_mm", "seconds", "status")
 OUTPUT_SUFFIXES = (".reduced.bvh", ".keys.json")
 #: share of the machine's memory the workers' analyses may use together
 MEMORY_SHARE = 0.8

@@ -10,8 +10,12 @@ from sp_core.reduction import Reduction
 
 
 def reduction_row(reduction: Reduction) -> dict[str, object]:
-    """The summary columns of one reduction: frames of its range, keyframes, errors in mm."""
+    """The summary columns of one reduction: frames of its range, keyframes, keys written
+    (pose keys, corrective keys and their total) and errors in mm of what is written."""
+    m = reduction.metrics
     return {"frames": len(reduction.frames), "keys": reduction.curves.n_keys,
+            "pose_keys": m.pose_keys, "corrective_keys": m.corrective_keys,
+            "total_keys": m.keys,
             "mean_mm": f"{reduction.metrics.mean_mm:.4f}",
             "max_mm": f"{reduction.metrics.max_mm:.4f}"}
 

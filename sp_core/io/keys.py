@@ -35,7 +35,7 @@ def reduction_record(reduction: Reduction, source: str, fps: float) -> dict[str,
             entry["keys"] = []
             entry["value"] = float(curves.values[0, c])
         channels.append(entry)
-    return {
+    record = {
         "clip": source,
         "fps": fps,
         "frames": curves.frames.tolist(),
@@ -47,6 +47,13 @@ def reduction_record(reduction: Reduction, source: str, fps: float) -> dict[str,
         "metrics": reduction.metrics.record(),
         "timings": {k: round(v, 6) for k, v in reduction.timings.items()},
     }
+    if reduction.corrections is not None:
+        # the additive corrective layer: linear keys per channel, zero outside them
+        record["corrective"] = {"interpolation": "linear",
+                                "channels": reduction.corrections.record()}
+        assert reduction.pose_metrics is not None
+        record["pose_metrics"] = reduction.pose_metrics.record()
+    return record
 
 
 def write_reduction_json(reduction: Reduction, path: str | os.PathLike[str], source: str,
@@ -57,9 +64,10 @@ def write_reduction_json(reduction: Reduction, path: str | os.PathLike[str], sou
 
 
 def reduced_clip(clip: Clip, reduction: Reduction) -> Clip:
-    """The clip over the reduced range with the reduced values on every frame."""
+    """The clip over the reduced range with the reduced values (corrections included) on
+    every frame."""
     part = clip.sub_range(int(reduction.frames[0]), int(reduction.frames[-1]))
-    return part.with_channels(reduction.reduced)
+    return part.with_channels(reduction.corrected)
 
 
 def write_reduced_bvh(clip: Clip, reduction: Reduction, path: str | os.PathLike[str]) -> None:

@@ -20,6 +20,9 @@ def apply_summary(options: Options, k: int | None, replacing: bool) -> str:
     text = (f"Apply writes {keys} on every animated channel into "
             f"{'the existing' if replacing else 'a new'} override layer '{layer.layer}' "
             f"({fit.tangents} tangents, {fit.space} fit)")
+    if fit.corrective_budget not in (None, "0", "0%"):
+        text += (f", up to {fit.corrective_budget} corrective keys into additive layer "
+                 f"'{layer.layer}_corrective'")
     if layer.residual_layer:
         text += (f" and the residual into additive layer '{layer.layer}_residual' at weight "
                  f"{layer.residual_weight:g}")
@@ -39,6 +42,7 @@ class ApplyBox(QtWidgets.QGroupBox):
         space = binder.generate("space")
         form.addRow("fit in", space)
         form.addRow("world iterations", binder.generate("world_iterations"))
+        form.addRow("corrective keys", binder.generate("corrective_budget"))
         self.layer_edit = binder.generate("layer")
         form.addRow("layer", self.layer_edit)
         self.residual_box = binder.generate("residual_layer")

@@ -141,6 +141,9 @@ class Binder(QtCore.QObject):
         elif spec.kind == "tolerance":
             widget = self._line(name, lambda value: "" if value is None else
                                 f"{value[0]:g}, {value[1]:g}", placeholder="MEAN, MAX mm")
+        elif spec.kind == "budget":
+            widget = self._line(name, lambda value: "" if value is None else str(value),
+                                placeholder="keys or %")
         else:
             raise TypeError(f"option {name!r} of kind {spec.kind!r} needs its own editor")
         widget.setObjectName(f"option_{name}")

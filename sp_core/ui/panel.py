@@ -518,7 +518,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
                 f"{plug} ({why})" for plug, why in self.session.host.skipped.items()) + "."
         if isinstance(self.session.host, HostNotes) and self.session.host.notes:
             skipped += " " + " ".join(self.session.host.notes)
-        self.show_status(f"Applied {len(reduction.curves.frames)} keys "
+        corrective = (f" + {m.corrective_keys} corrective keys ({m.keys} keys in all)"
+                      if m.corrective_keys else "")
+        self.show_status(f"Applied {len(reduction.curves.frames)} keys{corrective} "
                          f"({reduction.tangents}, {reduction.space} fit) into {layers}: mean "
                          f"error {m.mean_mm:.1f} mm, max {m.max_mm:.1f} mm at "
                          f"{m.worst_node}, frame {m.worst_frame}.{skipped}", ok=True)

@@ -1,0 +1,474 @@
+"""Sparse corrective keys: a small key budget spent where the pose-key fit is worst.
+
+Pose keys sit on the same frames on every channel, so a one-frame jump of a thumb or a fast
+knee between two keyposes stays off until the next keypose, while a per-curve decimation would
+put a key there. The corrective stage keeps the pose keys as they are and adds a few keys on
+individual channels, written into an additive layer (linear interpolation, zero away from the
+corrected moments), chosen greedily where the remaining world-space joint error is largest.
+
+The correction of a channel is the linear interpolation of its *knots* (corrective keys with
+values) and of the pose keys (value 0: the pose curves already hit the original there). What a
+host layer needs is the knots plus the zero keys of the pose keys next to a knot; those are the
+keys counted against the budget.
+
+Greedy step
+    Take the worst frame not yet given up (largest joint error over all nodes), the worst node
+    in it and the channels that move it; rank the channels by how much a one-dimensional
+    Gauss–Newton step at that frame would lower the frame's squared error, and try, on the best
+    few, knot patterns (the frame; the frame and its two neighbours; every other frame) with two
+    values each (the channel's exact residual, the Gauss–Newton value). A candidate is accepted
+    only when no frame it touches gets a larger worst-node or mean-node error than the pose-key
+    result had (so the stage never makes a frame worse) and it lowers the sum of squared
+    worst-node errors; the best gain per key wins. A frame no candidate improves is given up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sp_core.clip import Clip
+
+#: Channels tried per greedy step (the best by their Gauss–Newton gain at the worst frame).
+CHANNELS_TRIED = 4
+#: Half-widths of the hat-shaped corrections tried, frames.
+WIDTHS = (1, 2, 4, 8, 16)
+#: Rounds of the joint knot-value refit after the greedy search (see :func:`_polish`).
+POLISH_ROUNDS = 3
+#: Forward-difference step of the Jacobian columns (degrees or scene units).
+STEP = 1e-4
+#: Slack of the "never worse" check, relative to the clip's size (rounding of FK).
+SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class CorrectiveKeys:
+    """Per-channel linear corrective keys of an additive layer.
+
+    Attributes
+    ----------
+    channel_names : list of str
+        Every channel of the reduction, in its order.
+    first_frame : int
+        Host frame of row 0 of the reduced range.
+    n_frames : int
+        Frames of the reduced range.
+    keys : dict of int to (frames, values)
+        Channel index → host frames (ascending int64) and values (channel units) of the keys
+        a host writes; linear interpolation between them, constant (zero) outside.
+    """
+
+    channel_names: list[str]
+    first_frame: int
+    n_frames: int
+    keys: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    @property
+    def n_keys(self) -> int:
+        """Keys written over all channels (zero keys included)."""
+        return int(sum(len(f) for f, _ in self.keys.values()))
+
+    def dense(self) -> np.ndarray:
+        """(n_frames, n_channels) float64: the correction on every frame of the range."""
+        out = np.zeros((self.n_frames, len(self.channel_names)))
+        frames = np.arange(self.first_frame, self.first_frame + self.n_frames)
+        for c, (key_frames, values) in self.keys.items():
+            out[:, c] = np.interp(frames, key_frames, values, left=values[0], right=values[-1])
+        return out
+
+    def record(self) -> list[dict]:
+        """JSON-ready: ``[{"name", "keys": [[frame, value], ...]}]`` by channel order."""
+        return [{"name": self.channel_names[c],
+                 "keys": [[int(f), float(v)] for f, v in zip(*self.keys[c], strict=True)]}
+                for c in sorted(self.keys)]
+
+
+def budget_keys(budget: str | None, original_keys: int) -> int:
+    """Keys a budget option (``"300"`` keys or ``"2%"`` of the original keys) allows."""
+    if budget is None:
+        return 0
+    text = str(budget).strip()
+    if text.endswith("%"):
+        return int(round(float(text[:-1]) / 100.0 * original_keys))
+    return int(text)
+
+
+class _Channel:
+    """Knots of one channel and the keys they cost."""
+
+    def __init__(self, anchors: np.ndarray) -> None:
+        self.anchors = anchors
+        self.knots: dict[int, float] = {}
+
+    def points(self, knots: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and values of the anchors (0) and knots, ascending."""
+        at = np.fromiter(knots, dtype=np.int64, count=len(knots))
+        rows = np.union1d(self.anchors, at)
+        values = np.zeros(len(rows))
+        values[np.searchsorted(rows, at)] = np.fromiter(knots.values(), dtype=np.float64,
+                                                        count=len(knots))
+        return rows, values
+
+    def written(self, knots: dict[int, float]) -> np.ndarray:
+        """Rows of the keys a host writes: the knots and the anchors next to one."""
+        if not knots:
+            return np.zeros(0, dtype=np.int64)
+        at = np.fromiter(knots, dtype=np.int64, count=len(knots))
+        rows = np.union1d(self.anchors, at)
+        is_knot = np.zeros(len(rows), dtype=bool)
+        is_knot[np.searchsorted(rows, at)] = True
+        near = is_knot.copy()
+        near[1:] |= is_knot[:-1]
+        near[:-1] |= is_knot[1:]
+        return rows[near]
+
+    def span(self, knots: dict[int, float], new_rows: list[int]) -> tuple[int, int]:
+        """Rows lo..hi (inclusive) whose correction changes when ``new_rows`` get knots."""
+        rows, _ = self.points(knots)
+        lo = rows[np.searchsorted(rows, min(new_rows), side="left") - 1]
+        hi = rows[np.searchsorted(rows, max(new_rows), side="right")]
+        return int(lo), int(hi)
+
+
+def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.ndarray,
+            budget: int, stop_at: float = 0.0, polish: int = POLISH_ROUNDS
+            ) -> tuple[CorrectiveKeys, np.ndarray]:
+    """Spend up to ``budget`` corrective keys on the worst moments of a pose-key reduction.
+
+    Parameters
+    ----------
+    clip : Clip
+        The reduced range (channels unwrapped as fitted); its positions are the target.
+    reduced : (n_frames, n_channels) float64
+        The pose-key curves on every frame.
+    key_rows : (K,) int
+        Rows of the pose keys (the reduced curves equal the original there).
+    animated : (n_channels,) bool
+        Channels that may get keys.
+    budget : int
+        Most keys written (zero keys of the layer included).
+    stop_at : float
+        Stop once no frame's worst-node error is above this (scene units; a tolerance met).
+    polish : int
+        Rounds of the joint refit of every knot value after the greedy search (0: none).
+
+    Returns
+    -------
+    keys : CorrectiveKeys
+    correction : (n_frames, n_channels) float64
+        The correction on every frame (reduced + correction is the corrected motion).
+    """
+    n_frames, n_channels = reduced.shape
+    correction = np.zeros_like(reduced)
+    result = CorrectiveKeys(list(clip.channel_names), int(clip.first_frame), n_frames)
+    if budget <= 0 or n_frames < 3 or not animated.any():
+        return result, correction
+    target = clip.positions
+    residual = clip.channels - reduced
+    anchors = np.unique(np.asarray(key_rows, dtype=np.int64))
+    channels = {c: _Channel(anchors) for c in np.flatnonzero(animated)}
+    errors = np.linalg.norm(clip.forward_kinematics(reduced) - target, axis=-1)
+    base_max, base_mean = errors.max(axis=1), errors.mean(axis=1)
+    slack = SLACK * max(float(np.ptp(target)), 1.0)
+    frame_max = base_max.copy()
+    given_up = np.zeros(n_frames, dtype=bool)
+    given_up[anchors] = True  # exact already
+    movers = _movers(clip, animated)
+    used = 0
+    steps = 0
+    while used < budget and steps < 20 * budget + 100:
+        steps += 1
+        open_max = np.where(given_up, -1.0, frame_max)
+        worst = int(np.argmax(open_max))
+        if open_max[worst] <= max(slack, stop_at):
+            break
+        node = int(np.argmax(errors[worst]))
+        best = _best_candidate(clip, reduced, correction, residual, target, channels,
+                               movers[node], worst, errors, base_max, base_mean, slack,
+                               budget - used)
+        if best is None:
+            given_up[worst] = True
+            continue
+        changes, lo, hi, new_errors, cost = best
+        for c, knots, c_lo, c_hi, column in changes:
+            channels[c].knots = knots
+            correction[c_lo:c_hi + 1, c] = column
+        errors[lo:hi + 1] = new_errors
+        frame_max[lo:hi + 1] = new_errors.max(axis=1)
+        used += cost
+        given_up[lo:hi + 1] = False  # what changed may now be fixable
+        given_up[anchors] = True
+    if polish:
+        _polish(clip, reduced, correction, channels, base_max, base_mean, slack, polish)
+    for c, state in channels.items():
+        if state.knots:
+            rows = state.written(state.knots)
+            result.keys[int(c)] = (rows + clip.first_frame, correction[rows, c].copy())
+    return result, result.dense()
+
+
+def _polish(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
+            channels: dict[int, _Channel], base_max: np.ndarray, base_mean: np.ndarray,
+            slack: float, rounds: int) -> None:
+    """Refit every knot value together (knot frames fixed): reweighted Gauss–Newton on the
+    world positions, frames weighted by how bad they are so the worst frames count most.
+
+    A round is kept only when no frame becomes worse than the pose keys alone and neither the
+    largest nor the mean joint error grows (the step is halved up to four times before giving
+    up). ``correction`` and the knots are updated in place.
+    """
+    from scipy import sparse
+
+    unknowns = [(c, r) for c, state in channels.items() for r in sorted(state.knots)]
+    if not unknowns:
+        return
+    n_frames = reduced.shape[0]
+    target = clip.positions.reshape(n_frames, -1)
+    # hat function of every knot over the rows (linear interpolation of the knot points)
+    hats: list[tuple[np.ndarray, np.ndarray]] = []
+    for c, r in unknowns:
+        points, _ = channels[c].points(channels[c].knots)
+        i = int(np.searchsorted(points, r))
+        lo, hi = int(points[i - 1]), int(points[i + 1])
+        rows = np.arange(lo + 1, hi)
+        hats.append((rows, np.interp(rows, [lo, r, hi], [0.0, 1.0, 0.0])))
+    columns = np.array([c for c, _ in unknowns])
+
+    def errors_of(corr: np.ndarray) -> np.ndarray:
+        moved = clip.forward_kinematics(reduced + corr).reshape(n_frames, -1)
+        return np.linalg.norm((moved - target).reshape(n_frames, -1, 3), axis=-1)
+
+    current = errors_of(correction)
+    for _ in range(rounds):
+        positions, jac = clip.position_jacobian(reduced + correction)
+        miss = (positions.reshape(n_frames, -1) - target)
+        jac = jac.reshape(n_frames, -1, clip.n_channels)
+        frame_max = current.max(axis=1)
+        weight = 1.0 + (frame_max / max(float(frame_max.mean()), 1e-300)) ** 4
+        data, row_index, col_index = [], [], []
+        width = jac.shape[1]
+        for j, ((rows, h), c) in enumerate(zip(hats, columns, strict=True)):
+            block = jac[rows, :, c] * (h * np.sqrt(weight[rows]))[:, None]
+            data.append(block.reshape(-1))
+            row_index.append((rows[:, None] * width + np.arange(width)).reshape(-1))
+            col_index.append(np.full(block.size, j))
+        a = sparse.csr_matrix((np.concatenate(data), (np.concatenate(row_index),
+                                                      np.concatenate(col_index))),
+                              shape=(n_frames * width, len(unknowns)))
+        rhs = -(a.T @ (miss * np.sqrt(weight)[:, None]).reshape(-1))
+        normal = (a.T @ a).toarray()
+        normal += 1e-3 * np.mean(np.diag(normal)) * np.eye(len(unknowns))
+        try:
+            step = np.linalg.solve(normal, rhs)
+        except np.linalg.LinAlgError:
+            return
+        # knots whose change makes some frame worse than the pose keys are left out of the
+        # step (frames where the correction already sits at that bound leave no room), and
+        # the step is halved while the largest or the mean error would grow
+        active = np.ones(len(unknowns), dtype=bool)
+        accepted = False
+        for _attempt in range(8):
+            trial = correction.copy()
+            for (rows, h), c, d, on in zip(hats, columns, step, active, strict=True):
+                if on:
+                    trial[rows, c] += d * h
+            new = errors_of(trial)
+            bad = (new.max(axis=1) > base_max + slack) | (new.mean(axis=1) > base_mean + slack)
+            if bad.any():
+                touching = np.array([bool(bad[rows].any()) for rows, _ in hats])
+                if not (touching & active).any():
+                    break
+                active &= ~touching
+                continue
+            if new.max() <= current.max() and new.mean() <= current.mean():
+                correction[:] = trial
+                current = new
+                accepted = True
+                break
+            step = step * 0.5
+        if not accepted:
+            return
+        step = np.where(active, step, 0.0)
+        for (c, r), d in zip(unknowns, step, strict=True):
+            channels[c].knots[r] += float(d)
+
+
+def _movers(clip: Clip, animated: np.ndarray) -> list[np.ndarray]:
+    """For every node, the animated channels of itself and its ancestors."""
+    by_node = [np.flatnonzero(animated & (clip.channel_nodes == i)) for i in range(clip.n_nodes)]
+    out = []
+    for i in range(clip.n_nodes):
+        chain: list[int] = []
+        j = i
+        while j >= 0:
+            chain.extend(by_node[j].tolist())
+            j = int(clip.parents[j])
+        out.append(np.asarray(chain, dtype=np.int64))
+    return out
+
+
+def _best_candidate(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
+                    residual: np.ndarray, target: np.ndarray, channels: dict[int, _Channel],
+                    movers: np.ndarray, worst: int, errors: np.ndarray, base_max: np.ndarray,
+                    base_mean: np.ndarray, slack: float, left: int):  # noqa: ANN202
+    """The best accepted candidate at frame ``worst`` (None if none improves it):
+    ``(channel, knots, lo, hi, column, new errors (hi - lo + 1, n_nodes), cost)``."""
+    n_frames = reduced.shape[0]
+    current = reduced + correction
+    if not len(movers):
+        return None
+    # the Jacobian over the frames any candidate can touch: between the points around `worst`
+    spans = [channels[int(c)].span(channels[int(c)].knots, [worst]) for c in movers]
+    lo_j = max(min(s[0] for s in spans), worst - 2 * max(WIDTHS), 0)
+    hi_j = min(max(s[1] for s in spans), worst + 2 * max(WIDTHS), n_frames - 1)
+    # rank the channels by their Gauss-Newton gain at the worst frame (forward differences)
+    probe = np.repeat(current[worst:worst + 1], len(movers) + 1, axis=0)
+    probe[np.arange(1, len(movers) + 1), movers] += STEP
+    probed = clip.forward_kinematics(probe).reshape(len(movers) + 1, -1)
+    miss_at = probed[0] - target[worst].reshape(-1)
+    jac_at = ((probed[1:] - probed[0]) / STEP).T  # (3 n_nodes, movers)
+    norm_at = np.einsum("nc,nc->c", jac_at, jac_at)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = np.where(norm_at > 0, (miss_at @ jac_at) ** 2 / norm_at, 0.0)
+    ranked = np.argsort(-gain)[:CHANNELS_TRIED]
+    # the ranked channels' Jacobian columns over the window by forward differences: one FK
+    # call instead of the full Jacobian of every channel on every row
+    window = current[lo_j:hi_j + 1]
+    rows_w = hi_j - lo_j + 1
+    stacked = np.repeat(window[None], len(ranked) + 1, axis=0)
+    for i, m in enumerate(ranked):
+        stacked[i + 1, :, movers[m]] += STEP
+    moved = clip.forward_kinematics(stacked.reshape(-1, clip.n_channels)).reshape(
+        len(ranked) + 1, rows_w, -1)
+    miss = moved[0] - target[lo_j:hi_j + 1].reshape(rows_w, -1)
+    jac = np.zeros((rows_w, miss.shape[1], len(movers)))
+    for i, m in enumerate(ranked):
+        jac[:, :, m] = (moved[i + 1] - moved[0]) / STEP
+    grad = np.einsum("fn,fnc->fc", miss, jac)  # (rows, movers)
+    norm = np.einsum("fnc,fnc->fc", jac, jac)
+    candidates: list[tuple[list[tuple[int, dict[int, float], int, int, np.ndarray]], int]] = []
+    for m in ranked:
+        c = int(movers[m])
+        state = channels[c]
+        if worst in state.anchors:
+            continue
+        for shape in _shapes(state, worst, n_frames):
+            hat, knots, lo, hi, cost = _hat(state, correction[:, c], worst, shape)
+            if cost > left:
+                continue
+            h, rows = _window(hat, lo, hi, lo_j, hi_j)
+            denominator = float(np.sum(h * h * norm[rows, m]))
+            deltas = [float(residual[worst, c] - correction[worst, c])]
+            if denominator > 0:
+                deltas.append(-float(np.sum(h * grad[rows, m])) / denominator)
+            for delta in deltas:
+                if np.isfinite(delta) and delta != 0:
+                    candidates.append(([_changed(knots, worst, correction[:, c], delta, hat,
+                                                 c, lo, hi)], cost))
+    # the best few channels together (a shoulder fix with the wrist compensating): one
+    # Gauss-Newton step on their joint hat amplitudes
+    together = [int(m) for m in ranked if worst not in channels[int(movers[m])].anchors]
+    for width in (0,) + WIDTHS:
+        hats = []
+        for m in together:
+            c = int(movers[m])
+            state = channels[c]
+            shape = _shapes(state, worst, n_frames, (width,) if width else ())[-1]
+            hats.append((m, c, *_hat(state, correction[:, c], worst, shape)))
+        cost = sum(h[-1] for h in hats)
+        if len(hats) < 2 or cost > left:
+            continue
+        size = len(hats)
+        weighted = np.zeros((hi_j - lo_j + 1, jac.shape[1], size))
+        for i, (m, _c, hat, _knots, lo, hi, _cost) in enumerate(hats):
+            h, rows = _window(hat, lo, hi, lo_j, hi_j)
+            weighted[rows, :, i] = jac[rows, :, m] * h[:, None]
+        normal = np.einsum("fni,fnj->ij", weighted, weighted)
+        gradient = np.einsum("fni,fn->i", weighted, miss)
+        normal += 1e-9 * np.trace(normal) * np.eye(size)
+        try:
+            deltas = -np.linalg.solve(normal, gradient)
+        except np.linalg.LinAlgError:
+            continue
+        if not np.all(np.isfinite(deltas)):
+            continue
+        candidates.append(([_changed(knots, worst, correction[:, c], float(d), hat, c, lo, hi)
+                            for (_m, c, hat, knots, lo, hi, _cost), d in zip(hats, deltas,
+                                                                              strict=True)],
+                           cost))
+    if not candidates:
+        return None
+    blocks, ranges = [], []
+    for changes, _cost in candidates:
+        lo = min(ch[2] for ch in changes)
+        hi = max(ch[3] for ch in changes)
+        block = current[lo:hi + 1].copy()
+        for c, _knots, c_lo, c_hi, column in changes:
+            block[c_lo - lo:c_hi - lo + 1, c] = reduced[c_lo:c_hi + 1, c] + column
+        blocks.append(block)
+        ranges.append((lo, hi))
+    moved = np.linalg.norm(clip.forward_kinematics(np.concatenate(blocks))
+                           - np.concatenate([target[lo:hi + 1] for lo, hi in ranges]), axis=-1)
+    best, best_score = None, 0.0
+    start = 0
+    for (changes, cost), (lo, hi) in zip(candidates, ranges, strict=True):
+        new = moved[start:start + hi - lo + 1]
+        start += hi - lo + 1
+        new_max, new_mean = new.max(axis=1), new.mean(axis=1)
+        if np.any(new_max > base_max[lo:hi + 1] + slack) or \
+                np.any(new_mean > base_mean[lo:hi + 1] + slack):
+            continue
+        old_max = errors[lo:hi + 1].max(axis=1)
+        if new_max[worst - lo] >= old_max[worst - lo]:
+            continue
+        score = float(np.sum(old_max ** 2 - new_max ** 2)) / max(cost, 0.5)
+        if score > best_score:
+            best_score, best = score, (changes, lo, hi, new, cost)
+    return best
+
+
+def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, ...]
+         ) -> tuple[np.ndarray, dict[int, float], int, int, int]:
+    """A unit change at ``worst`` closed by knots at ``shape`` (keeping the correction there):
+    the change on rows lo..hi, the knots (value at ``worst`` still to add), lo, hi, key cost."""
+    knots = dict(state.knots)
+    for r in shape:
+        knots[r] = float(correction[r])
+    knots[worst] = float(correction[worst]) + 1.0
+    lo, hi = state.span(state.knots, list(shape) + [worst])
+    points, values = state.points(knots)
+    hat = np.interp(np.arange(lo, hi + 1), points, values) - correction[lo:hi + 1]
+    cost = len(state.written(knots)) - len(state.written(state.knots))
+    return hat, knots, lo, hi, cost
+
+
+def _window(hat: np.ndarray, lo: int, hi: int, lo_j: int, hi_j: int
+            ) -> tuple[np.ndarray, slice]:
+    """The part of ``hat`` (rows lo..hi) inside the Jacobian's rows lo_j..hi_j, and where."""
+    inside = slice(max(lo, lo_j) - lo, min(hi, hi_j) - lo + 1)
+    return hat[inside], slice(max(lo, lo_j) - lo_j, min(hi, hi_j) - lo_j + 1)
+
+
+def _changed(knots: dict[int, float], worst: int, correction: np.ndarray, delta: float,
+             hat: np.ndarray, c: int, lo: int, hi: int
+             ) -> tuple[int, dict[int, float], int, int, np.ndarray]:
+    new_knots = dict(knots)
+    new_knots[worst] = float(correction[worst]) + delta
+    return c, new_knots, lo, hi, correction[lo:hi + 1] + delta * hat
+
+
+def _shapes(state: _Channel, worst: int, n_frames: int,
+            widths: tuple[int, ...] = WIDTHS) -> list[tuple[int, ...]]:
+    """Closing knots of the candidate shapes at ``worst``: none (a ramp to the points around
+    it), or one each side at ``w`` frames (a hat), unless a point is already nearer."""
+    rows, _ = state.points(state.knots)
+    before = rows[np.searchsorted(rows, worst, side="left") - 1]
+    after = rows[np.searchsorted(rows, worst, side="right")]
+    shapes: list[tuple[int, ...]] = [()]
+    for w in widths:
+        shape = tuple(r for r in (worst - w, worst + w)
+                      if before < r < after and 0 <= r < n_frames)
+        if shape and shape not in shapes:
+            shapes.append(shape)
+    return shapes

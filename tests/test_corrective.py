@@ -1,0 +1,114 @@
+"""Sparse corrective keys: never worse on any frame, within budget, sparse; the layers add up."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sp_core.corrective import budget_keys, correct
+from sp_core.errors import OptionError
+from sp_core.options import Options, coerce
+from sp_core.reduction import reduce
+from sp_core.session import Session
+from sp_core.standalone import StandaloneHost
+
+from strategies import clips
+
+
+def frame_errors(clip, channels):
+    """Worst-node and mean-node distance per frame: two (F,) arrays."""
+    distance = np.linalg.norm(clip.forward_kinematics(channels) - clip.positions, axis=-1)
+    return distance.max(axis=1), distance.mean(axis=1)
+
+
+def check_never_worse(clip, frames, budget, space="channel"):
+    pose = reduce(clip, frames, space=space)
+    corrected = reduce(clip, frames, space=space, corrective_budget=budget)
+    part = clip.sub_range(int(frames[0]), int(frames[-1]))
+    before_max, before_mean = frame_errors(part, pose.reduced)
+    after_max, after_mean = frame_errors(part, corrected.corrected)
+    slack = 1e-7 * max(float(np.ptp(part.positions)), 1.0)
+    assert np.all(after_max <= before_max + slack)
+    assert np.all(after_mean <= before_mean + slack)
+    keys = corrected.corrections
+    assert keys is not None
+    assert keys.n_keys == corrected.metrics.corrective_keys <= budget_keys(
+        budget, pose.metrics.original_keys)
+    assert corrected.metrics.keys == corrected.metrics.pose_keys + keys.n_keys
+    # the pose keys are untouched by the corrective stage
+    np.testing.assert_array_equal(corrected.reduced, pose.reduced)
+    return pose, corrected
+
+
+def test_corrective_keys_on_real_mocap_never_worsen_a_frame_and_cut_the_max(sample_clip):
+    clip = sample_clip.sub_range(700, 899)  # the thumb's one-frame jumps are in here
+    frames = np.linspace(700, 899, 13).round().astype(int)
+    pose, corrected = check_never_worse(clip, frames, 300)
+    assert corrected.metrics.max_mm < 0.5 * pose.metrics.max_mm
+    assert corrected.metrics.mean_mm < pose.metrics.mean_mm
+    # sparse: a few keys on a few channels, not every frame of every channel
+    keys = corrected.corrections.keys
+    assert 0 < len(keys) < clip.n_channels
+    assert all(len(f) < 0.5 * clip.n_frames for f, _ in keys.values())
+    # each corrected channel's layer is zero at its first and last key (nothing leaks out)
+    for f, v in keys.values():
+        assert v[0] == 0.0 and v[-1] == 0.0 and np.all(np.diff(f) > 0)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clip=clips(max_joints=5, min_frames=8, max_frames=30), data=st.data())
+def test_corrective_keys_on_random_clips_never_worsen_a_frame(clip, data):
+    n = clip.n_frames
+    inner = data.draw(st.lists(st.integers(1, n - 2), max_size=3, unique=True))
+    frames = sorted({clip.first_frame, clip.last_frame, *(clip.first_frame + i for i in inner)})
+    budget = data.draw(st.sampled_from([3, 10, "5%", "50%"]))
+    check_never_worse(clip, frames, budget)
+
+
+def test_apply_writes_a_sparse_corrective_layer_and_every_layer_adds_up(sample_clip):
+    clip = sample_clip.sub_range(700, 819)
+    host = StandaloneHost(clip)
+    session = Session(host, Options().replace(keys=8, space="channel", residual_layer=True,
+                                              corrective_budget="1%"))
+    session.analyze()
+    reduction = session.apply()
+    names = [h.name for h in session.applied]
+    assert names == ["salientPoses", "salientPoses_corrective", "salientPoses_residual"]
+    # base + override + corrective + residual = the original
+    np.testing.assert_allclose(host.evaluated_channels(), clip.channels, atol=1e-9)
+    sparse = host.sparse_keys["salientPoses_corrective"]
+    assert sum(len(f) for f, _ in sparse.values()) == reduction.metrics.corrective_keys > 0
+    # without the residual layer the scene shows the corrected motion, better than pose keys
+    session.remove()
+    session.set_options(residual_layer=False)
+    session.apply(reduction)
+    shown = np.linalg.norm(host.evaluated_positions() - clip.positions, axis=-1)
+    pose = np.linalg.norm(clip.forward_kinematics(reduction.reduced) - clip.positions, axis=-1)
+    assert shown.max() < pose.max()
+    np.testing.assert_allclose(shown.max() * clip.mm_per_unit(), reduction.metrics.max_mm)
+
+
+def test_no_budget_no_corrections(sample_clip):
+    clip = sample_clip.sub_range(0, 99)
+    plain = reduce(clip, [0, 50, 99], space="channel", corrective_budget="0")
+    assert plain.corrections is None and plain.pose_metrics is None
+    assert plain.metrics.corrective_keys == 0
+    keys, correction = correct(clip, plain.reduced, np.array([0, 50, 99]),
+                               plain.curves.animated, 0)
+    assert keys.n_keys == 0 and not correction.any()
+
+
+@pytest.mark.parametrize("value, expected", [(300, "300"), ("12", "12"), ("2.5%", "2.5%"),
+                                             (" 0% ", "0%")])
+def test_budget_values(value, expected):
+    assert coerce("corrective_budget", value) == expected
+    assert budget_keys(expected, 1000) == {"300": 300, "12": 12, "2.5%": 25, "0%": 0}[expected]
+
+
+@pytest.mark.parametrize("value", [-1, "x", "101%", "-2%", 2.5, True])
+def test_bad_budgets_get_one_message(value):
+    with pytest.raises(OptionError, match="corrective_budget must be a whole number of keys "
+                                          r">= 0 or a percentage in \[0, 100\]"):
+        coerce("corrective_budget", value)

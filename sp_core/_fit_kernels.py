@@ -112,3 +112,94 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
                 d_out[s, b, a] = d_out[s, a, b]
                 d_in[s, b, a] = d_in[s, a, b]
     return d_out, d_in, up, g_out, g_in
+
+
+
+@njit(cache=True, inline="always")
+def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    for r in range(3):
+        for k in range(3):
+            out[r, k] = a[r, 0] * b[0, k] + a[r, 1] * b[1, k] + a[r, 2] * b[2, k]
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarray,
+                     parents: np.ndarray, translation: np.ndarray, rot_ptr: np.ndarray,
+                     rot_chan: np.ndarray, rot_axis: np.ndarray, orients: np.ndarray,
+                     slot: np.ndarray, n_free: int):
+    """World positions and the world direction of every free channel, per frame.
+
+    The same chain as :meth:`sp_core.clip.Clip.forward_kinematics` (local translation in the
+    parent's frame; parent rotation · orient · channel rotations in listed order), with the
+    axes of :func:`sp_core.tree_jacobian.channel_axes` picked up on the way.
+
+    Parameters
+    ----------
+    channels : (F, C) float64
+    turns : (F, C, 3, 3) float64
+        Each rotation channel's single-axis matrix (from scipy, see
+        :meth:`sp_core.clip.Clip.axis_rotations`).
+    offsets : (N, 3) float64
+    parents : (N,) int64
+    translation : (N, 3) int64
+        Translation channel of each node and axis, -1 for none (the offset is kept).
+    rot_ptr, rot_chan : CSR of each node's rotation channels in listed order.
+    rot_axis : (C,) int64
+        Axis (0, 1, 2) of every rotation channel.
+    orients : (N, 3, 3) float64
+    slot : (C,) int64
+        Index of each channel among the free ones, -1 if not free.
+    n_free : int
+
+    Returns
+    -------
+    positions : (F, N, 3) float64
+    axes : (F, n_free, 3) float64
+    """
+    n_frames = channels.shape[0]
+    n_nodes = offsets.shape[0]
+    positions = np.empty((n_frames, n_nodes, 3))
+    axes = np.zeros((n_frames, n_free, 3))
+    degree = np.pi / 180.0
+    for f in prange(n_frames):
+        world = np.empty((n_nodes, 3, 3))
+        parent = np.empty((3, 3))
+        partial = np.empty((3, 3))
+        temp = np.empty((3, 3))
+        t = np.empty(3)
+        for i in range(n_nodes):
+            p = parents[i]
+            for a in range(3):
+                c = translation[i, a]
+                t[a] = offsets[i, a] if c < 0 else channels[f, c]
+            if p >= 0:
+                for r in range(3):
+                    positions[f, i, r] = positions[f, p, r] + (world[p, r, 0] * t[0]
+                                                               + world[p, r, 1] * t[1]
+                                                               + world[p, r, 2] * t[2])
+                    for k in range(3):
+                        parent[r, k] = world[p, r, k]
+            else:
+                for r in range(3):
+                    positions[f, i, r] = t[r]
+                    for k in range(3):
+                        parent[r, k] = 1.0 if r == k else 0.0
+            for a in range(3):
+                c = translation[i, a]
+                if c >= 0 and slot[c] >= 0:
+                    for r in range(3):
+                        axes[f, slot[c], r] = parent[r, a]
+            _matmul_into(parent, orients[i], partial)
+            for e in range(rot_ptr[i], rot_ptr[i + 1]):
+                c = rot_chan[e]
+                if slot[c] >= 0:
+                    for r in range(3):
+                        axes[f, slot[c], r] = partial[r, rot_axis[c]] * degree
+                _matmul_into(partial, turns[f, c], temp)
+                for r in range(3):
+                    for k in range(3):
+                        partial[r, k] = temp[r, k]
+            for r in range(3):
+                for k in range(3):
+                    world[i, r, k] = partial[r, k]
+    return positions, axes

@@ -424,27 +424,33 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     c_diag, c_upper, c_rhs = _normal_blocks(basis, values - basis.base, q)
     c_diag, c_upper, c_rhs = c_diag[columns], c_upper[columns], c_rhs[columns]
     if jacobian == "tree":
-        from sp_core.tree_jacobian import TreeLayout, world_normal_blocks
+        from sp_core.tree_jacobian import TreeLayout, pose, world_normal_blocks
 
         layout = TreeLayout.of(clip, columns)
 
-        def blocks(channels: np.ndarray, miss: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            return world_normal_blocks(clip, layout, basis.starts, basis.w_out, basis.w_in,
-                                       channels, miss + reference, miss, q)
+        def kinematics(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+            return pose(clip, layout, channels)
+
+        def blocks(channels: np.ndarray, positions: np.ndarray, miss: np.ndarray,
+                   axes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            assert axes is not None
+            return world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in,
+                                       positions, miss, axes, q)
     elif jacobian == "dense":
-        def blocks(channels: np.ndarray, miss: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        def kinematics(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+            return clip.forward_kinematics(channels), None
+
+        def blocks(channels: np.ndarray, positions: np.ndarray, miss: np.ndarray,
+                   axes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             return _world_normal_blocks(clip, basis, channels, miss, q, columns)
     else:
         raise ReductionError(f"unknown jacobian {jacobian!r}; choose tree or dense")
-
     # the block solves are small (q C unknowns per key): BLAS threads only spin against each
     # other and against the tree kernel's threads (see sp_core.threads)
     with single_threaded_blas():
         result, done = _world_iterations(
             clip, basis, fit, q, lam, columns, target, weight, bend,
-            (c_diag, c_upper, c_rhs), blocks, iterations, tolerance)
+            (c_diag, c_upper, c_rhs), kinematics, blocks, iterations, tolerance)
     _tidy_ends(result, q)
     before = joint_errors(clip, basis.evaluate(fit.slopes, q), reference).mean()
     after = joint_errors(clip, basis.evaluate(result.slopes, q), reference).mean()
@@ -458,34 +464,40 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
 def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
                       columns: np.ndarray, target: np.ndarray, weight: np.ndarray,
                       bend: np.ndarray, channel_blocks: tuple[np.ndarray, np.ndarray, np.ndarray],
-                      blocks: Callable[[np.ndarray, np.ndarray],
-                                       tuple[np.ndarray, np.ndarray, np.ndarray]],
+                      kinematics: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]],
+                      blocks: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
                       iterations: int, tolerance: float) -> tuple[Fit, int]:
-    """The Levenberg–Marquardt loop of :func:`refine_world`: (refined fit, iterations run)."""
+    """The Levenberg–Marquardt loop of :func:`refine_world`: (refined fit, iterations run).
+
+    ``kinematics(channels)`` gives positions and what ``blocks`` needs besides them (the
+    channels' world axes for the tree blocks); ``blocks(channels, positions, miss, axes)``
+    the Gauss–Newton normal equations.
+    """
     values = clip.channels
     reference = clip.positions
     n_keys, n_channels = len(basis.starts) + 1, len(columns)
     c_diag, c_upper, c_rhs = channel_blocks
 
-    def objective(slopes: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    def objective(slopes: np.ndarray) -> tuple[float, tuple]:
         channels = basis.evaluate(slopes, q)
-        miss = clip.forward_kinematics(channels) - reference
+        positions, axes = kinematics(channels)
+        miss = positions - reference
         total = float(np.sum(miss * miss))
         drift = (channels - values)[:, columns]
         total += float(np.sum(weight * np.sum(drift * drift, axis=0)))
         if lam:
             bent = slopes[1:-1, 0, columns] - slopes[1:-1, 1, columns]
             total += float(np.sum(bend * bent * bent))
-        return total, channels, miss
+        return total, (channels, positions, miss, axes)
 
     slopes = fit.slopes.copy()
-    current, channels, miss = objective(slopes)
+    current, state = objective(slopes)
     history = [current]
     damping = 1e-3
     done = 0
     for iteration in range(1, iterations + 1):
         done = iteration
-        diagonal, upper, rhs = blocks(channels, miss)
+        diagonal, upper, rhs = blocks(*state)
         # penalties act on each key's flattened block: in slopes, then out slopes
         flat = slopes[:, :, columns].reshape(n_keys, q * n_channels)
         scale = max(float(np.trace(diagonal, axis1=-2, axis2=-1).mean()) / (q * n_channels),
@@ -507,10 +519,10 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
             step = solve_block_tridiagonal(damped, upper, rhs)
             trial = slopes.copy()
             trial[:, :, columns] += step.reshape(n_keys, q, n_channels)
-            value, trial_channels, trial_miss = objective(trial)
+            value, trial_state = objective(trial)
             if value < current:
                 gain = (current - value) / max(current, 1e-300)
-                slopes, current, channels, miss = trial, value, trial_channels, trial_miss
+                slopes, current, state = trial, value, trial_state
                 history.append(current)
                 damping = max(damping * 0.3, 1e-9)
                 accepted = True

@@ -40,6 +40,14 @@ class TreeLayout:
     pair_a, pair_b : (P,) int64
         Every pair a ≤ b of free channels that move a common node: the nonzeros of the upper
         triangle of J_fᵀ J_f.
+    slot : (C_all,) int64
+        Index of every channel of the clip among ``columns``, -1 for fixed channels.
+    rot_ptr, rot_chan : (n_nodes + 1,), (R,) int64
+        Each node's rotation channels in listed order (CSR), for the kinematic chain.
+    rot_axis : (C_all,) int64
+        Axis 0, 1, 2 (X, Y, Z) of every rotation channel (0 for translations).
+    orients : (n_nodes, 3, 3) float64
+        The clip's orients, identity where it has none.
     """
 
     columns: np.ndarray
@@ -49,6 +57,11 @@ class TreeLayout:
     node_chan: np.ndarray
     pair_a: np.ndarray
     pair_b: np.ndarray
+    slot: np.ndarray
+    rot_ptr: np.ndarray
+    rot_chan: np.ndarray
+    rot_axis: np.ndarray
+    orients: np.ndarray
 
     @classmethod
     def of(cls, clip: Clip, columns: np.ndarray) -> TreeLayout:
@@ -69,6 +82,15 @@ class TreeLayout:
                     pairs.add((a, b))
         ordered = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
         lengths = np.array([len(a) for a in above], dtype=np.int64)
+        slot = np.full(clip.n_channels, -1, dtype=np.int64)
+        slot[columns] = np.arange(len(columns))
+        rot_axis = np.zeros(clip.n_channels, dtype=np.int64)
+        for i, chans in enumerate(clip._rotation_index):
+            for k, c in enumerate(chans):
+                rot_axis[c] = AXES.index(clip.rotation_orders[i][k])
+        rot_counts = [len(chans) for chans in clip._rotation_index]
+        orients = (np.broadcast_to(np.eye(3), (clip.n_nodes, 3, 3)) if clip.orients is None
+                   else clip.orients)
         return cls(
             columns=columns,
             rotation=np.asarray(clip.is_rotation_channel(), dtype=bool)[columns],
@@ -76,7 +98,13 @@ class TreeLayout:
             node_ptr=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
             node_chan=np.array([c for a in above for c in a], dtype=np.int64),
             pair_a=np.ascontiguousarray(ordered[:, 0]),
-            pair_b=np.ascontiguousarray(ordered[:, 1]))
+            pair_b=np.ascontiguousarray(ordered[:, 1]),
+            slot=slot,
+            rot_ptr=np.concatenate([[0], np.cumsum(rot_counts)]).astype(np.int64),
+            rot_chan=np.concatenate([np.asarray(c, dtype=np.int64)
+                                     for c in clip._rotation_index] + [np.zeros(0, np.int64)]),
+            rot_axis=rot_axis,
+            orients=np.ascontiguousarray(orients, dtype=np.float64))
 
 
 def channel_axes(clip: Clip, channels: np.ndarray, columns: np.ndarray) -> np.ndarray:
@@ -124,24 +152,50 @@ def channel_axes(clip: Clip, channels: np.ndarray, columns: np.ndarray) -> np.nd
     return axes
 
 
-def world_normal_blocks(clip: Clip, layout: TreeLayout, starts: np.ndarray,
-                        w_out: np.ndarray, w_in: np.ndarray, channels: np.ndarray,
-                        positions: np.ndarray, miss: np.ndarray, q: int
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Gauss–Newton normal equations for the slopes of the free channels in world space.
+def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """World positions and the free channels' world directions in one pass (numba).
 
     Parameters
     ----------
     clip : Clip
     layout : TreeLayout
+    channels : (F, C_all) float64
+
+    Returns
+    -------
+    positions : (F, n_nodes, 3) float64
+        Equal to :meth:`sp_core.clip.Clip.forward_kinematics` to rounding.
+    axes : (F, Cf, 3) float64
+        As :func:`channel_axes`.
+    """
+    from sp_core._fit_kernels import chain_kinematics
+
+    channels = np.ascontiguousarray(channels, dtype=np.float64)
+    return chain_kinematics(channels, clip.axis_rotations(channels),
+                            np.ascontiguousarray(clip.offsets), clip.parents,
+                            np.ascontiguousarray(clip._translation_index), layout.rot_ptr,
+                            layout.rot_chan, layout.rot_axis, layout.orients, layout.slot,
+                            len(layout.columns))
+
+
+def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarray,
+                        w_in: np.ndarray, positions: np.ndarray, miss: np.ndarray,
+                        axes: np.ndarray, q: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gauss–Newton normal equations for the slopes of the free channels in world space.
+
+    Parameters
+    ----------
+    layout : TreeLayout
     starts : (K - 1,) int
         First row of every segment (segment k runs to the next start; the last to the end).
     w_out, w_in : (F, C_all) float64
         Basis weights of each row's segment slopes (see :class:`sp_core.fitting._Basis`).
-    channels : (F, C_all) float64
-        The current channel values.
     positions, miss : (F, n_nodes, 3) float64
-        The positions these channels give and their errors (minus the target), scene units.
+        The current positions and their errors (minus the target), scene units.
+    axes : (F, Cf, 3) float64
+        The free channels' world directions (:func:`pose` or :func:`channel_axes`).
     q : int
         1 (one slope per key) or 2 (in, out).
 
@@ -156,13 +210,13 @@ def world_normal_blocks(clip: Clip, layout: TreeLayout, starts: np.ndarray,
 
     columns = layout.columns
     n_free = len(columns)
-    n_rows = channels.shape[0]
+    n_rows = positions.shape[0]
     n_keys = len(starts) + 1
-    axes = channel_axes(clip, channels, columns)
     bounds = np.append(np.asarray(starts, dtype=np.int64), n_rows)
     d_out, d_in, up, g_out, g_in = segment_normal_blocks(
-        np.ascontiguousarray(positions), np.ascontiguousarray(miss), axes, layout.rotation,
-        layout.pivot, layout.node_ptr, layout.node_chan, layout.pair_a, layout.pair_b,
+        np.ascontiguousarray(positions), np.ascontiguousarray(miss),
+        np.ascontiguousarray(axes), layout.rotation, layout.pivot, layout.node_ptr,
+        layout.node_chan, layout.pair_a, layout.pair_b,
         np.ascontiguousarray(w_out[:, columns]), np.ascontiguousarray(w_in[:, columns]),
         bounds)
     size = q * n_free

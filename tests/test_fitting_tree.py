@@ -10,7 +10,7 @@ from sp_core import fitting
 from sp_core.clip import Clip
 from sp_core.fitting import fit_channels, refine_world
 from sp_core.reduction import constant_channels, reduce
-from sp_core.tree_jacobian import TreeLayout, channel_axes, world_normal_blocks
+from sp_core.tree_jacobian import TreeLayout, channel_axes, pose, world_normal_blocks
 
 KEYS = np.array([0, 37, 80, 131, 190, 244, 299])
 
@@ -25,8 +25,12 @@ def _blocks_both_ways(clip: Clip, rows: np.ndarray, tangents: str, columns: np.n
     positions = clip.forward_kinematics(channels)
     miss = positions - clip.positions
     dense = fitting._world_normal_blocks(clip, basis, channels, miss, q, columns)
-    tree = world_normal_blocks(clip, TreeLayout.of(clip, columns), basis.starts, basis.w_out,
-                               basis.w_in, channels, positions, miss, q)
+    layout = TreeLayout.of(clip, columns)
+    chained, axes = pose(clip, layout, channels)
+    np.testing.assert_allclose(chained, positions, rtol=0, atol=1e-12 * np.abs(positions).max())
+    np.testing.assert_allclose(axes, channel_axes(clip, channels, columns), rtol=0, atol=1e-14)
+    tree = world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in, positions, miss,
+                               axes, q)
     return dense, tree
 
 

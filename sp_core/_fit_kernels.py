@@ -125,8 +125,8 @@ def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
 @njit(cache=True, parallel=True, nogil=True)
 def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarray,
                      parents: np.ndarray, translation: np.ndarray, rot_ptr: np.ndarray,
-                     rot_chan: np.ndarray, rot_axis: np.ndarray, orients: np.ndarray,
-                     slot: np.ndarray, n_free: int):
+                     rot_chan: np.ndarray, rot_axis: np.ndarray, rot_slot: np.ndarray,
+                     orients: np.ndarray, slot: np.ndarray, n_free: int):
     """World positions and the world direction of every free channel, per frame.
 
     The same chain as :meth:`sp_core.clip.Clip.forward_kinematics` (local translation in the
@@ -136,9 +136,9 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
     Parameters
     ----------
     channels : (F, C) float64
-    turns : (F, C, 3, 3) float64
+    turns : (F, R, 3, 3) float64
         Each rotation channel's single-axis matrix (from scipy, see
-        :meth:`sp_core.clip.Clip.axis_rotations`).
+        :meth:`sp_core.clip.Clip.axis_rotations`), channel c's at ``rot_slot[c]``.
     offsets : (N, 3) float64
     parents : (N,) int64
     translation : (N, 3) int64
@@ -146,6 +146,7 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
     rot_ptr, rot_chan : CSR of each node's rotation channels in listed order.
     rot_axis : (C,) int64
         Axis (0, 1, 2) of every rotation channel.
+    rot_slot : (C,) int64
     orients : (N, 3, 3) float64
     slot : (C,) int64
         Index of each channel among the free ones, -1 if not free.
@@ -195,7 +196,7 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
                 if slot[c] >= 0:
                     for r in range(3):
                         axes[f, slot[c], r] = partial[r, rot_axis[c]] * degree
-                _matmul_into(partial, turns[f, c], temp)
+                _matmul_into(partial, turns[f, rot_slot[c]], temp)
                 for r in range(3):
                     for k in range(3):
                         partial[r, k] = temp[r, k]

@@ -189,6 +189,12 @@ class Clip:
         self._axis_columns = {axis: np.array(
             [c for i, cols in enumerate(rotation_index) for k, c in enumerate(cols)
              if orders[i][k] == axis], dtype=np.int64) for axis in AXES}
+        # where each rotation channel's matrix sits in axis_rotations(): grouped by axis
+        grouped = np.concatenate(list(self._axis_columns.values()))
+        self._rotation_count = len(grouped)
+        self.rotation_slot = np.full(len(self.channel_names), -1, dtype=np.int64)
+        self.rotation_slot[grouped] = np.arange(len(grouped))
+        self.rotation_slot.flags.writeable = False
         self._rotation_index = [np.asarray(r, dtype=np.int64) for r in rotation_index]
         self.channel_nodes.flags.writeable = False
         self._translation_index.flags.writeable = False
@@ -317,8 +323,8 @@ class Clip:
         return out
 
     def axis_rotations(self, channels: np.ndarray) -> np.ndarray:
-        """(n_frames, n_channels, 3, 3) float64: each rotation channel's single-axis rotation
-        matrix per frame (zeros for translation channels).
+        """(n_frames, n_rotation_channels, 3, 3) float64: each rotation channel's single-axis
+        rotation matrix per frame; channel c's is at ``[:, rotation_slot[c]]``.
 
         scipy converts one axis for many angles in one call: all channels that turn about the
         same axis go through one ``from_euler`` call (three calls in all instead of one per
@@ -327,12 +333,14 @@ class Clip:
         """
         channels = np.asarray(channels, dtype=np.float64)
         n_frames = channels.shape[0]
-        result = np.zeros((n_frames, self.n_channels, 3, 3))
+        result = np.empty((n_frames, self._rotation_count, 3, 3))
+        start = 0
         for axis, columns in self._axis_columns.items():
             if len(columns) and n_frames:
                 angles = channels[:, columns].reshape(-1, 1)
-                result[:, columns] = Rotation.from_euler(axis, angles, degrees=True) \
-                    .as_matrix().reshape(n_frames, len(columns), 3, 3)
+                result[:, start:start + len(columns)] = Rotation.from_euler(
+                    axis, angles, degrees=True).as_matrix().reshape(n_frames, len(columns), 3, 3)
+            start += len(columns)
         return result
 
     def _kinematics_block(self, channels: np.ndarray, out: np.ndarray) -> None:
@@ -351,7 +359,7 @@ class Clip:
                 local_t[:, has] = channels[:, columns[has]]
             local_r = None
             if self.rotation_orders[i] and n_frames:
-                for c in self._rotation_index[i]:
+                for c in self.rotation_slot[self._rotation_index[i]]:
                     local_r = turns[:, c] if local_r is None else np.matmul(local_r, turns[:, c])
             if self.orients is not None:
                 orient = self.orients[i]

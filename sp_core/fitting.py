@@ -424,7 +424,12 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     c_diag, c_upper, c_rhs = _normal_blocks(basis, values - basis.base, q)
     c_diag, c_upper, c_rhs = c_diag[columns], c_upper[columns], c_rhs[columns]
     if jacobian == "tree":
-        from sp_core.tree_jacobian import TreeLayout, pose, world_normal_blocks
+        from sp_core.tree_jacobian import (
+            TreeLayout,
+            pose,
+            solve_key_blocks,
+            world_normal_blocks,
+        )
 
         layout = TreeLayout.of(clip, columns)
 
@@ -436,6 +441,11 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             assert axes is not None
             return world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in,
                                        positions, miss, axes, q)
+
+        def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+            # only the (out, in) quadrant of an off-diagonal block is ever nonzero
+            n = len(columns)
+            return solve_key_blocks(diagonal, upper[:, (q - 1) * n:, :n], rhs, q)
     elif jacobian == "dense":
         def kinematics(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
             return clip.forward_kinematics(channels), None
@@ -443,6 +453,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         def blocks(channels: np.ndarray, positions: np.ndarray, miss: np.ndarray,
                    axes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             return _world_normal_blocks(clip, basis, channels, miss, q, columns)
+
+        solve = solve_block_tridiagonal
     else:
         raise ReductionError(f"unknown jacobian {jacobian!r}; choose tree or dense")
     # the block solves are small (q C unknowns per key): BLAS threads only spin against each
@@ -450,7 +462,7 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     with single_threaded_blas():
         result, done = _world_iterations(
             clip, basis, fit, q, lam, columns, target, weight, bend,
-            (c_diag, c_upper, c_rhs), kinematics, blocks, iterations, tolerance)
+            (c_diag, c_upper, c_rhs), kinematics, blocks, solve, iterations, tolerance)
     _tidy_ends(result, q)
     before = joint_errors(clip, basis.evaluate(fit.slopes, q), reference).mean()
     after = joint_errors(clip, basis.evaluate(result.slopes, q), reference).mean()
@@ -466,12 +478,13 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
                       bend: np.ndarray, channel_blocks: tuple[np.ndarray, np.ndarray, np.ndarray],
                       kinematics: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]],
                       blocks: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
+                      solve: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
                       iterations: int, tolerance: float) -> tuple[Fit, int]:
     """The Levenberg–Marquardt loop of :func:`refine_world`: (refined fit, iterations run).
 
     ``kinematics(channels)`` gives positions and what ``blocks`` needs besides them (the
     channels' world axes for the tree blocks); ``blocks(channels, positions, miss, axes)``
-    the Gauss–Newton normal equations.
+    the Gauss–Newton normal equations; ``solve(diagonal, upper, rhs)`` their solution.
     """
     values = clip.channels
     reference = clip.positions
@@ -513,10 +526,12 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
         _add_channel_term(diagonal, upper, rhs, c_diag, c_upper, c_rhs, weight,
                           slopes[:, :, columns])
         accepted = False
+        # Marquardt's scaling: damping times the diagonal, added in place of a dense eye
+        leading = np.einsum("kii->ki", diagonal).copy()
         for _attempt in range(6):
-            damped = diagonal + damping * np.einsum(
-                "kii->ki", diagonal)[..., None] * np.eye(q * n_channels)
-            step = solve_block_tridiagonal(damped, upper, rhs)
+            damped = diagonal.copy()
+            np.einsum("kii->ki", damped)[...] += damping * leading
+            step = solve(damped, upper, rhs)
             trial = slopes.copy()
             trial[:, :, columns] += step.reshape(n_keys, q, n_channels)
             value, trial_state = objective(trial)

@@ -147,7 +147,7 @@ def channel_axes(clip: Clip, channels: np.ndarray, columns: np.ndarray) -> np.nd
         for k, c in enumerate(rotation_index[i]):
             if int(c) in wanted:
                 axes[:, wanted[int(c)]] = partial[:, :, AXES.index(order[k])] * (np.pi / 180.0)
-            partial = np.matmul(partial, turns[:, c])
+            partial = np.matmul(partial, turns[:, clip.rotation_slot[c]])
         world.append(partial)
     return axes
 
@@ -175,8 +175,8 @@ def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray
     return chain_kinematics(channels, clip.axis_rotations(channels),
                             np.ascontiguousarray(clip.offsets), clip.parents,
                             np.ascontiguousarray(clip._translation_index), layout.rot_ptr,
-                            layout.rot_chan, layout.rot_axis, layout.orients, layout.slot,
-                            len(layout.columns))
+                            layout.rot_chan, layout.rot_axis, clip.rotation_slot,
+                            layout.orients, layout.slot, len(layout.columns))
 
 
 def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarray,
@@ -231,3 +231,61 @@ def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarra
     rhs[:-1, o] -= g_out
     rhs[1:, i] -= g_in
     return diagonal, upper, rhs
+
+
+def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray, q: int
+                     ) -> np.ndarray:
+    """Solve the world fit's block-tridiagonal system, using where its off-diagonal is zero.
+
+    A segment couples only its first key's out slopes with its second key's in slopes, so
+    the block A[k, k + 1] is zero except for its (out, in) quadrant ``coupling[k]``. Block
+    elimination then needs only C + 1 right-hand sides per key instead of q C + 1, and the
+    Schur update touches only the next key's (in, in) quadrant: about a third of the work of
+    :func:`sp_core.blocks.solve_block_tridiagonal` for broken tangents (q = 2). Pivots are
+    positive definite, so Cholesky factors them.
+
+    Parameters
+    ----------
+    diagonal : (K, q C, q C) float64
+        Diagonal blocks; a key's unknowns are in slopes, then out slopes.
+    coupling : (K - 1, C, C) float64
+        A[k, k + 1][out slots of key k, in slots of key k + 1].
+    rhs : (K, q C) float64
+    q : int
+
+    Returns
+    -------
+    x : (K, q C) float64
+    """
+    from scipy.linalg import cho_factor, cho_solve
+
+    n_keys, size = rhs.shape
+    n = size // q
+    o = slice((q - 1) * n, q * n)
+    i = slice(0, n)
+    factors: list[np.ndarray] = []
+    partial: list[np.ndarray] = []
+    pivot = diagonal[0].copy()
+    right = rhs[0].copy()
+    for k in range(n_keys):
+        if k > 0:
+            previous = factors[k - 1]
+            pivot = diagonal[k].copy()
+            pivot[i, i] -= coupling[k - 1].T @ previous[o]
+            right = rhs[k].copy()
+            right[i] -= coupling[k - 1].T @ partial[k - 1][o]
+        factor = cho_factor(pivot, lower=True, check_finite=False)
+        if k < n_keys - 1:
+            both = np.zeros((size, n + 1))
+            both[o, :n] = coupling[k]
+            both[:, n] = right
+            solved = cho_solve(factor, both, check_finite=False)
+            factors.append(solved[:, :n])
+            partial.append(solved[:, n])
+        else:
+            partial.append(cho_solve(factor, right, check_finite=False))
+    x = np.empty_like(rhs)
+    x[-1] = partial[-1]
+    for k in range(n_keys - 2, -1, -1):
+        x[k] = partial[k] - factors[k] @ x[k + 1][i]
+    return x

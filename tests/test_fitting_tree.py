@@ -10,7 +10,13 @@ from sp_core import fitting
 from sp_core.clip import Clip
 from sp_core.fitting import fit_channels, refine_world
 from sp_core.reduction import constant_channels, reduce
-from sp_core.tree_jacobian import TreeLayout, channel_axes, pose, world_normal_blocks
+from sp_core.tree_jacobian import (
+    TreeLayout,
+    channel_axes,
+    pose,
+    solve_key_blocks,
+    world_normal_blocks,
+)
 
 KEYS = np.array([0, 37, 80, 131, 190, 244, 299])
 
@@ -113,3 +119,33 @@ def test_unknown_jacobian_is_refused(sample_clip):
     fit = fit_channels(clip.channels, rows)
     with pytest.raises(fitting.ReductionError, match="unknown jacobian 'sparse'"):
         refine_world(clip, rows, fit, "unified", jacobian="sparse")
+
+
+@pytest.mark.parametrize(("keys", "q", "n"), [(2, 1, 3), (6, 2, 5), (9, 1, 4), (5, 2, 1)])
+def test_key_block_solver_equals_a_dense_solve(keys, q, n):
+    """Random positive definite systems with the world fit's structure: a segment couples
+    only the out slots of its first key with the in slots of its second."""
+    rng = np.random.default_rng(keys * 10 + q)
+    size = q * n
+    rows = rng.normal(size=(3 * keys * size, keys * size))
+    gram = rows.T @ rows
+    for a in range(keys):
+        for b in range(keys):
+            if abs(a - b) > 1:
+                gram[a * size:(a + 1) * size, b * size:(b + 1) * size] = 0.0
+            elif b == a + 1:
+                keep = np.zeros((size, size), bool)
+                keep[(q - 1) * n:, :n] = True
+                gram[a * size:(a + 1) * size, b * size:(b + 1) * size][~keep] = 0.0
+                gram[b * size:(b + 1) * size, a * size:(a + 1) * size] = \
+                    gram[a * size:(a + 1) * size, b * size:(b + 1) * size].T
+    gram += keys * size * np.eye(keys * size)  # positive definite after the zeroing
+    rhs = rng.normal(size=keys * size)
+    diagonal = np.stack([gram[k * size:(k + 1) * size, k * size:(k + 1) * size]
+                         for k in range(keys)])
+    coupling = np.stack([gram[k * size + (q - 1) * n:(k + 1) * size,
+                              (k + 1) * size:(k + 1) * size + n] for k in range(keys - 1)]
+                        ) if keys > 1 else np.zeros((0, n, n))
+    x = solve_key_blocks(diagonal, coupling, rhs.reshape(keys, size), q)
+    np.testing.assert_allclose(x.reshape(-1), np.linalg.solve(gram, rhs), rtol=1e-9,
+                               atol=1e-12)

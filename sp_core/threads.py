@@ -67,9 +67,12 @@ def pin_process(threads: int) -> None:
     its pool size itself comes from ``NUMBA_NUM_THREADS`` (see :func:`thread_environment`).
     """
     threads = max(1, int(threads))
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency; the environment still applies
+        pass
+    else:
+        threadpool_limits(threads)
     if "numba" in sys.modules:
         import numba
 
@@ -78,8 +81,15 @@ def pin_process(threads: int) -> None:
 
 @contextlib.contextmanager
 def single_threaded_blas() -> Iterator[None]:
-    """One BLAS thread inside the block (small dense solves; see the module docstring)."""
-    from threadpoolctl import threadpool_limits
+    """One BLAS thread inside the block (small dense solves; see the module docstring).
 
+    Without threadpoolctl (a host's Python where it was not installed) the block runs with
+    whatever BLAS has: slower on busy cores, same results.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency; hosts install it too
+        yield
+        return
     with threadpool_limits(limits=1, user_api="blas"):
         yield

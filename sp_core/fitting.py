@@ -442,10 +442,11 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             return world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in,
                                        positions, miss, axes, q)
 
-        def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
+                  shift: np.ndarray) -> np.ndarray:
             # only the (out, in) quadrant of an off-diagonal block is ever nonzero
             n = len(columns)
-            return solve_key_blocks(diagonal, upper[:, (q - 1) * n:, :n], rhs, q)
+            return solve_key_blocks(diagonal, upper[:, (q - 1) * n:, :n], rhs, q, shift)
     elif jacobian == "dense":
         def kinematics(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
             return clip.forward_kinematics(channels), None
@@ -454,7 +455,11 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                    axes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             return _world_normal_blocks(clip, basis, channels, miss, q, columns)
 
-        solve = solve_block_tridiagonal
+        def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
+                  shift: np.ndarray) -> np.ndarray:
+            damped = diagonal.copy()
+            np.einsum("kii->ki", damped)[...] += shift
+            return solve_block_tridiagonal(damped, upper, rhs)
     else:
         raise ReductionError(f"unknown jacobian {jacobian!r}; choose tree or dense")
     # the block solves are small (q C unknowns per key): BLAS threads only spin against each
@@ -478,13 +483,15 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
                       bend: np.ndarray, channel_blocks: tuple[np.ndarray, np.ndarray, np.ndarray],
                       kinematics: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]],
                       blocks: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
-                      solve: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+                      solve: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                                      np.ndarray],
                       iterations: int, tolerance: float) -> tuple[Fit, int]:
     """The Levenberg–Marquardt loop of :func:`refine_world`: (refined fit, iterations run).
 
     ``kinematics(channels)`` gives positions and what ``blocks`` needs besides them (the
     channels' world axes for the tree blocks); ``blocks(channels, positions, miss, axes)``
-    the Gauss–Newton normal equations; ``solve(diagonal, upper, rhs)`` their solution.
+    the Gauss–Newton normal equations; ``solve(diagonal, upper, rhs, shift)`` their
+    solution with ``shift`` (K, q C) added to the diagonal (the damping).
     """
     values = clip.channels
     reference = clip.positions
@@ -516,22 +523,26 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
         scale = max(float(np.trace(diagonal, axis1=-2, axis2=-1).mean()) / (q * n_channels),
                     1e-12)
         if lam:
-            eye = np.diag(bend)
-            pair = np.block([[eye, -eye], [-eye, eye]])
-            diagonal[1:-1] += pair
-            rhs[1:-1] -= (pair @ flat[1:-1, :, None])[..., 0]
+            # bend x (in - out)^2 per channel: only the diagonals of a key's four quadrants
+            idx = np.arange(n_channels)
+            inner = diagonal[1:-1]
+            inner[:, idx, idx] += bend
+            inner[:, n_channels + idx, n_channels + idx] += bend
+            inner[:, idx, n_channels + idx] -= bend
+            inner[:, n_channels + idx, idx] -= bend
+            bent = flat[1:-1, :n_channels] - flat[1:-1, n_channels:]
+            rhs[1:-1, :n_channels] -= bend * bent
+            rhs[1:-1, n_channels:] += bend * bent
         ridge = RIDGE * scale
-        diagonal += ridge * np.eye(q * n_channels)
+        np.einsum("kii->ki", diagonal)[...] += ridge
         rhs -= ridge * (flat - target)
         _add_channel_term(diagonal, upper, rhs, c_diag, c_upper, c_rhs, weight,
                           slopes[:, :, columns])
         accepted = False
-        # Marquardt's scaling: damping times the diagonal, added in place of a dense eye
+        # Marquardt's scaling: damping times the diagonal, which the solver adds to its copy
         leading = np.einsum("kii->ki", diagonal).copy()
         for _attempt in range(6):
-            damped = diagonal.copy()
-            np.einsum("kii->ki", damped)[...] += damping * leading
-            step = solve(damped, upper, rhs)
+            step = solve(diagonal, upper, rhs, damping * leading)
             trial = slopes.copy()
             trial[:, :, columns] += step.reshape(n_keys, q, n_channels)
             value, trial_state = objective(trial)

@@ -209,32 +209,17 @@ def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarra
     from sp_core._fit_kernels import segment_normal_blocks
 
     columns = layout.columns
-    n_free = len(columns)
-    n_rows = positions.shape[0]
-    n_keys = len(starts) + 1
-    bounds = np.append(np.asarray(starts, dtype=np.int64), n_rows)
-    d_out, d_in, up, g_out, g_in = segment_normal_blocks(
+    bounds = np.append(np.asarray(starts, dtype=np.int64), positions.shape[0])
+    return segment_normal_blocks(
         np.ascontiguousarray(positions), np.ascontiguousarray(miss),
         np.ascontiguousarray(axes), layout.rotation, layout.pivot, layout.node_ptr,
         layout.node_chan, layout.pair_a, layout.pair_b,
         np.ascontiguousarray(w_out[:, columns]), np.ascontiguousarray(w_in[:, columns]),
-        bounds)
-    size = q * n_free
-    o = slice((q - 1) * n_free, q * n_free)
-    i = slice(0, n_free)
-    diagonal = np.zeros((n_keys, size, size))
-    upper = np.zeros((n_keys - 1, size, size))
-    rhs = np.zeros((n_keys, size))
-    diagonal[:-1, o, o] += d_out
-    diagonal[1:, i, i] += d_in
-    upper[:, o, i] += up
-    rhs[:-1, o] -= g_out
-    rhs[1:, i] -= g_in
-    return diagonal, upper, rhs
+        bounds, q)
 
 
-def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray, q: int
-                     ) -> np.ndarray:
+def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray, q: int,
+                     shift: np.ndarray | None = None) -> np.ndarray:
     """Solve the world fit's block-tridiagonal system, using where its off-diagonal is zero.
 
     A segment couples only its first key's out slopes with its second key's in slopes, so
@@ -252,6 +237,9 @@ def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray
         A[k, k + 1][out slots of key k, in slots of key k + 1].
     rhs : (K, q C) float64
     q : int
+    shift : (K, q C) float64, optional
+        Added to the diagonal of the diagonal blocks (Levenberg–Marquardt damping) without
+        copying them all.
 
     Returns
     -------
@@ -265,12 +253,14 @@ def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray
     i = slice(0, n)
     factors: list[np.ndarray] = []
     partial: list[np.ndarray] = []
-    pivot = diagonal[0].copy()
     right = rhs[0].copy()
+    diagonal_of = np.arange(size)
     for k in range(n_keys):
+        pivot = diagonal[k].copy()
+        if shift is not None:
+            pivot[diagonal_of, diagonal_of] += shift[k]
         if k > 0:
             previous = factors[k - 1]
-            pivot = diagonal[k].copy()
             pivot[i, i] -= coupling[k - 1].T @ previous[o]
             right = rhs[k].copy()
             right[i] -= coupling[k - 1].T @ partial[k - 1][o]

@@ -121,21 +121,24 @@ def plan_standalone(plan: Plan, env_dir: Path = VENV, extras: str = STANDALONE_E
     fingerprint = _fingerprint(extras)
     if stamp.exists() and stamp.read_text().strip() == fingerprint:
         plan.add(f"{env_dir} is up to date (pyproject.toml unchanged)", lambda: None)
-        return
-    plan.command([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                  "--upgrade", "pip", "setuptools>=64", "wheel"])
-    plan.command([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                  "-e", f"{ROOT}[{extras}]"])
-    plan.add(f"write {stamp}", lambda: stamp.write_text(fingerprint + "\n"))
+    else:
+        plan.command([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
+                      "--upgrade", "pip", "setuptools>=64", "wheel"])
+        plan.command([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
+                      "-e", f"{ROOT}[{extras}]"])
+        plan.add(f"write {stamp}", lambda: stamp.write_text(fingerprint + "\n"))
+    # numba kernels compiled into their cache now, not in the user's first analysis (about
+    # 1 s when the cache is already current)
+    plan.command([str(python), "-m", "sp_core.warm"])
 
 
 # ----------------------------------------------------------------------------- host installs
 PACKAGES = ("sp_core", "maya_plugin", "mobu_plugin", "blender_addon", "examples")
-HOST_DEPENDENCIES = ("numpy", "scipy", "numba", "pyqtgraph")
+HOST_DEPENDENCIES = ("numpy", "scipy", "numba", "threadpoolctl", "pyqtgraph")
 #: What Blender's Python lacks (it ships numpy; the panel is Blender's own, no Qt): pip
-#: requirement → the folder it installs.
-BLENDER_DEPENDENCIES = {"scipy": "scipy", "numba": "numba", "tomli-w": "tomli_w", "tqdm": "tqdm",
-                        "ufbx==0.0.5": "ufbx"}
+#: requirement → the folder (or single-file module) it installs.
+BLENDER_DEPENDENCIES = {"scipy": "scipy", "numba": "numba", "threadpoolctl": "threadpoolctl",
+                        "tomli-w": "tomli_w", "tqdm": "tqdm", "ufbx==0.0.5": "ufbx"}
 MANIFEST = ROOT / ".salient-poses-manifest.json"
 BEGIN = "# >>> Salient Poses (added by install.py; removed by install.py --uninstall) >>>"
 END = "# <<< Salient Poses <<<"
@@ -325,7 +328,8 @@ def plan_dependencies(plan: Plan, manifest: Manifest, target: str, interpreter: 
         plan.add(f"{target}: host Python {interpreter} not found; install the dependencies "
                  f"yourself with:\n    {' '.join(argv)}", lambda: None)
         return
-    if site.exists() and all((site / folder).exists() for folder in packages.values()):
+    if site.exists() and all((site / name).exists() or (site / f"{name}.py").exists()
+                             for name in packages.values()):
         plan.add(f"{site} already has {', '.join(packages)}", lambda: None)
         return
 

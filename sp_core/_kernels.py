@@ -3,6 +3,8 @@
 Tables are *banded by the later key*: ``table[b, d]`` is the cost of candidates ``b - d`` and
 ``b``. With ``max_span`` the band is narrow and long clips stay linear in length; without it the
 band is the whole triangle. Both kernels parallelise over the later key with ``prange``.
+The long kernels release the GIL (``nogil``), so the panel's event loop keeps running while an
+analysis runs in its worker thread.
 
 The line costs need only dot products between poses, so they read a banded Gram matrix
 (:func:`sp_core.costs.line.gram_bands`) instead of the poses: each (i, k, j) triple then costs
@@ -41,7 +43,7 @@ def _bits_min(bits: np.ndarray, stop: int) -> int:
     return best
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def line_table(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray, band: int,
                max_gap: int, timed: bool) -> np.ndarray:
     """``line-max`` (``timed=False``) or ``line-time`` (``timed=True``) table from Gram bands.
@@ -111,7 +113,7 @@ def line_table(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray
     return table
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def sse_table(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int) -> np.ndarray:
     """``line-sse`` table in O(pairs × n_dims) from prefix sums.
 
@@ -178,7 +180,7 @@ def _hermite(u: float) -> tuple[float, float, float, float]:
     return 2 * u3 - 3 * u2 + 1, u3 - 2 * u2 + u, -2 * u3 + 3 * u2, u3 - u2
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
                 max_gap: int, lowest: np.ndarray) -> np.ndarray:
     """``curve-max`` table: largest distance from the in-betweens to the least-squares cubic.
@@ -245,7 +247,7 @@ def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
     return table
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def select(table: np.ndarray, lowest: np.ndarray, max_keys: int, use_sum: bool,
            chunks: int) -> tuple[np.ndarray, np.ndarray]:
     """Optimal selections for every key count up to ``max_keys`` (one dynamic programme).

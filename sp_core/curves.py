@@ -51,23 +51,32 @@ def solve_parameter(t: np.ndarray, out_dt: np.ndarray, in_dt: np.ndarray,
     """
     t, a, b, L = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64)
                                        for x in (t, out_dt, in_dt, length)))
-    lo = np.zeros_like(t)
-    hi = np.ones_like(t)
+    shape = t.shape
+    t, a, b, L = (np.ravel(x) for x in (t, a, b, L))
     u = np.clip(t / L, 0.0, 1.0)
+    # Only the entries still off their time are iterated: a few steep weighted handles need
+    # tens of bisection steps, and iterating every entry until the last one converged made
+    # this the bulk of a weighted fit.
+    active = np.arange(u.size)
+    lo = np.zeros_like(u)
+    hi = np.ones_like(u)
     for _ in range(60):
-        v = 1.0 - u
-        x = 3.0 * a * u * v * v + 3.0 * (L - b) * u * u * v + L * u ** 3
-        miss = x - t
-        if np.all(np.abs(miss) <= 1e-12 * L):
+        ua, aa, ba, la, ta = u[active], a[active], b[active], L[active], t[active]
+        v = 1.0 - ua
+        x = 3.0 * aa * ua * v * v + 3.0 * (la - ba) * ua * ua * v + la * ua ** 3
+        miss = x - ta
+        open_ = np.abs(miss) > 1e-12 * la
+        if not open_.any():
             break
-        hi = np.where(miss > 0, u, hi)
-        lo = np.where(miss <= 0, u, lo)
-        dx = 3.0 * (a * v * v + 2.0 * (L - a - b) * u * v + b * u * u)
+        active, ua, aa, ba, la, miss, v = (y[open_] for y in (active, ua, aa, ba, la, miss, v))
+        hi[active] = np.where(miss > 0, ua, hi[active])
+        lo[active] = np.where(miss <= 0, ua, lo[active])
+        dx = 3.0 * (aa * v * v + 2.0 * (la - aa - ba) * ua * v + ba * ua * ua)
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = u - miss / dx
-        inside = np.isfinite(step) & (step > lo) & (step < hi)
-        u = np.where(inside, step, 0.5 * (lo + hi))
-    return u
+            step = ua - miss / dx
+        inside = np.isfinite(step) & (step > lo[active]) & (step < hi[active])
+        u[active] = np.where(inside, step, 0.5 * (lo[active] + hi[active]))
+    return u.reshape(shape)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ biasing slopes that the data determines.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,7 @@ from sp_core.blocks import solve_block_tridiagonal
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves, bernstein, solve_parameter
 from sp_core.errors import ReductionError
+from sp_core.threads import single_threaded_blas
 
 TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
 FIT_SPACES = ("channel", "world")
@@ -369,7 +371,7 @@ def joint_errors(clip: Clip, channels: np.ndarray, reference: np.ndarray) -> np.
 def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                  smoothness: float = SMOOTHNESS, iterations: int = 12,
                  tolerance: float = 1e-4, free: np.ndarray | None = None,
-                 anchor: float = ANCHOR) -> Fit:
+                 anchor: float = ANCHOR, jacobian: str = "tree") -> Fit:
     """Refine a channel-space fit to minimise the world position error of every node.
 
     Parameters
@@ -391,6 +393,10 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     anchor : float
         Weight of the channel-value error (as distance, see :func:`channel_distance_scale`)
         next to the world position error.
+    jacobian : {"tree", "dense"}
+        How the Gauss–Newton blocks are formed: from the skeleton's tree structure
+        (:mod:`sp_core.tree_jacobian`, the default) or from the dense position Jacobian (the
+        slow reference the tests compare against). Both give the same blocks to rounding.
 
     Returns
     -------
@@ -405,7 +411,7 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     basis = _Basis(key_rows, values, fit.out_length, fit.in_length)
     reference = clip.positions
     columns = np.flatnonzero(np.ones(values.shape[1], bool) if free is None else free)
-    n_keys, n_channels = len(key_rows), len(columns)
+    n_keys = len(key_rows)
     # ridge target per key, laid out like the flattened unknowns: in slopes, then out slopes
     target = _target(values, key_rows, q)[:, :, columns].reshape(n_keys, -1)
     # The anchor: channel errors converted to distances (degrees x reach) and weighted by
@@ -417,66 +423,141 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     bend = lam * distance
     c_diag, c_upper, c_rhs = _normal_blocks(basis, values - basis.base, q)
     c_diag, c_upper, c_rhs = c_diag[columns], c_upper[columns], c_rhs[columns]
+    if jacobian == "tree":
+        from sp_core.tree_jacobian import (
+            TreeLayout,
+            pose,
+            solve_key_blocks,
+            world_normal_blocks,
+        )
 
-    def objective(slopes: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        layout = TreeLayout.of(clip, columns)
+
+        def kinematics(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+            return pose(clip, layout, channels)
+
+        def blocks(channels: np.ndarray, positions: np.ndarray, miss: np.ndarray,
+                   axes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            assert axes is not None
+            return world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in,
+                                       positions, miss, axes, q)
+
+        def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
+                  shift: np.ndarray) -> np.ndarray:
+            # only the (out, in) quadrant of an off-diagonal block is ever nonzero
+            n = len(columns)
+            return solve_key_blocks(diagonal, upper[:, (q - 1) * n:, :n], rhs, q, shift)
+    elif jacobian == "dense":
+        def kinematics(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+            return clip.forward_kinematics(channels), None
+
+        def blocks(channels: np.ndarray, positions: np.ndarray, miss: np.ndarray,
+                   axes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            return _world_normal_blocks(clip, basis, channels, miss, q, columns)
+
+        def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
+                  shift: np.ndarray) -> np.ndarray:
+            damped = diagonal.copy()
+            np.einsum("kii->ki", damped)[...] += shift
+            return solve_block_tridiagonal(damped, upper, rhs)
+    else:
+        raise ReductionError(f"unknown jacobian {jacobian!r}; choose tree or dense")
+    # the block solves are small (q C unknowns per key): BLAS threads only spin against each
+    # other and against the tree kernel's threads (see sp_core.threads)
+    with single_threaded_blas():
+        result, done = _world_iterations(
+            clip, basis, fit, q, lam, columns, target, weight, bend,
+            (c_diag, c_upper, c_rhs), kinematics, blocks, solve, iterations, tolerance)
+    _tidy_ends(result, q)
+    before = joint_errors(clip, basis.evaluate(fit.slopes, q), reference).mean()
+    after = joint_errors(clip, basis.evaluate(result.slopes, q), reference).mean()
+    if after > before:
+        result = fit.copy()
+    result.info["world_iterations"] = done
+    result.info["world_s"] = time.perf_counter() - t0
+    return result
+
+
+def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
+                      columns: np.ndarray, target: np.ndarray, weight: np.ndarray,
+                      bend: np.ndarray, channel_blocks: tuple[np.ndarray, np.ndarray, np.ndarray],
+                      kinematics: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]],
+                      blocks: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
+                      solve: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                                      np.ndarray],
+                      iterations: int, tolerance: float) -> tuple[Fit, int]:
+    """The Levenberg–Marquardt loop of :func:`refine_world`: (refined fit, iterations run).
+
+    ``kinematics(channels)`` gives positions and what ``blocks`` needs besides them (the
+    channels' world axes for the tree blocks); ``blocks(channels, positions, miss, axes)``
+    the Gauss–Newton normal equations; ``solve(diagonal, upper, rhs, shift)`` their
+    solution with ``shift`` (K, q C) added to the diagonal (the damping).
+    """
+    values = clip.channels
+    reference = clip.positions
+    n_keys, n_channels = len(basis.starts) + 1, len(columns)
+    c_diag, c_upper, c_rhs = channel_blocks
+
+    def objective(slopes: np.ndarray) -> tuple[float, tuple]:
         channels = basis.evaluate(slopes, q)
-        miss = clip.forward_kinematics(channels) - reference
+        positions, axes = kinematics(channels)
+        miss = positions - reference
         total = float(np.sum(miss * miss))
         drift = (channels - values)[:, columns]
         total += float(np.sum(weight * np.sum(drift * drift, axis=0)))
         if lam:
             bent = slopes[1:-1, 0, columns] - slopes[1:-1, 1, columns]
             total += float(np.sum(bend * bent * bent))
-        return total, channels, miss
+        return total, (channels, positions, miss, axes)
 
-    start = fit.copy()
     slopes = fit.slopes.copy()
-    current, channels, miss = objective(slopes)
+    current, state = objective(slopes)
+    history = [current]
     damping = 1e-3
     done = 0
     for iteration in range(1, iterations + 1):
         done = iteration
-        diagonal, upper, rhs = _world_normal_blocks(clip, basis, channels, miss, q, columns)
+        diagonal, upper, rhs = blocks(*state)
         # penalties act on each key's flattened block: in slopes, then out slopes
         flat = slopes[:, :, columns].reshape(n_keys, q * n_channels)
         scale = max(float(np.trace(diagonal, axis1=-2, axis2=-1).mean()) / (q * n_channels),
                     1e-12)
         if lam:
-            eye = np.diag(bend)
-            pair = np.block([[eye, -eye], [-eye, eye]])
-            diagonal[1:-1] += pair
-            rhs[1:-1] -= (pair @ flat[1:-1, :, None])[..., 0]
+            # bend x (in - out)^2 per channel: only the diagonals of a key's four quadrants
+            idx = np.arange(n_channels)
+            inner = diagonal[1:-1]
+            inner[:, idx, idx] += bend
+            inner[:, n_channels + idx, n_channels + idx] += bend
+            inner[:, idx, n_channels + idx] -= bend
+            inner[:, n_channels + idx, idx] -= bend
+            bent = flat[1:-1, :n_channels] - flat[1:-1, n_channels:]
+            rhs[1:-1, :n_channels] -= bend * bent
+            rhs[1:-1, n_channels:] += bend * bent
         ridge = RIDGE * scale
-        diagonal += ridge * np.eye(q * n_channels)
+        np.einsum("kii->ki", diagonal)[...] += ridge
         rhs -= ridge * (flat - target)
         _add_channel_term(diagonal, upper, rhs, c_diag, c_upper, c_rhs, weight,
                           slopes[:, :, columns])
         accepted = False
+        # Marquardt's scaling: damping times the diagonal, which the solver adds to its copy
+        leading = np.einsum("kii->ki", diagonal).copy()
         for _attempt in range(6):
-            damped = diagonal + damping * np.einsum(
-                "kii->ki", diagonal)[..., None] * np.eye(q * n_channels)
-            step = solve_block_tridiagonal(damped, upper, rhs)
+            step = solve(diagonal, upper, rhs, damping * leading)
             trial = slopes.copy()
             trial[:, :, columns] += step.reshape(n_keys, q, n_channels)
-            value, trial_channels, trial_miss = objective(trial)
+            value, trial_state = objective(trial)
             if value < current:
                 gain = (current - value) / max(current, 1e-300)
-                slopes, current, channels, miss = trial, value, trial_channels, trial_miss
+                slopes, current, state = trial, value, trial_state
+                history.append(current)
                 damping = max(damping * 0.3, 1e-9)
                 accepted = True
                 break
             damping *= 10.0
         if not accepted or gain < tolerance:
             break
-    result = Fit(slopes, fit.out_length, fit.in_length, dict(fit.info))
-    _tidy_ends(result, q)
-    before = joint_errors(clip, basis.evaluate(start.slopes, q), reference).mean()
-    after = joint_errors(clip, basis.evaluate(result.slopes, q), reference).mean()
-    if after > before:
-        result = start
-    result.info["world_iterations"] = done
-    result.info["world_s"] = time.perf_counter() - t0
-    return result
+    info = dict(fit.info, world_objective=history)
+    return Fit(slopes, fit.out_length, fit.in_length, info), done
 
 
 def channel_distance_scale(clip: Clip) -> np.ndarray:

@@ -846,7 +846,9 @@ def add_arguments(parser: argparse.ArgumentParser, names: Sequence[str],
             text += f" [default {_plain(default)}]"
         if spec.kind == "choice":
             text += f"; one of {', '.join(spec.allowed())}" if len(spec.allowed()) > 4 else ""
-        kwargs: dict[str, Any] = {"dest": name, "help": text, "default": argparse.SUPPRESS}
+        # argparse formats help with %: a literal one ("5%") must be doubled
+        kwargs: dict[str, Any] = {"dest": name, "help": text.replace("%", "%%"),
+                                  "default": argparse.SUPPRESS}
         if spec.kind == "bool":
             kwargs["action"] = "store_true"
         else:

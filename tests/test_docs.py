@@ -129,6 +129,8 @@ def test_every_command_line_option_has_help():
     parser = build_parser()
     commands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)][0]
     assert {"analyze", "reduce", "view", "batch"} <= set(commands.choices)
+    for sub in commands.choices.values():  # every --help renders (a stray % would raise)
+        assert "--help" in sub.format_help()
     missing = [f"{name} {action.option_strings or action.dest}"
                for name, sub in commands.choices.items() for action in sub._actions
                if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()]

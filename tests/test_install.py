@@ -282,7 +282,7 @@ for requirement in args[args.index("--target") + 2:]:
     site = prefix / ".hosts" / "blender-4.5" / "site-packages"
     assert log.read_text().split() == ["-m", "pip", "install", "--disable-pip-version-check",
                                        "-q", "--upgrade", "--target", str(site), "scipy",
-                                       "numba", "tomli-w", "tqdm", "ufbx==0.0.5"]
+                                       "numba", "threadpoolctl", "tomli-w", "tqdm", "ufbx==0.0.5"]
     # run as Blender runs it: the add-on's functions come from the installed copy
     code = (f"import runpy; module = runpy.run_path({str(loader)!r}); "
             "print(module['register'].__module__, module['register'].__code__.co_filename)")

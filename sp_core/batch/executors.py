@@ -20,18 +20,9 @@ from typing import Any
 
 from sp_core.batch.take import reduce_one
 from sp_core.jobs import Job
+from sp_core.threads import cores, pin_process, thread_environment
 
 OnDone = Callable[[Job, dict[str, object]], None]
-THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "MKL_NUM_THREADS")
-
-
-def cores() -> int:
-    """Cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 @contextlib.contextmanager
@@ -39,21 +30,19 @@ def worker_threads(workers: int) -> Iterator[int]:
     """Environment for worker processes started inside the block: ``cores // workers``
     threads each (numba and BLAS read it when they load, which is why it is set before the
     workers start rather than inside them)."""
-    threads = max(1, cores() // max(1, workers))
-    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
-    os.environ.update({name: str(threads) for name in THREAD_VARIABLES})
-    try:
+    with thread_environment(max(1, cores() // max(1, workers))) as threads:
         yield threads
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+
+
+def start_worker(parent: int, threads: int) -> None:
+    """Worker initialiser: pin the thread pools (:func:`sp_core.threads.pin_process`) and
+    end with the parent (:func:`die_with_parent`)."""
+    pin_process(threads)
+    die_with_parent(parent)
 
 
 def die_with_parent(parent: int) -> None:
-    """Worker initialiser: end this worker when the batch process ends, however it ends.
+    """End this worker when the batch process ends, however it ends.
 
     Linux delivers SIGKILL on the parent's death (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and
     as a second guard, a thread notices the worker being re-parented. Ctrl-C is left to the
@@ -86,10 +75,10 @@ def run_local(jobs: list[Job], workers: int, on_done: OnDone) -> None:
         return
     # spawn, not fork: numba's OpenMP threads do not survive a fork; workers start on demand,
     # so the thread environment stays set until the pool is done
-    with worker_threads(workers):
+    with worker_threads(workers) as threads:
         pool = ProcessPoolExecutor(max_workers=workers,
                                    mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=die_with_parent, initargs=(os.getpid(),))
+                                   initializer=start_worker, initargs=(os.getpid(), threads))
         try:
             futures = {pool.submit(reduce_one, job): job for job in jobs}
             _collect(as_completed(futures), futures, on_done, "worker crashed")

@@ -1,0 +1,238 @@
+"""Every performance target of issue 20 in one table, each beside a reference run.
+
+Usage: ``.venv/bin/python -m benchmarks [--repeat 3] [--quick]``
+
+The machine is shared, so absolute seconds wander; every row has a reference measured in the
+same run (the slow exact path, or the cost floor such as starting Python), and the ratio is
+what to compare between runs. Times are medians of ``--repeat`` runs unless a row says
+otherwise. ``--quick`` skips the batch rows and the 10,000-frame analysis.
+
+The detailed per-area scripts remain: ``bench_reduction.py`` (quality of every tangent mode),
+``bench_selection.py``, ``bench_batch.py`` and the others in this folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sp_core import reduction  # noqa: E402
+from sp_core.fitting import TANGENT_MODES, fit_channels, refine_world  # noqa: E402
+from sp_core.io.bvh import read_bvh  # noqa: E402
+from sp_core.jobs import Job, run_job  # noqa: E402
+from sp_core.options import Options  # noqa: E402
+from sp_core.reduction import constant_channels  # noqa: E402
+
+SAMPLE = ROOT / "examples" / "cmu_131_01.bvh"
+ROWS: list[tuple[str, str, str, str, str]] = []
+
+
+def median_time(run: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def row(target: str, goal: str, measured: str, reference: str, ratio: str) -> None:
+    ROWS.append((target, goal, measured, reference, ratio))
+    print(f"  {target}: {measured} (goal {goal}; reference {reference}; {ratio})", flush=True)
+
+
+def long_clip(n_frames: int):
+    """The sample continued with itself played backwards (continuous poses) to n frames."""
+    clip = read_bvh(SAMPLE)
+    parts, total = [], 0
+    while total < n_frames:
+        parts.append(clip.channels if len(parts) % 2 == 0 else clip.channels[::-1])
+        total += len(parts[-1])
+    return clip.with_channels(np.concatenate(parts)[:n_frames])
+
+
+def dense_reduce() -> Callable[[], None]:
+    """Swap reduce()'s world fit for the dense-Jacobian reference; returns the undo."""
+    original = reduction.refine_world
+    reduction.refine_world = functools.partial(refine_world, jacobian="dense")
+
+    def undo() -> None:
+        reduction.refine_world = original
+    return undo
+
+
+def bench_reduce(repeat: int) -> None:
+    job = Job(str(SAMPLE), Options(), "reduce")
+    run_job(job)  # warm: imports, kernels from the cache
+    fast = median_time(lambda: run_job(job), repeat)
+    result = run_job(job)
+    undo = dense_reduce()
+    try:
+        slow = median_time(lambda: run_job(job), 1)
+        reference = run_job(job)
+    finally:
+        undo()
+    m, r = result.reduction.metrics, reference.reduction.metrics
+    row("default `reduce` on the sample (994 frames, suggested K), warm", "≤ 1.0 s",
+        f"{fast:.2f} s", f"dense-Jacobian world fit {slow:.2f} s", f"{slow / fast:.1f}× faster")
+    row("… its errors (mean / max mm)", "no worse than the dense fit",
+        f"{m.mean_mm:.2f} / {m.max_mm:.1f}", f"{r.mean_mm:.2f} / {r.max_mm:.1f}",
+        f"{m.mean_mm / r.mean_mm:.3f} / {m.max_mm / r.max_mm:.3f}")
+
+
+def bench_world_fit(n_frames: int, repeat: int) -> None:
+    clip = long_clip(n_frames).unwrapped()
+    free = ~constant_channels(clip.channels)
+    rows = np.linspace(0, n_frames - 1, round(0.05 * n_frames)).round().astype(np.int64)
+    per_iteration = {}
+    for mode in TANGENT_MODES:
+        def world(mode: str = mode, jacobian: str = "tree", iterations: int = 12) -> object:
+            fit = fit_channels(clip.channels, rows, mode)
+            fit.slopes[:, :, ~free] = 0.0
+            return refine_world(clip, rows, fit, mode, iterations=iterations, free=free,
+                                jacobian=jacobian)
+        seconds = median_time(world, repeat)
+        if mode in ("unified", "broken"):
+            # one iteration of each path: the dense one takes minutes for 12
+            tree_one = median_time(functools.partial(world, iterations=1), repeat)
+            dense_one = median_time(functools.partial(world, jacobian="dense", iterations=1), 1)
+            per_iteration[mode] = (tree_one, dense_one)
+            reference = f"1 iteration: dense {dense_one:.2f} s, tree {tree_one:.2f} s"
+            ratio = f"{dense_one / tree_one:.1f}× per iteration"
+        else:
+            reference, ratio = "—", "—"
+        row(f"world fit, {n_frames:,} frames, {len(rows)} keys, {mode} (channel start "
+            "included)", "≤ 5 s", f"{seconds:.2f} s", reference, ratio)
+
+
+def largest_gap(work: Callable[[], object]) -> tuple[float, float]:
+    """(largest gap between 5 ms timer ticks of this thread, seconds of work) while ``work``
+    runs in another thread: how long an event loop would stall."""
+    import threading
+
+    done = threading.Event()
+    took = [0.0]
+
+    def worker() -> None:
+        started = time.perf_counter()
+        work()
+        took[0] = time.perf_counter() - started
+        done.set()
+
+    thread = threading.Thread(target=worker)
+    last, gap = time.perf_counter(), 0.0
+    thread.start()
+    while not done.is_set():
+        time.sleep(0.005)
+        now = time.perf_counter()
+        gap, last = max(gap, now - last), now
+    thread.join()
+    return gap, took[0]
+
+
+def bench_gil() -> None:
+    from sp_core.selection import SelectionSpace
+
+    clip = long_clip(5000)
+    clip.positions  # noqa: B018 - forward kinematics outside the measured stall
+    SelectionSpace.from_clip(clip.sub_range(0, 199))  # kernels loaded
+    stall, took = largest_gap(lambda: SelectionSpace.from_clip(clip))
+    idle, _ = largest_gap(lambda: time.sleep(min(took, 3.0)))
+    row("largest stall of a 5 ms timer during a 5,000-frame analysis in a thread",
+        "≤ 50 ms", f"{1000 * stall:.0f} ms (analysis {took:.1f} s)",
+        f"timer beside a sleeping thread: {1000 * idle:.0f} ms", "—")
+
+
+def fresh(code: str) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=ROOT)
+    return time.perf_counter() - started
+
+
+def bench_fresh_analyze(repeat: int) -> None:
+    command = [str(Path(sys.executable).with_name("salient-poses")), "analyze", str(SAMPLE)]
+
+    def analyze() -> None:
+        subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
+    seconds = median_time(analyze, repeat)
+    floor = median_time(lambda: fresh("import numpy, scipy.spatial.transform, numba"), repeat)
+    row("fresh-process `salient-poses analyze` on the sample", "≤ 1.0 s", f"{seconds:.2f} s",
+        f"python + numpy, scipy.spatial, numba imports {floor:.2f} s",
+        f"{seconds / floor:.1f}× the import floor")
+
+
+def bench_long_analyze() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        from sp_core.io.bvh import write_bvh
+
+        path = Path(tmp) / "long.bvh"
+        write_bvh(long_clip(10_000), path)
+        code = ("import resource, sys, time; from sp_core.jobs import Job, run_job; "
+                "from sp_core.options import Options; t = time.perf_counter(); "
+                f"run_job(Job({str(path)!r}, Options(), 'analyze')); "
+                "print(time.perf_counter() - t, "
+                "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+        try:
+            out = subprocess.run([sys.executable, "-c", code], check=True,
+                                 capture_output=True, text=True, cwd=ROOT).stdout.split()
+            row("default `analyze`, 10,000 frames", "≤ 10 s, ≤ 2 GB",
+                f"{float(out[0]):.1f} s, {float(out[1]):.0f} MB", "—", "—")
+        except subprocess.CalledProcessError as exc:
+            message = (exc.stderr or "").strip().splitlines()[-1:] or ["failed"]
+            row("default `analyze`, 10,000 frames", "≤ 10 s, ≤ 2 GB",
+                f"refused: {message[0][:120]}", "—", "—")
+
+
+def bench_batch(repeat: int) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_batch import make_takes
+
+    command = [str(Path(sys.executable).with_name("salient-poses")), "batch"]
+    with tempfile.TemporaryDirectory() as tmp:
+        takes = make_takes(Path(tmp))
+        seconds = {}
+        for workers in (1, 2):
+            def batch(workers: int = workers) -> None:
+                out = Path(tempfile.mkdtemp(dir=tmp))
+                subprocess.run([*command, *map(str, takes), "--out", str(out / "o"),
+                                "--workers", str(workers)], check=True, capture_output=True)
+            seconds[workers] = median_time(batch, repeat)
+    row(f"`batch --workers 2`, {len(takes)} takes of 400 frames", "≥ 1.8× one worker",
+        f"{seconds[2]:.1f} s", f"--workers 1: {seconds[1]:.1f} s",
+        f"{seconds[1] / seconds[2]:.2f}× the throughput")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true",
+                        help="skip the batch rows and the 10,000-frame analysis")
+    args = parser.parse_args()
+    print("measuring …", flush=True)
+    bench_reduce(args.repeat)
+    bench_world_fit(5000, max(1, args.repeat // 2))
+    bench_fresh_analyze(args.repeat)
+    if not args.quick:
+        bench_gil()
+        bench_long_analyze()
+        bench_batch(args.repeat)
+    print("\n| target | goal | measured | reference run | ratio |")
+    print("|---|---|---:|---|---|")
+    for target, goal, measured, reference, ratio in ROWS:
+        print(f"| {target} | {goal} | {measured} | {reference} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""numba kernels of the world-space fit (private; use :mod:`sp_core.tree_jacobian`).
+
+Imported only when a world fit runs, so reading files and the channel fit never load numba.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, nogil=True)
+def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
+             rotation: np.ndarray, pivot: np.ndarray, node_ptr: np.ndarray,
+             node_chan: np.ndarray, pair_a: np.ndarray, pair_b: np.ndarray, w_out: np.ndarray,
+             w_in: np.ndarray, bounds: np.ndarray, q: int, diagonal: np.ndarray,
+             upper: np.ndarray, rhs: np.ndarray) -> None:
+    """Add segment s's rows to the blocks of its keys s (out slots) and s + 1 (in slots)."""
+    n_free = axes.shape[1]
+    n_nodes = positions.shape[1]
+    o = (q - 1) * n_free
+    longest = 0
+    for n in range(n_nodes):
+        longest = max(longest, node_ptr[n + 1] - node_ptr[n])
+    gram = np.zeros((n_free, n_free))
+    grad = np.zeros(n_free)
+    jac = np.empty((longest, 3))
+    for f in range(bounds[s], bounds[s + 1]):
+        for n in range(n_nodes):
+            lo = node_ptr[n]
+            m = node_ptr[n + 1] - lo
+            rx = miss[f, n, 0]
+            ry = miss[f, n, 1]
+            rz = miss[f, n, 2]
+            for t in range(m):
+                c = node_chan[lo + t]
+                ax = axes[f, c, 0]
+                ay = axes[f, c, 1]
+                az = axes[f, c, 2]
+                if rotation[c]:
+                    j = pivot[c]
+                    ux = positions[f, n, 0] - positions[f, j, 0]
+                    uy = positions[f, n, 1] - positions[f, j, 1]
+                    uz = positions[f, n, 2] - positions[f, j, 2]
+                    jac[t, 0] = ay * uz - az * uy
+                    jac[t, 1] = az * ux - ax * uz
+                    jac[t, 2] = ax * uy - ay * ux
+                else:
+                    jac[t, 0] = ax
+                    jac[t, 1] = ay
+                    jac[t, 2] = az
+                grad[c] += jac[t, 0] * rx + jac[t, 1] * ry + jac[t, 2] * rz
+            for t1 in range(m):
+                c1 = node_chan[lo + t1]
+                x1 = jac[t1, 0]
+                y1 = jac[t1, 1]
+                z1 = jac[t1, 2]
+                for t2 in range(t1, m):
+                    gram[c1, node_chan[lo + t2]] += (x1 * jac[t2, 0] + y1 * jac[t2, 1]
+                                                     + z1 * jac[t2, 2])
+        for c in range(n_free):
+            rhs[s, o + c] -= w_out[f, c] * grad[c]
+            rhs[s + 1, c] -= w_in[f, c] * grad[c]
+            grad[c] = 0.0
+        for e in range(len(pair_a)):
+            a = pair_a[e]
+            b = pair_b[e]
+            value = gram[a, b]
+            gram[a, b] = 0.0
+            oa = w_out[f, a]
+            ob = w_out[f, b]
+            ia = w_in[f, a]
+            ib = w_in[f, b]
+            diagonal[s, o + a, o + b] += oa * ob * value
+            diagonal[s + 1, a, b] += ia * ib * value
+            upper[s, o + a, b] += oa * ib * value
+            if a != b:
+                upper[s, o + b, a] += ob * ia * value
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
+                          rotation: np.ndarray, pivot: np.ndarray, node_ptr: np.ndarray,
+                          node_chan: np.ndarray, pair_a: np.ndarray, pair_b: np.ndarray,
+                          w_out: np.ndarray, w_in: np.ndarray, bounds: np.ndarray, q: int):
+    """Gauss–Newton normal equations of the world fit, in key blocks.
+
+    Parameters
+    ----------
+    positions, miss : (F, n_nodes, 3) float64
+        World positions and their errors (current − target), scene units.
+    axes : (F, Cf, 3) float64
+        World direction of every free channel (rotations: per degree).
+    rotation : (Cf,) bool
+    pivot : (Cf,) int64
+    node_ptr, node_chan : CSR of the free channels that move each node (ascending).
+    pair_a, pair_b : (P,) int64
+        Pairs a ≤ b of channels moving a common node.
+    w_out, w_in : (F, Cf) float64
+        Basis weights of each row's out slope (segment's first key) and in slope (second key).
+    bounds : (S + 1,) int64
+        Row bounds of the S = K - 1 segments.
+    q : int
+        Slots per channel and key: 1 (one slope) or 2 (in, then out).
+
+    Returns
+    -------
+    diagonal : (K, q Cf, q Cf) float64
+        Σ_f diag(w) G_f diag(w) (G_f = J_fᵀ J_f) in each key's out slots from the segment
+        after it and in slots from the segment before it.
+    upper : (K - 1, q Cf, q Cf) float64
+        Σ_f diag(w_out) G_f diag(w_in) in the (out of key k, in of key k + 1) quadrant.
+    rhs : (K, q Cf) float64
+        Minus the gradient, Σ_f w ∘ J_fᵀ r_f, in the same slots.
+
+    Notes
+    -----
+    Segment s writes keys s and s + 1, so even segments run in parallel first, then odd
+    ones: no two threads ever write the same block.
+    """
+    n_segments = len(bounds) - 1
+    n_free = axes.shape[1]
+    size = q * n_free
+    diagonal = np.zeros((n_segments + 1, size, size))
+    upper = np.zeros((n_segments, size, size))
+    rhs = np.zeros((n_segments + 1, size))
+    for parity in range(2):
+        for half in prange((n_segments - parity + 1) // 2):
+            _segment(2 * half + parity, positions, miss, axes, rotation, pivot, node_ptr,
+                     node_chan, pair_a, pair_b, w_out, w_in, bounds, q, diagonal, upper, rhs)
+    for k in prange(n_segments + 1):
+        for a in range(size):
+            for b in range(a + 1, size):
+                diagonal[k, b, a] = diagonal[k, a, b]
+    return diagonal, upper, rhs
+
+
+@njit(cache=True, inline="always")
+def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    for r in range(3):
+        for k in range(3):
+            out[r, k] = a[r, 0] * b[0, k] + a[r, 1] * b[1, k] + a[r, 2] * b[2, k]
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarray,
+                     parents: np.ndarray, translation: np.ndarray, rot_ptr: np.ndarray,
+                     rot_chan: np.ndarray, rot_axis: np.ndarray, rot_slot: np.ndarray,
+                     orients: np.ndarray, slot: np.ndarray, n_free: int):
+    """World positions and the world direction of every free channel, per frame.
+
+    The same chain as :meth:`sp_core.clip.Clip.forward_kinematics` (local translation in the
+    parent's frame; parent rotation · orient · channel rotations in listed order), with the
+    axes of :func:`sp_core.tree_jacobian.channel_axes` picked up on the way.
+
+    Parameters
+    ----------
+    channels : (F, C) float64
+    turns : (F, R, 3, 3) float64
+        Each rotation channel's single-axis matrix (from scipy, see
+        :meth:`sp_core.clip.Clip.axis_rotations`), channel c's at ``rot_slot[c]``.
+    offsets : (N, 3) float64
+    parents : (N,) int64
+    translation : (N, 3) int64
+        Translation channel of each node and axis, -1 for none (the offset is kept).
+    rot_ptr, rot_chan : CSR of each node's rotation channels in listed order.
+    rot_axis : (C,) int64
+        Axis (0, 1, 2) of every rotation channel.
+    rot_slot : (C,) int64
+    orients : (N, 3, 3) float64
+    slot : (C,) int64
+        Index of each channel among the free ones, -1 if not free.
+    n_free : int
+
+    Returns
+    -------
+    positions : (F, N, 3) float64
+    axes : (F, n_free, 3) float64
+    """
+    n_frames = channels.shape[0]
+    n_nodes = offsets.shape[0]
+    positions = np.empty((n_frames, n_nodes, 3))
+    axes = np.zeros((n_frames, n_free, 3))
+    degree = np.pi / 180.0
+    for f in prange(n_frames):
+        world = np.empty((n_nodes, 3, 3))
+        parent = np.empty((3, 3))
+        partial = np.empty((3, 3))
+        temp = np.empty((3, 3))
+        t = np.empty(3)
+        for i in range(n_nodes):
+            p = parents[i]
+            for a in range(3):
+                c = translation[i, a]
+                t[a] = offsets[i, a] if c < 0 else channels[f, c]
+            if p >= 0:
+                for r in range(3):
+                    positions[f, i, r] = positions[f, p, r] + (world[p, r, 0] * t[0]
+                                                               + world[p, r, 1] * t[1]
+                                                               + world[p, r, 2] * t[2])
+                    for k in range(3):
+                        parent[r, k] = world[p, r, k]
+            else:
+                for r in range(3):
+                    positions[f, i, r] = t[r]
+                    for k in range(3):
+                        parent[r, k] = 1.0 if r == k else 0.0
+            for a in range(3):
+                c = translation[i, a]
+                if c >= 0 and slot[c] >= 0:
+                    for r in range(3):
+                        axes[f, slot[c], r] = parent[r, a]
+            _matmul_into(parent, orients[i], partial)
+            for e in range(rot_ptr[i], rot_ptr[i + 1]):
+                c = rot_chan[e]
+                if slot[c] >= 0:
+                    for r in range(3):
+                        axes[f, slot[c], r] = partial[r, rot_axis[c]] * degree
+                _matmul_into(partial, turns[f, rot_slot[c]], temp)
+                for r in range(3):
+                    for k in range(3):
+                        partial[r, k] = temp[r, k]
+            for r in range(3):
+                for k in range(3):
+                    world[i, r, k] = partial[r, k]
+    return positions, axes

@@ -1,0 +1,281 @@
+"""Gauss–Newton blocks of the world-space fit from the skeleton's tree structure.
+
+A channel of node j moves only j and its descendants, so the position Jacobian of one frame,
+(3 n_nodes × C), is mostly zeros (81 % on the sample skeleton). Instead of building it densely
+and multiplying it out, this module keeps per channel only its world direction (the axis a
+rotation turns about, or the axis a translation moves along) and its pivot node; the kernel in
+:mod:`sp_core._fit_kernels` forms J_fᵀ J_f and J_fᵀ r_f node by node from the channels above each
+node, which costs O(Σ_n |channels above n|²) per frame instead of O(n_nodes C²).
+
+The result is the same block-tridiagonal normal system as the dense product (to rounding; the
+tests compare both on real mocap), laid out like :func:`sp_core.fitting.refine_world` expects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sp_core.clip import AXES, Clip
+
+
+@dataclass(frozen=True)
+class TreeLayout:
+    """Which free channels move which node, flattened for the kernel.
+
+    Attributes
+    ----------
+    columns : (Cf,) int64
+        The free channels (columns of the clip's channels), in unknown order.
+    rotation : (Cf,) bool
+        True for rotation channels (turn about an axis through the pivot), False for
+        translations (move along an axis).
+    pivot : (Cf,) int64
+        The node that owns each channel.
+    node_ptr : (n_nodes + 1,) int64
+    node_chan : (nnz,) int64
+        ``node_chan[node_ptr[n]:node_ptr[n + 1]]``: indices into ``columns`` of the channels
+        that move node n (its own and its ancestors'), ascending.
+    pair_a, pair_b : (P,) int64
+        Every pair a ≤ b of free channels that move a common node: the nonzeros of the upper
+        triangle of J_fᵀ J_f.
+    slot : (C_all,) int64
+        Index of every channel of the clip among ``columns``, -1 for fixed channels.
+    rot_ptr, rot_chan : (n_nodes + 1,), (R,) int64
+        Each node's rotation channels in listed order (CSR), for the kinematic chain.
+    rot_axis : (C_all,) int64
+        Axis 0, 1, 2 (X, Y, Z) of every rotation channel (0 for translations).
+    orients : (n_nodes, 3, 3) float64
+        The clip's orients, identity where it has none.
+    """
+
+    columns: np.ndarray
+    rotation: np.ndarray
+    pivot: np.ndarray
+    node_ptr: np.ndarray
+    node_chan: np.ndarray
+    pair_a: np.ndarray
+    pair_b: np.ndarray
+    slot: np.ndarray
+    rot_ptr: np.ndarray
+    rot_chan: np.ndarray
+    rot_axis: np.ndarray
+    orients: np.ndarray
+
+    @classmethod
+    def of(cls, clip: Clip, columns: np.ndarray) -> TreeLayout:
+        """The layout for the free ``columns`` (C,) int of ``clip``."""
+        columns = np.asarray(columns, dtype=np.int64)
+        position = {int(c): t for t, c in enumerate(columns)}
+        owned: list[list[int]] = [[] for _ in range(clip.n_nodes)]
+        for c in columns:
+            owned[int(clip.channel_nodes[c])].append(position[int(c)])
+        above: list[list[int]] = []
+        for n in range(clip.n_nodes):
+            p = int(clip.parents[n])
+            above.append(sorted((above[p] if p >= 0 else []) + owned[n]))
+        pairs = set()
+        for chans in above:
+            for i, a in enumerate(chans):
+                for b in chans[i:]:
+                    pairs.add((a, b))
+        ordered = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+        lengths = np.array([len(a) for a in above], dtype=np.int64)
+        slot = np.full(clip.n_channels, -1, dtype=np.int64)
+        slot[columns] = np.arange(len(columns))
+        rot_axis = np.zeros(clip.n_channels, dtype=np.int64)
+        for i, chans in enumerate(clip._rotation_index):
+            for k, c in enumerate(chans):
+                rot_axis[c] = AXES.index(clip.rotation_orders[i][k])
+        rot_counts = [len(chans) for chans in clip._rotation_index]
+        orients = (np.broadcast_to(np.eye(3), (clip.n_nodes, 3, 3)) if clip.orients is None
+                   else clip.orients)
+        return cls(
+            columns=columns,
+            rotation=np.asarray(clip.is_rotation_channel(), dtype=bool)[columns],
+            pivot=np.asarray(clip.channel_nodes, dtype=np.int64)[columns],
+            node_ptr=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+            node_chan=np.array([c for a in above for c in a], dtype=np.int64),
+            pair_a=np.ascontiguousarray(ordered[:, 0]),
+            pair_b=np.ascontiguousarray(ordered[:, 1]),
+            slot=slot,
+            rot_ptr=np.concatenate([[0], np.cumsum(rot_counts)]).astype(np.int64),
+            rot_chan=np.concatenate([np.asarray(c, dtype=np.int64)
+                                     for c in clip._rotation_index] + [np.zeros(0, np.int64)]),
+            rot_axis=rot_axis,
+            orients=np.ascontiguousarray(orients, dtype=np.float64))
+
+
+def channel_axes(clip: Clip, channels: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Each channel's world direction, per frame.
+
+    Parameters
+    ----------
+    clip : Clip
+    channels : (F, C_all) float64
+        Values in the clip's channel layout.
+    columns : (Cf,) int
+        The channels whose directions are wanted.
+
+    Returns
+    -------
+    axes : (F, Cf, 3) float64
+        Translations: the parent's world axis the channel moves along (scene units per unit).
+        Rotations: the world axis the channel turns about (the parent's world rotation, the
+        orient, then the Euler rotations listed before it), scaled by π/180 so that
+        ``axis × (p_n − p_pivot)`` is scene units per degree.
+    """
+    channels = np.asarray(channels, dtype=np.float64)
+    n_frames = channels.shape[0]
+    turns = clip.axis_rotations(channels)
+    wanted = {int(c): t for t, c in enumerate(np.asarray(columns, dtype=np.int64))}
+    axes = np.zeros((n_frames, len(wanted), 3))
+    identity = np.broadcast_to(np.eye(3), (n_frames, 3, 3))
+    world: list[np.ndarray] = []
+    translation = clip._translation_index
+    rotation_index = clip._rotation_index
+    for i in range(clip.n_nodes):
+        p = int(clip.parents[i])
+        parent_r = identity if p < 0 else world[p]
+        for axis in range(3):
+            c = int(translation[i, axis])
+            if c in wanted:
+                axes[:, wanted[c]] = parent_r[:, :, axis]
+        partial = parent_r if clip.orients is None else np.matmul(parent_r, clip.orients[i])
+        order = clip.rotation_orders[i]
+        for k, c in enumerate(rotation_index[i]):
+            if int(c) in wanted:
+                axes[:, wanted[int(c)]] = partial[:, :, AXES.index(order[k])] * (np.pi / 180.0)
+            partial = np.matmul(partial, turns[:, clip.rotation_slot[c]])
+        world.append(partial)
+    return axes
+
+
+def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """World positions and the free channels' world directions in one pass (numba).
+
+    Parameters
+    ----------
+    clip : Clip
+    layout : TreeLayout
+    channels : (F, C_all) float64
+
+    Returns
+    -------
+    positions : (F, n_nodes, 3) float64
+        Equal to :meth:`sp_core.clip.Clip.forward_kinematics` to rounding.
+    axes : (F, Cf, 3) float64
+        As :func:`channel_axes`.
+    """
+    from sp_core._fit_kernels import chain_kinematics
+
+    channels = np.ascontiguousarray(channels, dtype=np.float64)
+    return chain_kinematics(channels, clip.axis_rotations(channels),
+                            np.ascontiguousarray(clip.offsets), clip.parents,
+                            np.ascontiguousarray(clip._translation_index), layout.rot_ptr,
+                            layout.rot_chan, layout.rot_axis, clip.rotation_slot,
+                            layout.orients, layout.slot, len(layout.columns))
+
+
+def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarray,
+                        w_in: np.ndarray, positions: np.ndarray, miss: np.ndarray,
+                        axes: np.ndarray, q: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gauss–Newton normal equations for the slopes of the free channels in world space.
+
+    Parameters
+    ----------
+    layout : TreeLayout
+    starts : (K - 1,) int
+        First row of every segment (segment k runs to the next start; the last to the end).
+    w_out, w_in : (F, C_all) float64
+        Basis weights of each row's segment slopes (see :class:`sp_core.fitting._Basis`).
+    positions, miss : (F, n_nodes, 3) float64
+        The current positions and their errors (minus the target), scene units.
+    axes : (F, Cf, 3) float64
+        The free channels' world directions (:func:`pose` or :func:`channel_axes`).
+    q : int
+        1 (one slope per key) or 2 (in, out).
+
+    Returns
+    -------
+    diagonal : (K, q Cf, q Cf) float64
+    upper : (K - 1, q Cf, q Cf) float64
+    rhs : (K, q Cf) float64
+        Minus the gradient. A key's unknowns are ordered in slopes, then out slopes.
+    """
+    from sp_core._fit_kernels import segment_normal_blocks
+
+    columns = layout.columns
+    bounds = np.append(np.asarray(starts, dtype=np.int64), positions.shape[0])
+    return segment_normal_blocks(
+        np.ascontiguousarray(positions), np.ascontiguousarray(miss),
+        np.ascontiguousarray(axes), layout.rotation, layout.pivot, layout.node_ptr,
+        layout.node_chan, layout.pair_a, layout.pair_b,
+        np.ascontiguousarray(w_out[:, columns]), np.ascontiguousarray(w_in[:, columns]),
+        bounds, q)
+
+
+def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray, q: int,
+                     shift: np.ndarray | None = None) -> np.ndarray:
+    """Solve the world fit's block-tridiagonal system, using where its off-diagonal is zero.
+
+    A segment couples only its first key's out slopes with its second key's in slopes, so
+    the block A[k, k + 1] is zero except for its (out, in) quadrant ``coupling[k]``. Block
+    elimination then needs only C + 1 right-hand sides per key instead of q C + 1, and the
+    Schur update touches only the next key's (in, in) quadrant: about a third of the work of
+    :func:`sp_core.blocks.solve_block_tridiagonal` for broken tangents (q = 2). Pivots are
+    positive definite, so Cholesky factors them.
+
+    Parameters
+    ----------
+    diagonal : (K, q C, q C) float64
+        Diagonal blocks; a key's unknowns are in slopes, then out slopes.
+    coupling : (K - 1, C, C) float64
+        A[k, k + 1][out slots of key k, in slots of key k + 1].
+    rhs : (K, q C) float64
+    q : int
+    shift : (K, q C) float64, optional
+        Added to the diagonal of the diagonal blocks (Levenberg–Marquardt damping) without
+        copying them all.
+
+    Returns
+    -------
+    x : (K, q C) float64
+    """
+    from scipy.linalg import cho_factor, cho_solve
+
+    n_keys, size = rhs.shape
+    n = size // q
+    o = slice((q - 1) * n, q * n)
+    i = slice(0, n)
+    factors: list[np.ndarray] = []
+    partial: list[np.ndarray] = []
+    right = rhs[0].copy()
+    diagonal_of = np.arange(size)
+    for k in range(n_keys):
+        pivot = diagonal[k].copy()
+        if shift is not None:
+            pivot[diagonal_of, diagonal_of] += shift[k]
+        if k > 0:
+            previous = factors[k - 1]
+            pivot[i, i] -= coupling[k - 1].T @ previous[o]
+            right = rhs[k].copy()
+            right[i] -= coupling[k - 1].T @ partial[k - 1][o]
+        factor = cho_factor(pivot, lower=True, check_finite=False)
+        if k < n_keys - 1:
+            both = np.zeros((size, n + 1))
+            both[o, :n] = coupling[k]
+            both[:, n] = right
+            solved = cho_solve(factor, both, check_finite=False)
+            factors.append(solved[:, :n])
+            partial.append(solved[:, n])
+        else:
+            partial.append(cho_solve(factor, right, check_finite=False))
+    x = np.empty_like(rhs)
+    x[-1] = partial[-1]
+    for k in range(n_keys - 2, -1, -1):
+        x[k] = partial[k] - factors[k] @ x[k + 1][i]
+    return x

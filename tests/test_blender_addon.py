@@ -159,6 +159,17 @@ def test_a_quaternion_bone_is_refused_until_converted_to_euler(scene):
                                shown[:, 0], atol=1e-5)
 
 
+def test_a_limb_is_read_with_the_ancestors_that_carry_it(scene):
+    host = scene.host
+    motion = host.motion(["LeftShoulder"], FIRST, FIRST + FRAMES - 1)
+    assert motion.node_names[:5] == ["Hips", "lowerback", "Chest", "Chest2", "LeftCollar"]
+    assert "LeftWrist" in motion.node_names
+    assert not {"RightShoulder", "lowerneck", "LeftHip"} & set(motion.node_names)
+    shown = scene.positions(motion.node_names, motion.frames)
+    assert np.linalg.norm(shown - motion.positions, axis=-1).max() <= \
+        TOLERANCE * motion.height()
+
+
 def test_an_fbx_scene_from_blenders_importer_reduces_after_conversion():
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.ops.import_scene.fbx(filepath=str(ROOT / "tests" / "data" / "cmu_131_01_240.fbx"))

@@ -28,6 +28,12 @@ Usage
     other dependencies with Blender's own Python into that site folder (Blender ships numpy;
     without ``--blender-python`` the command is printed). Then enable *Salient Poses* in
     Preferences > Add-ons.
+``python3 install.py --blender-extension OUT.zip [--wheels DIR]``
+    Build a Blender extension (4.2+; *Get Extensions > Install from Disk*): the manifest, an
+    ``__init__.py`` that registers the bundled ``blender_addon``, and ``sp_core`` under ``lib/``.
+    ``--wheels DIR`` bundles the ``.whl`` files found there (scipy, numba, ... for the target
+    platform, e.g. from ``pip download``) and lists them in the manifest, so that Blender installs
+    them; without it the user's Blender must provide them.
 ``python3 install.py --uninstall [--maya] [--mobu] [--blender]``
     Remove exactly what was installed (recorded in ``.salient-poses-manifest.json``).
 ``python3 install.py --check``
@@ -475,6 +481,68 @@ def plan_blender(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> No
              "selftest.main([])\"", lambda: None)
 
 
+EXTENSION_INIT = '''"""Salient Poses as a Blender extension (built by install.py).
+"""
+
+import os
+import sys
+
+_LIB = os.path.join(os.path.dirname(__file__), "lib")  # sp_core and blender_addon
+if _LIB not in sys.path:
+    sys.path.insert(0, _LIB)
+
+from blender_addon import register, unregister  # noqa: E402
+'''
+
+
+def extension_files(wheels: Path | None) -> dict[str, bytes]:
+    """Archive name → content of the Blender extension zip."""
+    manifest = (ROOT / "blender_addon" / "blender_manifest.toml").read_text()
+    found = sorted(wheels.glob("*.whl")) if wheels is not None else []
+    if wheels is not None and not found:
+        raise InstallError(f"no .whl files in {wheels}")
+    if found:  # a top-level key: before the first [table]
+        listed = ", ".join(f'"./wheels/{w.name}"' for w in found)
+        lines = manifest.splitlines(keepends=True)
+        at = next((i for i, line in enumerate(lines) if line.startswith("[")), len(lines))
+        lines.insert(at, f"# added by install.py --blender-extension --wheels\n"
+                         f"wheels = [{listed}]\n\n")
+        manifest = "".join(lines)
+    files = {"blender_manifest.toml": manifest.encode(), "__init__.py": EXTENSION_INIT.encode()}
+    for package in ("sp_core", "blender_addon"):
+        for path in sorted((ROOT / package).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts \
+                    and path.suffix not in (".nbi", ".nbc", ".pyc"):
+                files[f"lib/{path.relative_to(ROOT).as_posix()}"] = path.read_bytes()
+    for wheel in found:
+        files[f"wheels/{wheel.name}"] = wheel.read_bytes()
+    return files
+
+
+def plan_blender_extension(plan: Plan, out: Path, wheels: Path | None) -> None:
+    import zipfile
+
+    _writable_parent(out)
+
+    def build() -> None:
+        files = extension_files(wheels)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(out.name + ".partial")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, content in files.items():
+                archive.writestr(name, content)
+        partial.replace(out)
+    bundled = f" with the wheels of {wheels}" if wheels else ""
+    plan.add(f"write {out} (Blender extension{bundled})", build)
+    if wheels is None:
+        plan.add("Blender extension without dependency wheels: Blender's Python must already "
+                 "have scipy, numba, tomli-w, tqdm and ufbx; to bundle them, download the "
+                 "wheels for the target platform, e.g.\n    python3 -m pip download "
+                 "--only-binary=:all: --python-version 3.11 --platform manylinux_2_28_x86_64 "
+                 "-d wheels scipy numba tomli-w tqdm ufbx==0.0.5\nand build again with "
+                 "--wheels wheels", lambda: None)
+
+
 def plan_uninstall(plan: Plan, manifest: Manifest, targets: set[str]) -> None:
     entries = [e for e in manifest.entries if e["target"] in targets]
     if not entries:
@@ -578,11 +646,15 @@ def main(argv: list[str] | None = None) -> int:
                               "addons)")
     blender.add_argument("--blender-python", metavar="PATH",
                          help="Blender's own Python (in Blender's folder: <version>/python/bin)")
+    blender.add_argument("--blender-extension", metavar="OUT.zip",
+                         help="build a Blender extension zip (Install from Disk)")
+    blender.add_argument("--wheels", metavar="DIR",
+                         help="with --blender-extension: bundle the .whl files of DIR")
     args = parser.parse_args(argv)
-    if not (args.standalone or args.maya or args.mobu or args.blender or args.uninstall
-            or args.check):
-        parser.error("say what to do: --standalone, --maya, --mobu, --blender, --uninstall or "
-                     "--check")
+    if not (args.standalone or args.maya or args.mobu or args.blender or args.blender_extension
+            or args.uninstall or args.check):
+        parser.error("say what to do: --standalone, --maya, --mobu, --blender, "
+                     "--blender-extension, --uninstall or --check")
 
     manifest = Manifest()
     if args.check:
@@ -602,6 +674,9 @@ def main(argv: list[str] | None = None) -> int:
                 plan_mobu(plan, manifest, args)
             if args.blender:
                 plan_blender(plan, manifest, args)
+            if args.blender_extension:
+                plan_blender_extension(plan, Path(args.blender_extension),
+                                       Path(args.wheels) if args.wheels else None)
         plan.execute(args.dry_run)
     except InstallError as exc:
         print(f"install.py: error: {exc}", file=sys.stderr)

@@ -323,8 +323,9 @@ class BlenderHost:
         return world
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
-        """The bones under ``roots`` as a clip: rest offsets and orientations from the
-        armature, location and Euler rotation channels read from the scene over the range."""
+        """The bones under ``roots`` and their ancestors (whose motion carries them) as a
+        clip: rest offsets and orientations from the armature, location and Euler rotation
+        channels read from the scene over the range."""
         self.skipped.clear()
         self.notes = []
         with host_step("reading the armature"):
@@ -332,6 +333,15 @@ class BlenderHost:
             nodes = self.hierarchy(roots)
             if not nodes:
                 raise HostError("nothing to analyse: select an armature (or bones in Pose Mode)")
+            # a bone below the armature's root moves with its ancestors: keep them
+            keep = {n for n, _ in nodes}
+            for name, _parent in nodes:
+                above = obj.data.bones[name].parent
+                while above is not None:
+                    keep.add(above.name)
+                    above = above.parent
+            tops = [b.name for b in obj.data.bones if b.parent is None and b.name in keep]
+            nodes = [(n, p) for n, p in self.hierarchy(tops) if n in keep]
             world = self._check_object(obj)
             animated = self._animated_paths(obj)
             pose = obj.pose.bones

@@ -159,6 +159,17 @@ def test_a_quaternion_bone_is_refused_until_converted_to_euler(scene):
                                shown[:, 0], atol=1e-5)
 
 
+def test_a_limb_is_read_with_the_ancestors_that_carry_it(scene):
+    host = scene.host
+    motion = host.motion(["LeftShoulder"], FIRST, FIRST + FRAMES - 1)
+    assert motion.node_names[:5] == ["Hips", "lowerback", "Chest", "Chest2", "LeftCollar"]
+    assert "LeftWrist" in motion.node_names
+    assert not {"RightShoulder", "lowerneck", "LeftHip"} & set(motion.node_names)
+    shown = scene.positions(motion.node_names, motion.frames)
+    assert np.linalg.norm(shown - motion.positions, axis=-1).max() <= \
+        TOLERANCE * motion.height()
+
+
 def test_an_fbx_scene_from_blenders_importer_reduces_after_conversion():
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.ops.import_scene.fbx(filepath=str(ROOT / "tests" / "data" / "cmu_131_01_240.fbx"))
@@ -292,3 +303,34 @@ def test_extension_manifest_agrees_with_bl_info_and_the_project():
     assert manifest["blender_version_min"] == "4.2.0" == ".".join(
         str(v) for v in blender_addon.bl_info["blender"])
     assert manifest["type"] == "add-on" and manifest["id"] == "salient_poses"
+
+
+def test_the_extension_zip_installs_and_registers_in_blender(tmp_path):
+    """install.py --blender-extension, then Blender's own Install from Disk
+    (``extensions.package_install_files``) in a fresh Blender with its user folders in tmp."""
+    import subprocess
+    import sys
+
+    archive = tmp_path / "salient_poses.zip"
+    done = subprocess.run([sys.executable, str(ROOT / "install.py"), "--blender-extension",
+                           str(archive)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "without dependency wheels" in done.stdout
+    code = f"""
+import bpy
+result = bpy.ops.extensions.package_install_files(filepath={str(archive)!r},
+                                                  repo="user_default", enable_on_install=True)
+import blender_addon
+print(result, sorted(k for k in bpy.context.preferences.addons.keys() if "salient" in k),
+      hasattr(bpy.types.Scene, "salient_poses"), blender_addon.__file__)
+"""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+           "BLENDER_USER_RESOURCES": str(tmp_path / "blender")}
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    last = ran.stdout.strip().splitlines()[-1]
+    assert last.startswith("{'FINISHED'} ['bl_ext.user_default.salient_poses'] True ")
+    installed = last.split()[-1]
+    assert installed.startswith(str(tmp_path / "blender")) and installed.endswith(
+        "lib/blender_addon/__init__.py")

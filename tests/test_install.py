@@ -297,3 +297,27 @@ for requirement in args[args.index("--target") + 2:]:
     assert install.main(["--uninstall", "--blender"]) == 0
     assert not (tmp_path / "home" / "blender").exists() and not prefix.exists()
     assert not install.MANIFEST.exists()
+
+
+def test_blender_extension_bundles_and_lists_the_given_wheels(install, tmp_path):
+    import tomllib
+    import zipfile
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for name in ("scipy-1.16.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+                 "numba-0.62.0-cp311-cp311-manylinux_2_28_x86_64.whl"):
+        (wheels / name).write_bytes(b"wheel " + name.encode())
+    out = tmp_path / "dist" / "salient_poses.zip"
+    assert install.main(["--blender-extension", str(out), "--wheels", str(wheels)]) == 0
+    with zipfile.ZipFile(out) as archive:
+        names = set(archive.namelist())
+        manifest = tomllib.loads(archive.read("blender_manifest.toml").decode())
+        init = archive.read("__init__.py").decode()
+    assert manifest["wheels"] == sorted(f"./wheels/{w.name}" for w in wheels.iterdir())
+    assert {"wheels/" + w.name for w in wheels.iterdir()} <= names
+    assert {"lib/sp_core/selection.py", "lib/blender_addon/host.py"} <= names
+    assert not any("__pycache__" in n for n in names)
+    assert "from blender_addon import register, unregister" in init
+    assert install.main(["--blender-extension", str(out), "--wheels",
+                         str(tmp_path / "empty")]) == 2

@@ -21,6 +21,9 @@ import numpy as np
 
 from sp_core.errors import ReductionError
 
+#: Entries from which :func:`solve_parameter` uses its numba kernel.
+KERNEL_SIZE = 50_000
+
 
 def bernstein(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The four cubic Bernstein polynomials at curve parameters ``u`` (any shape)."""
@@ -53,6 +56,13 @@ def solve_parameter(t: np.ndarray, out_dt: np.ndarray, in_dt: np.ndarray,
                                        for x in (t, out_dt, in_dt, length)))
     shape = t.shape
     t, a, b, L = (np.ravel(x) for x in (t, a, b, L))
+    if t.size >= KERNEL_SIZE:
+        # the same iteration per entry in a numba kernel: weighted fits solve this for every
+        # row and channel many times (the kernel loads only for arrays this large)
+        from sp_core._fit_kernels import bezier_parameter
+
+        return bezier_parameter(*(np.ascontiguousarray(x) for x in (t, a, b, L))
+                                ).reshape(shape)
     u = np.clip(t / L, 0.0, 1.0)
     # Only the entries still off their time are iterated: a few steep weighted handles need
     # tens of bisection steps, and iterating every entry until the last one converged made

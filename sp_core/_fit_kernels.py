@@ -254,17 +254,15 @@ def bezier_parameter(t: np.ndarray, a: np.ndarray, b: np.ndarray, length: np.nda
         for _ in range(60):
             v = 1.0 - u
             miss = 3.0 * ae * u * v * v + 3.0 * (le - be) * u * u * v + le * u ** 3 - te
-            if abs(miss) <= 1e-12 * le:
-                break
             if miss > 0:
                 hi = u
             else:
                 lo = u
             dx = 3.0 * (ae * v * v + 2.0 * (le - ae - be) * u * v + be * u * u)
             step = u - miss / dx if dx != 0.0 else np.nan
-            if np.isfinite(step) and lo < step < hi:
-                u = step
-            else:
-                u = 0.5 * (lo + hi)
+            moved = step if np.isfinite(step) and lo < step < hi else 0.5 * (lo + hi)
+            if abs(miss) <= 1e-12 * le and (miss == 0.0 or moved == u):
+                break
+            u = moved
         out[e] = u
     return out

@@ -190,9 +190,9 @@ def bench_long_analyze() -> None:
             row("default `analyze`, 10,000 frames", "≤ 10 s, ≤ 2 GB",
                 f"{float(out[0]):.1f} s, {float(out[1]):.0f} MB", "—", "—")
         except subprocess.CalledProcessError as exc:
-            message = (exc.stderr or "").strip().splitlines()[-1:] or ["failed"]
+            message = ((exc.stderr or "").strip().splitlines()[-1:] or ["failed"])[0]
             row("default `analyze`, 10,000 frames", "≤ 10 s, ≤ 2 GB",
-                f"refused: {message[0][:120]}", "—", "—")
+                f"refused: {message.partition('Error: ')[2] or message}", "—", "—")
 
 
 def bench_batch(repeat: int) -> None:

@@ -224,3 +224,45 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
                 for k in range(3):
                     world[i, r, k] = partial[r, k]
     return positions, axes
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def bezier_parameter(t: np.ndarray, a: np.ndarray, b: np.ndarray, length: np.ndarray
+                     ) -> np.ndarray:
+    """Curve parameters u where x(u) = t, entry by entry (see
+    :func:`sp_core.curves.solve_parameter`: the same safeguarded Newton iteration).
+
+    Parameters
+    ----------
+    t, a, b, length : (n,) float64
+        Time from the segment start, out and in handle lengths, segment length (frames).
+
+    Returns
+    -------
+    (n,) float64
+    """
+    n = t.shape[0]
+    out = np.empty(n)
+    for e in prange(n):
+        te = t[e]
+        ae = a[e]
+        be = b[e]
+        le = length[e]
+        u = min(max(te / le, 0.0), 1.0)
+        lo = 0.0
+        hi = 1.0
+        for _ in range(60):
+            v = 1.0 - u
+            miss = 3.0 * ae * u * v * v + 3.0 * (le - be) * u * u * v + le * u ** 3 - te
+            if miss > 0:
+                hi = u
+            else:
+                lo = u
+            dx = 3.0 * (ae * v * v + 2.0 * (le - ae - be) * u * v + be * u * u)
+            step = u - miss / dx if dx != 0.0 else np.nan
+            moved = step if np.isfinite(step) and lo < step < hi else 0.5 * (lo + hi)
+            if abs(miss) <= 1e-12 * le and (miss == 0.0 or moved == u):
+                break
+            u = moved
+        out[e] = u
+    return out

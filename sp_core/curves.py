@@ -21,6 +21,9 @@ import numpy as np
 
 from sp_core.errors import ReductionError
 
+#: Entries from which :func:`solve_parameter` uses its numba kernel.
+KERNEL_SIZE = 50_000
+
 
 def bernstein(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The four cubic Bernstein polynomials at curve parameters ``u`` (any shape)."""
@@ -53,10 +56,19 @@ def solve_parameter(t: np.ndarray, out_dt: np.ndarray, in_dt: np.ndarray,
                                        for x in (t, out_dt, in_dt, length)))
     shape = t.shape
     t, a, b, L = (np.ravel(x) for x in (t, a, b, L))
+    if t.size >= KERNEL_SIZE:
+        # the same iteration per entry in a numba kernel: weighted fits solve this for every
+        # row and channel many times (the kernel loads only for arrays this large)
+        from sp_core._fit_kernels import bezier_parameter
+
+        return bezier_parameter(*(np.ascontiguousarray(x) for x in (t, a, b, L))
+                                ).reshape(shape)
     u = np.clip(t / L, 0.0, 1.0)
-    # Only the entries still off their time are iterated: a few steep weighted handles need
-    # tens of bisection steps, and iterating every entry until the last one converged made
-    # this the bulk of a weighted fit.
+    # Only the entries still moving are iterated: a few steep weighted handles need tens of
+    # bisection steps, and iterating every entry until the last one converged made this the
+    # bulk of a weighted fit. An entry within tolerance still takes steps until they no longer
+    # change it: near-vertical weighted segments turn a tiny time error into a visible value
+    # error, so the tolerance alone is not enough.
     active = np.arange(u.size)
     lo = np.zeros_like(u)
     hi = np.ones_like(u)
@@ -65,17 +77,18 @@ def solve_parameter(t: np.ndarray, out_dt: np.ndarray, in_dt: np.ndarray,
         v = 1.0 - ua
         x = 3.0 * aa * ua * v * v + 3.0 * (la - ba) * ua * ua * v + la * ua ** 3
         miss = x - ta
-        open_ = np.abs(miss) > 1e-12 * la
-        if not open_.any():
-            break
-        active, ua, aa, ba, la, miss, v = (y[open_] for y in (active, ua, aa, ba, la, miss, v))
         hi[active] = np.where(miss > 0, ua, hi[active])
         lo[active] = np.where(miss <= 0, ua, lo[active])
         dx = 3.0 * (aa * v * v + 2.0 * (la - aa - ba) * ua * v + ba * ua * ua)
         with np.errstate(divide="ignore", invalid="ignore"):
             step = ua - miss / dx
         inside = np.isfinite(step) & (step > lo[active]) & (step < hi[active])
-        u[active] = np.where(inside, step, 0.5 * (lo[active] + hi[active]))
+        moved = np.where(inside, step, 0.5 * (lo[active] + hi[active]))
+        settled = (np.abs(miss) <= 1e-12 * la) & ((miss == 0) | (moved == ua))
+        u[active] = np.where(settled, ua, moved)
+        active = active[~settled]
+        if not active.size:
+            break
     return u.reshape(shape)
 
 

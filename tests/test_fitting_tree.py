@@ -149,3 +149,25 @@ def test_key_block_solver_equals_a_dense_solve(keys, q, n):
     x = solve_key_blocks(diagonal, coupling, rhs.reshape(keys, size), q)
     np.testing.assert_allclose(x.reshape(-1), np.linalg.solve(gram, rhs), rtol=1e-9,
                                atol=1e-12)
+
+
+def test_bezier_parameter_kernel_equals_the_numpy_iteration(monkeypatch):
+    from sp_core import curves
+
+    rng = np.random.default_rng(4)
+    n = 5000
+    length = rng.integers(1, 90, n).astype(np.float64)
+    a = rng.random(n) * length
+    b = rng.random(n) * length
+    a[:50], b[50:100] = 0.0, length[50:100]  # handles at the ends of their range
+    t = rng.random(n) * length
+    t[:20], t[20:40] = 0.0, length[20:40]
+    monkeypatch.setattr(curves, "KERNEL_SIZE", 10**9)
+    plain = curves.solve_parameter(t, a, b, length)
+    monkeypatch.setattr(curves, "KERNEL_SIZE", 1)
+    kernel = curves.solve_parameter(t, a, b, length)
+    np.testing.assert_allclose(kernel, plain, rtol=0, atol=1e-12)
+    u = kernel
+    v = 1 - u
+    x = 3 * a * u * v * v + 3 * (length - b) * u * u * v + length * u ** 3
+    np.testing.assert_allclose(x, t, rtol=0, atol=1e-9 * length.max())

@@ -1,0 +1,59 @@
+"""Thread-pool limits: the environment for workers, run-time BLAS limits, compiled kernels."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from sp_core.threads import THREAD_VARIABLES, single_threaded_blas, thread_environment
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_thread_environment_sets_every_pool_and_restores_the_user_values(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    with thread_environment(3) as threads:
+        assert threads == 3
+        assert all(os.environ[name] == "3" for name in THREAD_VARIABLES)
+    assert os.environ["OMP_NUM_THREADS"] == "7"
+    assert "MKL_NUM_THREADS" not in os.environ
+
+
+def test_single_threaded_blas_limits_inside_the_block_only():
+    import numpy as np
+
+    np.ones((4, 4)) @ np.ones((4, 4))  # BLAS loaded
+    before = _blas_threads()
+    assert before, "numpy's BLAS is visible to threadpoolctl"
+    with single_threaded_blas():
+        assert set(_blas_threads()) == {1}
+    assert _blas_threads() == before
+
+
+def test_workers_see_passive_openmp_and_pinned_pools():
+    """A process like a batch worker: sp_core sets OMP_WAIT_POLICY unless the user chose,
+    and pin_process limits BLAS and numba at run time."""
+    code = ("import os, numpy, numba; import sp_core; from sp_core.threads import pin_process; "
+            "pin_process(1); from threadpoolctl import threadpool_info; "
+            "print(os.environ['OMP_WAIT_POLICY'], numba.get_num_threads(), "
+            "sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env).stdout.strip().split(maxsplit=2)
+    assert out == ["PASSIVE", "1", "[1]"]
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env).stdout.strip().split(maxsplit=2)
+    assert out[0] == "ACTIVE"
+
+
+def test_warm_up_runs_every_kernel_path():
+    from sp_core import warm
+
+    assert warm.warm() > 0.0

@@ -31,7 +31,7 @@ import numpy as np
 from sp_core.clip import Clip
 
 #: Channels tried per greedy step (the best by their Gauss–Newton gain at the worst frame).
-CHANNELS_TRIED = 4
+CHANNELS_TRIED = 8
 #: Half-widths of the hat-shaped corrections tried, frames.
 WIDTHS = (1, 2, 4, 8, 16)
 #: Rounds of the joint knot-value refit after the greedy search (see :func:`_polish`).

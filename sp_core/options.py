@@ -842,11 +842,13 @@ def add_arguments(parser: argparse.ArgumentParser, names: Sequence[str],
         if spec.unit:
             text += f" ({spec.unit})"
         default = default_of(name)
-        if default not in (None, (), False) and spec.kind != "bool":
+        if spec.kind == "tolerance" and default is not None:
+            text += f" [default {default[0]:g},{default[1]:g}]"
+        elif default not in (None, (), False) and spec.kind != "bool":
             text += f" [default {_plain(default)}]"
         if spec.kind == "choice":
             text += f"; one of {', '.join(spec.allowed())}" if len(spec.allowed()) > 4 else ""
-        # argparse formats help with %: a literal one ("5%") must be doubled
+        # argparse expands %-formats in help texts: a literal % (as in "5%") must be doubled
         kwargs: dict[str, Any] = {"dest": name, "help": text.replace("%", "%%"),
                                   "default": argparse.SUPPRESS}
         if spec.kind == "bool":

@@ -489,6 +489,17 @@ class Session:
                       space=fit.space, world_iterations=fit.world_iterations, labels=labels,
                       corrective_budget=budget, corrective_stop_mm=stop)
 
+    def known_reduction(self, frames: Sequence[int] | None = None) -> Reduction | None:
+        """The reduction :meth:`reduce` would give at ``frames`` (default the current K's) if
+        the tolerance's search already fitted it with the current options, else None."""
+        if self.motion is None:
+            return None
+        if frames is None:
+            if self.k is None or self.space is None or self.two_pass is not None:
+                return None
+            frames = self.keyframes(self.k)
+        return self._fitted.get(self._fit_key(self.motion, frames))
+
     def _fit_key(self, motion: Clip, frames: Sequence[int]) -> tuple:
         budget, stop = corrective_plan(self.options)
         return (motion, tuple(int(f) for f in frames), self.options.fit, budget, stop)

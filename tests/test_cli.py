@@ -136,9 +136,15 @@ def test_demo_writes_analysis_and_plot(tmp_path, capsys):
     assert record["space"][0]["keys"] == 2 and len(record["space"]) == 496
     assert (tmp_path / "error_vs_k.png").stat().st_size > 10_000
     out = capsys.readouterr().out
-    assert "threshold rule K =" in out and "Reduction  15 keys" in out
     keys = json.loads((tmp_path / "reduced_keys.json").read_text())
-    assert len(keys["frames"]) == 15 and keys["space"] == "world"
+    k = len(keys["frames"])
+    # the analysis offers the threshold rule; the reduction takes the default tolerance's K
+    assert "threshold rule K =" in out and f"Reduction  {k} keys" in out
+    assert f"the smallest K within mean 2 mm and max 20 mm: K = {k}" in out
+    assert keys["space"] == "world" and keys["metrics"]["mean_mm"] <= 2.0 \
+        and keys["metrics"]["max_mm"] <= 20.0
+    assert keys["metrics"]["keys"] == keys["metrics"]["pose_keys"] + \
+        keys["metrics"]["corrective_keys"]
     assert read_bvh(tmp_path / "reduced.bvh").n_frames == 994
     assert (tmp_path / "before_after.png").stat().st_size > 20_000
 
@@ -154,7 +160,9 @@ def test_reduce_writes_keys_bvh_and_residual(sample_path, tmp_path, capsys):
     assert "timings" not in record  # a file depends only on its input and options
     assert len(record["frames"]) == round(0.05 * 994) and record["frames"][0] == 1001
     assert set(record["metrics"]) == {"mean_mm", "max_mm", "mean", "max", "worst_node",
-                                      "worst_frame", "keys", "original_keys"}
+                                      "worst_frame", "keys", "pose_keys", "corrective_keys",
+                                      "original_keys"}
+    assert "corrective" not in record  # --ratio chooses K: no corrective keys unless asked
     animated = [c for c in record["channels"] if c["animated"]]
     assert all(len(c["keys"]) == 50 and len(c["keys"][0]) == 6 for c in animated)
     assert all(c["keys"] == [] and "value" in c for c in record["channels"]

@@ -16,7 +16,7 @@ pytest.importorskip("pytestqt")
 from choices import SUGGESTED
 from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
 
-from sp_core.options import Options, field_specs  # noqa: E402
+from sp_core.options import field_specs  # noqa: E402
 from sp_core.reduction import reduce  # noqa: E402
 from sp_core.session import Session  # noqa: E402
 from sp_core.ui.panel import SalientPosesPanel  # noqa: E402
@@ -557,4 +557,4 @@ def test_propagate_tab_takes_the_edit_from_an_edited_bvh(make_panel, qtbot, tmp_
 
 def test_options_object_is_the_default_before_settings(make_panel):
     _panel, _host, session = make_panel()
-    assert session.options == Options()
+    assert session.options == SUGGESTED  # what the fixture's session was given

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from sp_core.options import Options
+from sp_core.options import Options, corrective_plan
 from sp_core.ui.analysis_box import form_layout
 from sp_core.ui.bindings import Binder
 
@@ -20,8 +20,10 @@ def apply_summary(options: Options, k: int | None, replacing: bool) -> str:
     text = (f"Apply writes {keys} on every animated channel into "
             f"{'the existing' if replacing else 'a new'} override layer '{layer.layer}' "
             f"({fit.tangents} tangents, {fit.space} fit)")
-    if fit.corrective_budget not in (None, "0", "0%"):
-        text += (f", up to {fit.corrective_budget} corrective keys into additive layer "
+    budget, stop = corrective_plan(options)
+    if budget not in (None, "0", "0%"):
+        until = f" (until the max error is within {stop:g} mm)" if stop is not None else ""
+        text += (f", up to {budget} corrective keys{until} into additive layer "
                  f"'{layer.layer}_corrective'")
     if layer.residual_layer:
         text += (f" and the residual into additive layer '{layer.layer}_residual' at weight "

@@ -325,9 +325,18 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.progress.setFormat("done")
         t = space.timings
         cliffs = ", ".join(map(str, s["cliffs"])) or "none"
+        chosen = ""
+        known = self.session.known_reduction() if self.session.k is not None else None
+        if known is not None:  # the tolerance's search fitted the chosen K exactly
+            m = known.metrics
+            assert self.session.k is not None
+            self.estimator.remember_applied(self.session.k, m)
+            chosen = (f" K = {self.session.k} keeps the error within the tolerance: mean "
+                      f"{m.mean_mm:.2f} mm, max {m.max_mm:.1f} mm ({m.pose_keys} pose + "
+                      f"{m.corrective_keys} corrective keys).")
         self.show_status(f"Analysed frames {space.first_frame}–{space.last_frame} in "
                          f"{t['table_s'] + t['select_s']:.2f} s. Suggested K = "
-                         f"{s['threshold']}; cliffs at {cliffs}.", ok=True)
+                         f"{s['threshold']}; cliffs at {cliffs}.{chosen}", ok=True)
         self.request_k(self.session.k if self.session.k is not None else s["threshold"],
                        immediately=True)
         self.wand.on_analysed()

@@ -211,7 +211,7 @@ def _reduction_summary(result: Result) -> str:
         f"{m.worst_frame}",
         f"Time       channel fit {t['channel_s']:.3f} s, world refinement {t['world_s']:.2f} s"
         + (f", corrective keys {t['corrective_s']:.2f} s" if t.get("corrective_s") else ""),
-    ])
+    ] + [f"Note       {note}" for note in reduction.notes])
 
 
 def _save_plot(space: Any, target: str, log: bool, title: str) -> None:

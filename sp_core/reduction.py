@@ -54,6 +54,9 @@ class Reduction:
         The corrective layer's keys (None without a corrective budget).
     pose_metrics : Metrics or None
         Errors of the pose keys alone when there are corrections.
+    notes : tuple of str
+        What was done differently from what was asked, and why (e.g. a world fit too large for
+        this skeleton, fitted in channel space instead).
     """
 
     curves: KeyedCurves
@@ -66,6 +69,7 @@ class Reduction:
     space: str
     corrections: CorrectiveKeys | None = None
     pose_metrics: Metrics | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def corrected(self) -> np.ndarray:
@@ -73,6 +77,38 @@ class Reduction:
         if self.corrections is None:
             return self.reduced
         return self.reduced + self.corrections.dense()
+
+
+#: Floating-point operations above which the world fit is not attempted (about 10-15 s on the
+#: project's two-core machine); see :func:`world_fit_flops`.
+WORLD_FIT_FLOP_LIMIT = 1e11
+
+
+def world_fit_flops(clip: Clip, n_keys: int, n_frames: int, free: np.ndarray,
+                    iterations: int) -> float:
+    """Estimated floating-point operations of a world-space fit.
+
+    Per iteration, the key blocks' Cholesky solves (``n_keys`` blocks of two slopes per free
+    channel: ``(2 C)³ / 3`` each) and the tree kernel's per-frame normal equations (for every
+    node, the square of the number of free channels on its path to the root). Both grow with the
+    cube or square of the skeleton's channels, which is what makes a 500-joint chain
+    impractical while any character rig is cheap.
+
+    Parameters
+    ----------
+    clip : Clip
+    n_keys, n_frames : int
+    free : (n_channels,) bool
+        Channels the fit moves.
+    iterations : int
+    """
+    per_node = np.bincount(clip.channel_nodes[free], minlength=len(clip.node_names))
+    above = np.zeros(len(clip.node_names))
+    for i, parent in enumerate(clip.parents):  # parents come before their children
+        above[i] = per_node[i] + (above[parent] if parent >= 0 else 0.0)
+    blocks = n_keys * (2.0 * free.sum()) ** 3 / 3.0
+    tree = n_frames * float(np.sum(above**2))
+    return iterations * (blocks + tree)
 
 
 def constant_channels(values: np.ndarray) -> np.ndarray:
@@ -164,6 +200,15 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     rows = keys - original.first_frame
     animated = ~constant_channels(values)
     timings = {"channel_s": 0.0, "world_s": 0.0}
+    notes: list[str] = []
+    if space == "world" and len(rows) > 1:
+        flops = world_fit_flops(work, len(rows), len(values), animated, world_iterations)
+        if flops > WORLD_FIT_FLOP_LIMIT:
+            space = "channel"
+            notes.append(f"fitted in channel space: a world fit of {int(animated.sum())} "
+                         f"channels and {len(rows)} keys needs about {flops:.1e} floating-point "
+                         f"operations (limit {WORLD_FIT_FLOP_LIMIT:.0e}, about 10 s on a "
+                         "two-core machine)")
     if len(rows) == 1:  # a one-frame clip: one key, nothing to fit
         curves = KeyedCurves(list(work.channel_names), keys.copy(), values[:1].copy(),
                              np.zeros((1, values.shape[1], 2)), np.zeros((1, values.shape[1], 2)),
@@ -189,7 +234,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     timings["corrective_s"] = 0.0
     timings["total_s"] = time.perf_counter() - started
     plain = Reduction(curves, reduced, original.channels - reduced, original.frames, metrics,
-                      timings, tangents, space)
+                      timings, tangents, space, notes=tuple(notes))
     return with_corrections(clip, plain, corrective_budget, corrective_stop_mm)
 
 

@@ -502,6 +502,34 @@ def test_a_two_thousand_joint_chain_reads(tmp_path):
     assert clip.positions[0, -1, 1] == pytest.approx(n)
 
 
+def test_a_five_hundred_joint_chain_is_fitted_in_channel_space_with_a_note(tmp_path):
+    """The world fit grows with the cube of the skeleton's channels: a 500-joint chain would take
+    minutes, so it is fitted in channel space and the result says so; the sample (a character
+    rig) keeps the world fit."""
+    from sp_core.reduction import WORLD_FIT_FLOP_LIMIT, reduce, world_fit_flops
+
+    n, frames = 500, 30
+    rotations = "CHANNELS 3 Zrotation Xrotation Yrotation"
+    lines = ["HIERARCHY", "ROOT j0", "{", "OFFSET 0 0 0", rotations]
+    for i in range(1, n):
+        lines += [f"JOINT j{i}", "{", "OFFSET 0 1 0", rotations]
+    lines += ["End Site", "{", "OFFSET 0 1 0", "}"] + ["}"] * n
+    angles = 3.0 * np.sin(np.linspace(0, 3, frames)[:, None] + np.arange(3 * n)[None, :])
+    path = tmp_path / "chain.bvh"
+    path.write_text("\n".join(lines) + f"\nMOTION\nFrames: {frames}\nFrame Time: 0.04\n"
+                    + "".join(" ".join(f"{v:.4f}" for v in row) + "\n" for row in angles))
+    chain = read_bvh(path)
+    free = np.ones(chain.n_channels, bool)
+    assert world_fit_flops(chain, 6, frames, free, 12) > WORLD_FIT_FLOP_LIMIT
+    reduction = reduce(chain, [0, 6, 12, 18, 24, 29])
+    assert reduction.space == "channel"
+    assert reduction.notes[0].startswith("fitted in channel space: a world fit of 1500 channels "
+                                         "and 6 keys needs about ")
+    sample = read_bvh(ROOT / "examples" / "cmu_131_01.bvh")
+    assert world_fit_flops(sample, 100, sample.n_frames, np.ones(sample.n_channels, bool),
+                           12) < WORLD_FIT_FLOP_LIMIT / 10
+
+
 # ------------------------------------------------------------------------------- precision
 def test_bvh_round_trip_keeps_tiny_units(sample_clip, tmp_path):
     """A clip in metres x 1e-6 keeps its offsets and values to 1e-9 relative."""

@@ -46,6 +46,7 @@ def reduction_record(reduction: Reduction, source: str, fps: float) -> dict[str,
         "channels": channels,
         "metrics": reduction.metrics.record(),
         "timings": {k: round(v, 6) for k, v in reduction.timings.items()},
+        "notes": list(reduction.notes),
     }
     if reduction.corrections is not None:
         # the additive corrective layer: linear keys per channel, zero outside them

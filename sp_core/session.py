@@ -84,6 +84,7 @@ class Analysis:
     two_pass: TwoPassSpace | None
     wanted: int | None
     automatic: LayeredSelection | None = None
+    by_tolerance: bool = False
 
 
 class Session:
@@ -111,6 +112,9 @@ class Session:
         # layered mode with no K asked for: the three-layer rules' keyposes and breakdowns,
         # the selection at the default K (see :meth:`selection`)
         self.automatic: LayeredSelection | None = None
+        #: the K the tolerance's search chose (None when something else chose K): only its
+        #: reduction gets the automatic corrective keys, not one at a K the user picked
+        self.tolerance_k: int | None = None
         self._graph: tuple[tuple, Clip, PoseGraph] | None = None
         self.last_reduction: Reduction | None = None
         #: things the last analysis wants the user to know (e.g. a tolerance out of reach)
@@ -257,11 +261,13 @@ class Session:
         except Exception as exc:
             self._emit("analysis_failed", exc)
             raise
+        by_tolerance = False
         if wanted is None and choose and key_choice(self.options) == "tolerance":
             assert self.options.keys.tolerance is not None
             try:
                 wanted = self.smallest_k_within(*self.options.keys.tolerance, space=space,
                                                 motion=motion, report=report)
+                by_tolerance = True
             except SelectionError:
                 if self.options.keys.tolerance != DEFAULT_TOLERANCE:
                     raise
@@ -276,7 +282,7 @@ class Session:
             wanted = sum(label == KEYPOSE for label in automatic.labels)
         if progress is not None:
             progress(1.0, "done")
-        return Analysis(motion, space, two_pass, wanted, automatic)
+        return Analysis(motion, space, two_pass, wanted, automatic, by_tolerance)
 
     def adopt_analysis(self, analysis: Analysis) -> SelectionSpace:
         """Make a computed analysis the session's (K as in :meth:`analyze`); emits
@@ -291,6 +297,7 @@ class Session:
                                  f"of {space.min_keys} to {space.max_keys} keys")
         self.motion, self.space, self.two_pass = analysis.motion, space, analysis.two_pass
         self.automatic = analysis.automatic
+        self.tolerance_k = int(wanted) if analysis.by_tolerance else None
         self.k = int(wanted)
         self._emit("analysis_finished", space)
         return space
@@ -481,7 +488,13 @@ class Session:
             self.motion = self.read_motion()
         fit = self.options.fit
         budget, stop = corrective_plan(self.options)
-        if labels is None:
+        automatic = budget is not None and fit.corrective_budget is None
+        if automatic and (self.tolerance_k is None or self.space is None or [
+                int(f) for f in frames] != self.keyframes(self.tolerance_k).tolist()):
+            # the automatic budget serves the tolerance's K: at another K (a user's choice in
+            # the panel or the API) the pose keys are what was asked for
+            budget = stop = None
+        elif labels is None:
             known = self._fitted.get(self._fit_key(self.motion, frames))
             if known is not None:
                 return known

@@ -9,6 +9,14 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from hypothesis import settings  # noqa: E402
+
+# CI must pass or fail the same way on every run: property tests draw the same examples each
+# time. HYPOTHESIS_PROFILE=explore draws new ones (run it when you change an engine module).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "cmu_131_01.bvh"
 

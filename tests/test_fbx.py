@@ -50,7 +50,10 @@ def test_same_skeleton_and_timing_as_the_bvh(one):
     assert clip.node_names == bvh.node_names
     assert list(clip.parents) == list(bvh.parents)
     assert clip.end_site_names == bvh.end_site_names
-    assert (clip.n_frames, clip.fps, clip.first_frame) == (bvh.n_frames, 120.0, 0)
+    # Blender imported the BVH at frame 1 and its FBX export keeps the take there; the clip
+    # keeps the file's own numbering (the BVH, which has no frame numbers, starts at 0)
+    assert (clip.n_frames, clip.fps, clip.first_frame, bvh.first_frame) == (
+        bvh.n_frames, 120.0, 1, 0)
     # the file stores Blender's rate for a 0.0083333 s frame time: 120.00048 fps
     assert clip.frame_time == pytest.approx(0.0083333, rel=1e-7)
     assert (clip.units, clip.up_axis) == ("m", "y")
@@ -264,13 +267,13 @@ def test_cli_info_and_reduce_on_fbx(tmp_path):
                 "keys.json", "--bvh", "reduced.bvh", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     keys = json.loads((tmp_path / "keys.json").read_text())
-    assert len(keys["frames"]) == 12 and keys["frames"][0] == 0 and keys["frames"][-1] == 239
+    assert len(keys["frames"]) == 12 and keys["frames"][0] == 1 and keys["frames"][-1] == 240
     assert keys["channels"][0]["name"] == "Hips.Xposition"
     reduced = read_bvh(tmp_path / "reduced.bvh")
     clip = read_clip(ONE)
     assert reduced.n_frames == clip.n_frames
     # the reduced motion passes through the original at the keys
-    rows = np.array(keys["frames"])
+    rows = np.array(keys["frames"]) - clip.first_frame
     assert np.abs(reduced.positions[rows] - clip.positions[rows]).max() < 1e-6 * clip.height()
 
     bad = _cli("info", str(TAKES), "--take", "Run", cwd=tmp_path)

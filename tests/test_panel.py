@@ -165,11 +165,27 @@ def test_cancel_stops_the_analysis_within_half_a_second(make_panel, qtbot):
     assert session.space is None  # the abandoned work changed nothing
 
 
-def test_apply_runs_in_a_worker_and_cancel_acts_within_half_a_second(make_panel, qtbot):
+def test_apply_runs_in_a_worker_and_cancel_acts_within_half_a_second(make_panel, qtbot,
+                                                                     monkeypatch):
+    import sp_core.reduction as reduction_module
+
     panel, host, session = make_panel()
     analyse(qtbot, panel)
     settled(qtbot, panel)
-    assert session.options.fit.space == "world"  # seconds of fitting: long enough to cancel
+    assert session.options.fit.space == "world"
+    # a K of the user's (not the one the tolerance's search already fitted) and a world fit
+    # made long enough to cancel on any machine: the real fit, twenty times over
+    real = reduction_module.refine_world
+
+    def long_fit(*args, **kwargs):
+        for _ in range(20):
+            fit = real(*args, **kwargs)
+        return fit
+
+    monkeypatch.setattr(reduction_module, "refine_world", long_fit)
+    panel.k_spin.setValue(session.k + 3)
+    qtbot.waitUntil(lambda: session.k == panel.k_spin.value(), timeout=30_000)
+    settled(qtbot, panel)
     qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
     assert panel.applying and panel.cancel_button.isEnabled()
     assert panel.progress.maximum() == 0  # busy indicator

@@ -4,7 +4,8 @@
 Usage: ``.venv/bin/python benchmarks/bench_batch.py [--repeat 3] [--space world]``
 
 The takes are 12 overlapping 400-frame cuts of the bundled sample (120 fps, 38 nodes), reduced
-at the suggested K with the default unified tangents. Each configuration runs ``--repeat``
+with the default options (K: the smallest within the default tolerance, corrective keys
+included; unified tangents). Each configuration runs ``--repeat``
 times into a fresh folder (nothing resumed); the table gives the median wall time from the
 command line's start to its summary (process start-up, Dask cluster start-up and the batch's
 checks included), the takes per minute, and the speed-up over one worker. The ideal for N

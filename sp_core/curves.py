@@ -61,7 +61,8 @@ def solve_parameter(t: np.ndarray, out_dt: np.ndarray, in_dt: np.ndarray,
         # row and channel many times (the kernel loads only for arrays this large)
         from sp_core._fit_kernels import bezier_parameter
 
-        return bezier_parameter(*(np.ascontiguousarray(x) for x in (t, a, b, L))
+        # copies: numba asks a broadcast view whether it is writeable, which numpy deprecates
+        return bezier_parameter(*(np.array(x, order="C") for x in (t, a, b, L))
                                 ).reshape(shape)
     u = np.clip(t / L, 0.0, 1.0)
     # Only the entries still moving are iterated: a few steep weighted handles need tens of

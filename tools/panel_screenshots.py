@@ -4,8 +4,8 @@ Usage: ``.venv/bin/python tools/panel_screenshots.py [--out docs]``
 
 Writes ``panel_keyframes.png`` (the panel docked 350 px wide after Analyze, at the default K,
 the smallest within the default tolerance, with its reconstruction error), ``panel_setup.png``
-(its Setup tab) and ``view.png`` (``salient-poses view --keys 20 --screenshot``). Options are the defaults: the user's saved
-panel settings are neither read nor changed.
+(its Setup tab) and ``view.png`` (``salient-poses view --keys 20 --screenshot``). Options are
+the defaults: the user's saved panel settings are neither read nor changed.
 """
 
 from __future__ import annotations

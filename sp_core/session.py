@@ -32,7 +32,7 @@ from sp_core.clip import Clip
 from sp_core.errors import OptionError, SalientPosesError, SelectionError
 from sp_core.falloff import PoseGraph, pose_edit, propagate, wand_poses
 from sp_core.host import Host, LayerHandle, SparseLayers, host_step
-from sp_core.layered import KEYPOSE, LayeredSelection, TwoPassSpace, layered_selection
+from sp_core.layered import LayeredSelection, TwoPassSpace, layered_selection
 from sp_core.options import (
     DEFAULT_TOLERANCE,
     Options,
@@ -279,7 +279,7 @@ class Session:
         if two_pass is not None and wanted is None and self.analysis.breakdowns is None:
             report(0.99, "keyposes and breakdowns by the three-layer rules")
             automatic = self.automatic_selection(motion)
-            wanted = sum(label == KEYPOSE for label in automatic.labels)
+            wanted = len(automatic.keyposes)
         if progress is not None:
             progress(1.0, "done")
         return Analysis(motion, space, two_pass, wanted, automatic, by_tolerance)
@@ -420,8 +420,7 @@ class Session:
         k = self.k if k is None else k
         assert k is not None
         extra = self.analysis.breakdowns
-        if self.automatic is not None and extra is None and k == sum(
-                label == KEYPOSE for label in self.automatic.labels):
+        if self.automatic is not None and extra is None and k == len(self.automatic.keyposes):
             return self.automatic
         return self.two_pass.selection(k, None if extra is None else k + extra,
                                        accuracy=self.analysis.accuracy)

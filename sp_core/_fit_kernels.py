@@ -146,12 +146,13 @@ def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
 def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarray,
                      parents: np.ndarray, translation: np.ndarray, rot_ptr: np.ndarray,
                      rot_chan: np.ndarray, rot_axis: np.ndarray, rot_slot: np.ndarray,
-                     orients: np.ndarray, slot: np.ndarray, n_free: int):
+                     orients: np.ndarray, slot: np.ndarray, n_free: int, oriented: bool):
     """World positions and the world direction of every free channel, per frame.
 
     The same chain as :meth:`sp_core.clip.Clip.forward_kinematics` (local translation in the
-    parent's frame; parent rotation · orient · channel rotations in listed order), with the
-    axes of :func:`sp_core.tree_jacobian.channel_axes` picked up on the way.
+    parent's frame, or added to the offset in the node's oriented frame for Blender-style
+    locations; parent rotation · orient · channel rotations in listed order), with the axes of
+    :func:`sp_core.tree_jacobian.channel_axes` picked up on the way.
 
     Parameters
     ----------
@@ -171,6 +172,8 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
     slot : (C,) int64
         Index of each channel among the free ones, -1 if not free.
     n_free : int
+    oriented : bool
+        The clip's ``translation_space`` is ``"oriented"``.
 
     Returns
     -------
@@ -188,11 +191,19 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
         partial = np.empty((3, 3))
         temp = np.empty((3, 3))
         t = np.empty(3)
+        moved = np.empty(3)
         for i in range(n_nodes):
             p = parents[i]
             for a in range(3):
                 c = translation[i, a]
-                t[a] = offsets[i, a] if c < 0 else channels[f, c]
+                if oriented:
+                    moved[a] = 0.0 if c < 0 else channels[f, c]
+                else:
+                    t[a] = offsets[i, a] if c < 0 else channels[f, c]
+            if oriented:  # offset + orient · location
+                for r in range(3):
+                    t[r] = offsets[i, r] + (orients[i, r, 0] * moved[0] + orients[i, r, 1]
+                                            * moved[1] + orients[i, r, 2] * moved[2])
             if p >= 0:
                 for r in range(3):
                     positions[f, i, r] = positions[f, p, r] + (world[p, r, 0] * t[0]
@@ -205,12 +216,12 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
                     positions[f, i, r] = t[r]
                     for k in range(3):
                         parent[r, k] = 1.0 if r == k else 0.0
+            _matmul_into(parent, orients[i], partial)
             for a in range(3):
                 c = translation[i, a]
                 if c >= 0 and slot[c] >= 0:
                     for r in range(3):
-                        axes[f, slot[c], r] = parent[r, a]
-            _matmul_into(parent, orients[i], partial)
+                        axes[f, slot[c], r] = partial[r, a] if oriented else parent[r, a]
             for e in range(rot_ptr[i], rot_ptr[i + 1]):
                 c = rot_chan[e]
                 if slot[c] >= 0:

@@ -121,7 +121,8 @@ def channel_axes(clip: Clip, channels: np.ndarray, columns: np.ndarray) -> np.nd
     Returns
     -------
     axes : (F, Cf, 3) float64
-        Translations: the parent's world axis the channel moves along (scene units per unit).
+        Translations: the world axis the channel moves along (scene units per unit): the
+        parent's, or the node's oriented one for ``translation_space="oriented"``.
         Rotations: the world axis the channel turns about (the parent's world rotation, the
         orient, then the Euler rotations listed before it), scaled by π/180 so that
         ``axis × (p_n − p_pivot)`` is scene units per degree.
@@ -138,11 +139,12 @@ def channel_axes(clip: Clip, channels: np.ndarray, columns: np.ndarray) -> np.nd
     for i in range(clip.n_nodes):
         p = int(clip.parents[i])
         parent_r = identity if p < 0 else world[p]
+        partial = parent_r if clip.orients is None else np.matmul(parent_r, clip.orients[i])
+        moving = partial if clip.translation_space == "oriented" else parent_r
         for axis in range(3):
             c = int(translation[i, axis])
             if c in wanted:
-                axes[:, wanted[c]] = parent_r[:, :, axis]
-        partial = parent_r if clip.orients is None else np.matmul(parent_r, clip.orients[i])
+                axes[:, wanted[c]] = moving[:, :, axis]
         order = clip.rotation_orders[i]
         for k, c in enumerate(rotation_index[i]):
             if int(c) in wanted:
@@ -176,7 +178,8 @@ def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray
                             np.ascontiguousarray(clip.offsets), clip.parents,
                             np.ascontiguousarray(clip._translation_index), layout.rot_ptr,
                             layout.rot_chan, layout.rot_axis, clip.rotation_slot,
-                            layout.orients, layout.slot, len(layout.columns))
+                            layout.orients, layout.slot, len(layout.columns),
+                            clip.translation_space == "oriented")
 
 
 def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarray,

@@ -171,3 +171,20 @@ def test_bezier_parameter_kernel_equals_the_numpy_iteration(monkeypatch):
     v = 1 - u
     x = 3 * a * u * v * v + 3 * (length - b) * u * u * v + length * u ** 3
     np.testing.assert_allclose(x, t, rtol=0, atol=1e-9 * length.max())
+
+
+def test_tree_kinematics_of_oriented_translations():
+    """Blender-style locations (added to the offset in the node's oriented frame): the numba
+    chain and the channel axes follow the clip's own kinematics and position Jacobian."""
+    from test_kinematics import _oriented_chain
+
+    clip, values, expected = _oriented_chain(np.random.default_rng(8))
+    columns = np.arange(clip.n_channels)
+    chained, axes = pose(clip, TreeLayout.of(clip, columns), values)
+    np.testing.assert_allclose(chained, expected, atol=1e-12)
+    np.testing.assert_allclose(axes, channel_axes(clip, values, columns), atol=1e-14)
+    _, jacobian = clip.position_jacobian(values)
+    for c in np.flatnonzero(~clip.is_rotation_channel()):
+        # a location moves its own node along the axis
+        np.testing.assert_allclose(axes[:, c], jacobian[:, clip.channel_nodes[c], :, c],
+                                   atol=1e-12)

@@ -24,11 +24,13 @@ Greedy step
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from sp_core.clip import Clip
+from sp_core.tree_jacobian import TreeLayout, pose
 
 #: Channels tried per greedy step (the best by their Gauss–Newton gain at the worst frame).
 CHANNELS_TRIED = 8
@@ -132,7 +134,8 @@ class _Channel:
 
 
 def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.ndarray,
-            budget: int, stop_at: float = 0.0, polish: int = POLISH_ROUNDS
+            budget: int, stop_at: float = 0.0, polish: int = POLISH_ROUNDS,
+            progress: Callable[[float, str], None] | None = None
             ) -> tuple[CorrectiveKeys, np.ndarray]:
     """Spend up to ``budget`` corrective keys on the worst moments of a pose-key reduction.
 
@@ -152,6 +155,10 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         Stop once no frame's worst-node error is above this (scene units; a tolerance met).
     polish : int
         Rounds of the joint refit of every knot value after the greedy search (0: none).
+    progress : callable, optional
+        ``progress(fraction, message)`` at every greedy step and polish round; the fraction is
+        the share of the initial excess error over ``stop_at`` removed or given up (or of the
+        budget spent, if more). It may raise (a cancellation), which abandons the stage.
 
     Returns
     -------
@@ -168,7 +175,8 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     residual = clip.channels - reduced
     anchors = np.unique(np.asarray(key_rows, dtype=np.int64))
     channels = {c: _Channel(anchors) for c in np.flatnonzero(animated)}
-    errors = np.linalg.norm(clip.forward_kinematics(reduced) - target, axis=-1)
+    fk = _kinematics(clip)
+    errors = np.linalg.norm(fk(reduced) - target, axis=-1)
     base_max, base_mean = errors.max(axis=1), errors.mean(axis=1)
     slack = SLACK * max(float(np.ptp(target)), 1.0)
     frame_max = base_max.copy()
@@ -177,14 +185,22 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     movers = _movers(clip, animated)
     used = 0
     steps = 0
+    floor = max(slack, stop_at)
+    initial = float(np.sum(np.clip(np.where(given_up, 0.0, frame_max) - floor, 0.0, None)))
+    share = 0.85 if polish else 1.0  # of the progress; the rest is the polish
+    done = 0.0
     while used < budget and steps < 20 * budget + 100:
         steps += 1
         open_max = np.where(given_up, -1.0, frame_max)
+        if progress is not None:
+            left = float(np.sum(np.clip(open_max - floor, 0.0, None)))
+            done = max(done, 1.0 - left / initial if initial > 0 else 1.0, used / budget)
+            progress(share * done, f"corrective keys: {used} of at most {budget}")
         worst = int(np.argmax(open_max))
-        if open_max[worst] <= max(slack, stop_at):
+        if open_max[worst] <= floor:
             break
         node = int(np.argmax(errors[worst]))
-        best = _best_candidate(clip, reduced, correction, residual, target, channels,
+        best = _best_candidate(clip, fk, reduced, correction, residual, target, channels,
                                movers[node], worst, errors, base_max, base_mean, slack,
                                budget - used)
         if best is None:
@@ -200,7 +216,9 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         given_up[lo:hi + 1] = False  # what changed may now be fixable
         given_up[anchors] = True
     if polish:
-        _polish(clip, reduced, correction, channels, base_max, base_mean, slack, polish)
+        _polish(clip, fk, reduced, correction, channels, base_max, base_mean, slack, polish,
+                None if progress is None else
+                lambda f, m: progress(share + (1.0 - share) * f, m))
     for c, state in channels.items():
         if state.knots:
             rows = state.written(state.knots)
@@ -208,9 +226,22 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     return result, result.dense()
 
 
-def _polish(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
+def _kinematics(clip: Clip) -> Callable[[np.ndarray], np.ndarray]:
+    """``fk(channels (F, C)) -> positions (F, n_nodes, 3)``: the clip's forward kinematics in
+    one numba pass (the greedy search evaluates hundreds of small blocks, where the per-node
+    numpy calls of :meth:`Clip.forward_kinematics` cost more than the arithmetic)."""
+    layout = TreeLayout.of(clip, np.zeros(0, dtype=np.int64))
+
+    def fk(channels: np.ndarray) -> np.ndarray:
+        return pose(clip, layout, channels)[0]
+    return fk
+
+
+def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndarray,
+            correction: np.ndarray,
             channels: dict[int, _Channel], base_max: np.ndarray, base_mean: np.ndarray,
-            slack: float, rounds: int) -> None:
+            slack: float, rounds: int,
+            progress: Callable[[float, str], None] | None = None) -> None:
     """Refit every knot value together (knot frames fixed): reweighted Gauss–Newton on the
     world positions, frames weighted by how bad they are so the worst frames count most.
 
@@ -236,11 +267,13 @@ def _polish(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
     columns = np.array([c for c, _ in unknowns])
 
     def errors_of(corr: np.ndarray) -> np.ndarray:
-        moved = clip.forward_kinematics(reduced + corr).reshape(n_frames, -1)
+        moved = fk(reduced + corr).reshape(n_frames, -1)
         return np.linalg.norm((moved - target).reshape(n_frames, -1, 3), axis=-1)
 
     current = errors_of(correction)
-    for _ in range(rounds):
+    for done in range(rounds):
+        if progress is not None:
+            progress(done / rounds, f"refitting {len(unknowns)} corrective keys together")
         positions, jac = clip.position_jacobian(reduced + correction)
         miss = (positions.reshape(n_frames, -1) - target)
         jac = jac.reshape(n_frames, -1, clip.n_channels)
@@ -295,8 +328,15 @@ def _polish(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
 
 
 def _movers(clip: Clip, animated: np.ndarray) -> list[np.ndarray]:
-    """For every node, the animated channels of itself and its ancestors."""
+    """For every node, the animated channels that move it (its own and its ancestors') and
+    those below it: an elbow error fixed at the shoulder moves the hand, which the wrist and
+    fingers may have to bring back."""
     by_node = [np.flatnonzero(animated & (clip.channel_nodes == i)) for i in range(clip.n_nodes)]
+    below: list[list[int]] = [[] for _ in range(clip.n_nodes)]
+    for i in range(clip.n_nodes - 1, -1, -1):  # parents come before their children
+        p = int(clip.parents[i])
+        if p >= 0:
+            below[p].extend([i] + below[i])
     out = []
     for i in range(clip.n_nodes):
         chain: list[int] = []
@@ -304,11 +344,14 @@ def _movers(clip: Clip, animated: np.ndarray) -> list[np.ndarray]:
         while j >= 0:
             chain.extend(by_node[j].tolist())
             j = int(clip.parents[j])
+        for n in below[i]:
+            chain.extend(by_node[n].tolist())
         out.append(np.asarray(chain, dtype=np.int64))
     return out
 
 
-def _best_candidate(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
+def _best_candidate(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndarray,
+                    correction: np.ndarray,
                     residual: np.ndarray, target: np.ndarray, channels: dict[int, _Channel],
                     movers: np.ndarray, worst: int, errors: np.ndarray, base_max: np.ndarray,
                     base_mean: np.ndarray, slack: float, left: int):  # noqa: ANN202
@@ -325,7 +368,7 @@ def _best_candidate(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
     # rank the channels by their Gauss-Newton gain at the worst frame (forward differences)
     probe = np.repeat(current[worst:worst + 1], len(movers) + 1, axis=0)
     probe[np.arange(1, len(movers) + 1), movers] += STEP
-    probed = clip.forward_kinematics(probe).reshape(len(movers) + 1, -1)
+    probed = fk(probe).reshape(len(movers) + 1, -1)
     miss_at = probed[0] - target[worst].reshape(-1)
     jac_at = ((probed[1:] - probed[0]) / STEP).T  # (3 n_nodes, movers)
     norm_at = np.einsum("nc,nc->c", jac_at, jac_at)
@@ -339,8 +382,7 @@ def _best_candidate(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
     stacked = np.repeat(window[None], len(ranked) + 1, axis=0)
     for i, m in enumerate(ranked):
         stacked[i + 1, :, movers[m]] += STEP
-    moved = clip.forward_kinematics(stacked.reshape(-1, clip.n_channels)).reshape(
-        len(ranked) + 1, rows_w, -1)
+    moved = fk(stacked.reshape(-1, clip.n_channels)).reshape(len(ranked) + 1, rows_w, -1)
     miss = moved[0] - target[lo_j:hi_j + 1].reshape(rows_w, -1)
     jac = np.zeros((rows_w, miss.shape[1], len(movers)))
     for i, m in enumerate(ranked):
@@ -408,7 +450,7 @@ def _best_candidate(clip: Clip, reduced: np.ndarray, correction: np.ndarray,
             block[c_lo - lo:c_hi - lo + 1, c] = reduced[c_lo:c_hi + 1, c] + column
         blocks.append(block)
         ranges.append((lo, hi))
-    moved = np.linalg.norm(clip.forward_kinematics(np.concatenate(blocks))
+    moved = np.linalg.norm(fk(np.concatenate(blocks))
                            - np.concatenate([target[lo:hi + 1] for lo, hi in ranges]), axis=-1)
     best, best_score = None, 0.0
     start = 0

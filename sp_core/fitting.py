@@ -371,7 +371,8 @@ def joint_errors(clip: Clip, channels: np.ndarray, reference: np.ndarray) -> np.
 def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                  smoothness: float = SMOOTHNESS, iterations: int = 12,
                  tolerance: float = 1e-4, free: np.ndarray | None = None,
-                 anchor: float = ANCHOR, jacobian: str = "tree") -> Fit:
+                 anchor: float = ANCHOR, jacobian: str = "tree",
+                 progress: Callable[[float, str], None] | None = None) -> Fit:
     """Refine a channel-space fit to minimise the world position error of every node.
 
     Parameters
@@ -397,6 +398,9 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         How the Gauss–Newton blocks are formed: from the skeleton's tree structure
         (:mod:`sp_core.tree_jacobian`, the default) or from the dense position Jacobian (the
         slow reference the tests compare against). Both give the same blocks to rounding.
+    progress : callable, optional
+        ``progress(fraction, message)`` before every iteration (fraction of ``iterations``);
+        it may raise (a cancellation), which abandons the fit.
 
     Returns
     -------
@@ -467,7 +471,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     with single_threaded_blas():
         result, done = _world_iterations(
             clip, basis, fit, q, lam, columns, target, weight, bend,
-            (c_diag, c_upper, c_rhs), kinematics, blocks, solve, iterations, tolerance)
+            (c_diag, c_upper, c_rhs), kinematics, blocks, solve, iterations, tolerance,
+            progress)
     _tidy_ends(result, q)
     before = joint_errors(clip, basis.evaluate(fit.slopes, q), reference).mean()
     after = joint_errors(clip, basis.evaluate(result.slopes, q), reference).mean()
@@ -485,7 +490,9 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
                       blocks: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
                       solve: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
                                       np.ndarray],
-                      iterations: int, tolerance: float) -> tuple[Fit, int]:
+                      iterations: int, tolerance: float,
+                      progress: Callable[[float, str], None] | None = None
+                      ) -> tuple[Fit, int]:
     """The Levenberg–Marquardt loop of :func:`refine_world`: (refined fit, iterations run).
 
     ``kinematics(channels)`` gives positions and what ``blocks`` needs besides them (the
@@ -516,6 +523,9 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
     damping = 1e-3
     done = 0
     for iteration in range(1, iterations + 1):
+        if progress is not None:
+            progress((iteration - 1) / iterations,
+                     f"world fit, iteration {iteration} of at most {iterations}")
         done = iteration
         diagonal, upper, rhs = blocks(*state)
         # penalties act on each key's flattened block: in slopes, then out slopes

@@ -20,7 +20,7 @@ from sp_core.clip import Clip
 from sp_core.host import Host, LayerHandle
 from sp_core.io.atomic import OutputGuard, atomic_open, write_text
 from sp_core.io.readers import read_clip
-from sp_core.options import Options, build
+from sp_core.options import Options, build, key_choice
 from sp_core.reduction import Reduction
 from sp_core.selection import SelectionSpace
 from sp_core.session import CancelToken, Session
@@ -133,7 +133,9 @@ def guard_outputs(job: Job, overwrite: bool | None = None) -> OutputGuard:
 
 
 # ------------------------------------------------------------------------------- running
-ANALYSIS_SHARE = 0.4  # of a reduce's progress bar; the fit takes most of the rest
+#: Shares of a reduce's progress bar taken by the analysis: when the tolerance chooses K its
+#: search fits the reduction it returns, otherwise the fit that follows takes most of the bar.
+ANALYSIS_SHARE = {"tolerance": 0.95, "other": 0.4}
 def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
             progress: Callable[[float, str], None] | None = None,
             cancel: CancelToken | None = None) -> Result:
@@ -168,10 +170,10 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
     result = Result(job, {})
     labels: dict[int, str] | None = None
     step = progress
+    share = ANALYSIS_SHARE["tolerance" if key_choice(job.options) == "tolerance" else "other"]
     if progress is not None and job.command == "reduce":
-        # the analysis is the first part of a reduce; the fit that follows reports no fractions
         def step(fraction: float, message: str) -> None:
-            progress(ANALYSIS_SHARE * fraction, message)
+            progress(share * fraction, message)
     if keys.frames is None:
         session.analyze(progress=step, cancel=cancel, choose=job.command == "reduce")
         result.space, result.keys = session.space, session.k
@@ -186,9 +188,17 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
                    "first_frame": motion.first_frame, "last_frame": motion.last_frame}
     if job.command == "reduce":
         if progress is not None:
-            progress(ANALYSIS_SHARE, f"fitting curves through {len(result.frames)} keys "
-                          f"({job.options.fit.space} space)")
-        result.reduction = session.reduce(frames=result.frames, labels=labels)
+            progress(share, f"fitting curves through {len(result.frames)} keys "
+                            f"({job.options.fit.space} space)")
+        top = 0.9 if job.apply else 0.99
+
+        def fitted(fraction: float, message: str) -> None:
+            if cancel is not None:
+                cancel.check()
+            if progress is not None:
+                progress(share + (top - share) * fraction, message)
+        result.reduction = session.reduce(frames=result.frames, labels=labels,
+                                          progress=fitted)
         if job.apply:
             if progress is not None:
                 progress(0.9, f"writing layer {job.options.layer.layer!r}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,7 +145,8 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
            smoothness: float = SMOOTHNESS, space: str = "world",
            world_iterations: int = 12, labels: Mapping[int, str] | None = None,
            corrective_budget: str | int | None = None,
-           corrective_stop_mm: float | None = None) -> Reduction:
+           corrective_stop_mm: float | None = None,
+           progress: Callable[[float, str], None] | None = None) -> Reduction:
     """Rebuild the clip's animation from keys at ``frames`` only.
 
     Parameters
@@ -167,6 +168,9 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
         :mod:`sp_core.corrective`); none by default.
     corrective_stop_mm : float, optional
         Stop spending once no frame's worst joint error is above this (mm at 1.7 m).
+    progress : callable, optional
+        ``progress(fraction, message)`` through the world fit's iterations and the corrective
+        stage (fractions of the whole reduction); it may raise to cancel.
 
     Returns
     -------
@@ -191,6 +195,11 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
         raise ReductionError(f"smoothness must be a finite number >= 0, got {smoothness}")
     keys = _key_rows(clip, frames)
     started = time.perf_counter()
+    correcting = corrective_budget is not None and budget_keys(str(corrective_budget),
+                                                               10**9) > 0
+    # the world fit's share of the progress; the corrective stage (if any) takes the rest
+    fitting_share = 0.5 if correcting else 1.0
+    report = (lambda f, m: None) if progress is None else progress
     original = clip.sub_range(int(keys[0]), int(keys[-1]))
     if not np.all(np.isfinite(original.channels)):
         raise ReductionError("the clip's channel values contain NaN or infinity in frames "
@@ -214,12 +223,15 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
                              np.zeros((1, values.shape[1], 2)), np.zeros((1, values.shape[1], 2)),
                              animated, tangents)
     else:
+        report(0.0, f"fitting {len(rows)} keys in channel space")
         fit = fit_channels(values, rows, tangents, smoothness)
         fit.slopes[:, :, ~animated] = 0.0
         timings["channel_s"] = fit.info["channel_s"]
         if space == "world" and animated.any():
             fit = refine_world(work, rows, fit, tangents, smoothness,
-                               iterations=world_iterations, free=animated)
+                               iterations=world_iterations, free=animated,
+                               progress=lambda f, m: report(0.02 + (fitting_share - 0.02) * f,
+                                                            m))
             timings["world_s"] = fit.info["world_s"]
         curves = fit.curves(values, rows, original.first_frame, list(work.channel_names),
                             animated, tangents)
@@ -235,11 +247,14 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     timings["total_s"] = time.perf_counter() - started
     plain = Reduction(curves, reduced, original.channels - reduced, original.frames, metrics,
                       timings, tangents, space, notes=tuple(notes))
-    return with_corrections(clip, plain, corrective_budget, corrective_stop_mm)
+    return with_corrections(clip, plain, corrective_budget, corrective_stop_mm,
+                            None if progress is None else
+                            lambda f, m: progress(fitting_share + (1 - fitting_share) * f, m))
 
 
 def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
-                     stop_mm: float | None = None) -> Reduction:
+                     stop_mm: float | None = None,
+                     progress: Callable[[float, str], None] | None = None) -> Reduction:
     """``reduction`` (of ``clip``, without corrections) with a corrective layer added.
 
     Parameters
@@ -251,6 +266,8 @@ def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
         ``N`` keys or ``"P%"`` of the original keys (None or 0: ``reduction`` itself).
     stop_mm : float, optional
         Stop once no frame's worst joint error is above this (mm at 1.7 m).
+    progress : callable, optional
+        As :func:`sp_core.corrective.correct`'s.
     """
     allowed = budget_keys(None if budget is None else str(budget),
                           reduction.metrics.original_keys)
@@ -264,7 +281,7 @@ def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
     animated = reduction.curves.animated
     stop = 0.0 if stop_mm is None else stop_mm / scale
     corrections, correction = correct(work, reduction.reduced, frames - frames[0], animated,
-                                      allowed, stop_at=stop)
+                                      allowed, stop_at=stop, progress=progress)
     corrected = reduction.reduced + correction
     metrics = measure(original, corrected, len(frames), animated, mm_per_unit=scale,
                       corrective_keys=corrections.n_keys)

@@ -44,9 +44,13 @@ from sp_core.options import (
     key_choice,
     max_keys_for,
 )
-from sp_core.reduction import Reduction, reduce, with_corrections
+from sp_core.reduction import Reduction, reduce
 from sp_core.selection import SelectionSpace
+from sp_core.tolerance import ToleranceSearch
 
+#: Share of an analysis' progress taken by the selection space when the tolerance's search
+#: follows it (the search's fits take most of the time).
+SPACE_SHARE = 0.2
 EVENTS = ("options_changed", "analysis_started", "analysis_progress", "analysis_finished",
           "analysis_failed", "analysis_cancelled", "k_changed", "applied", "removed")
 
@@ -235,6 +239,10 @@ class Session:
                 report(0.0, "reading the motion from " + self.host.name)
                 motion = self.read_motion()
             wanted = self.requested_k(motion)
+            searching = wanted is None and choose and key_choice(self.options) == "tolerance"
+            # the share of the bar the selection space takes (the tolerance's search, with its
+            # fits, takes the rest)
+            share = SPACE_SHARE if searching else 1.0
             report(0.02, "poses")
             two_pass = None
             weights = dict(options.weights) or None
@@ -253,7 +261,7 @@ class Session:
                     max_span=options.max_span,
                     max_keys=max_keys_for(self.options, wanted),
                     memory_limit=int(options.memory_gib * 1024**3),
-                    progress=lambda f, m: report(0.05 + 0.95 * f, m))
+                    progress=lambda f, m: report(0.05 + (share - 0.05) * f, m))
             token.check()
         except AnalysisCancelled:
             self._emit("analysis_cancelled")
@@ -262,12 +270,16 @@ class Session:
             self._emit("analysis_failed", exc)
             raise
         by_tolerance = False
-        if wanted is None and choose and key_choice(self.options) == "tolerance":
+        if searching:
             assert self.options.keys.tolerance is not None
             try:
-                wanted = self.smallest_k_within(*self.options.keys.tolerance, space=space,
-                                                motion=motion, report=report)
+                wanted = self.smallest_k_within(
+                    *self.options.keys.tolerance, space=space, motion=motion,
+                    report=lambda f, m: report(share + (0.99 - share) * f, m))
                 by_tolerance = True
+            except AnalysisCancelled:
+                self._emit("analysis_cancelled")
+                raise
             except SelectionError:
                 if self.options.keys.tolerance != DEFAULT_TOLERANCE:
                     raise
@@ -308,18 +320,13 @@ class Session:
                           ) -> int:
         """The smallest K whose reduction (with the fitting options and the corrective keys of
         :func:`sp_core.options.corrective_plan`) keeps the mean and max joint error within
-        ``mean_mm`` and ``max_mm`` (character scaled to 1.7 m).
-
-        Bisection over K with the fast channel fit (corrective keys stop at ``max_mm``; K whose
-        pose keys alone are over twice ``mean_mm`` are refused without corrections, which
-        lower the mean far less than that), then, for a world fit, that K checked with the
-        world fit (raised until it meets the tolerance) and up to two smaller K tried. It
-        assumes the error falls as K grows (true of the selection's own error; the fitted
-        error follows it closely but not exactly): the K returned always meets the tolerance,
-        a smaller one might too.
+        ``mean_mm`` and ``max_mm`` (character scaled to 1.7 m); see
+        :mod:`sp_core.tolerance` for how it is searched. The reductions it checked are kept
+        for :meth:`reduce`.
 
         ``space`` and ``motion`` default to the session's (an analysis being computed passes
-        its own, before the session adopts it).
+        its own, before the session adopts it); ``report(fraction, message)`` gets the share
+        of the search done.
 
         Raises
         ------
@@ -329,70 +336,12 @@ class Session:
         space = space or self._require_space()
         motion = motion or self.motion
         assert motion is not None
-        fit = self.options.fit
         budget, _ = corrective_plan(self.options)
-        errors: dict[tuple[int, str], tuple[float, float]] = {}
         self._fitted.clear()
-
-        def error(k: int, fit_space: str) -> tuple[float, float]:
-            if (k, fit_space) not in errors:
-                frames = space.keyframes(k)
-                plain = reduce(motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
-                               space=fit_space, world_iterations=fit.world_iterations)
-                metrics = plain.metrics
-                corrected = bool(budget) and metrics.max_mm > max_mm \
-                    and metrics.mean_mm <= 2 * mean_mm
-                if corrected:
-                    plain = with_corrections(motion, plain, budget, max_mm)
-                    metrics = plain.metrics
-                if fit_space == fit.space and (corrected or not budget):
-                    # exactly what reduce() gives at this K: keep it for the job's reduce
-                    self._fitted[self._fit_key(motion, frames)] = plain
-                errors[k, fit_space] = (metrics.mean_mm, metrics.max_mm)
-                if report is not None:
-                    report(0.99, f"K = {k}: mean {metrics.mean_mm:.2f} mm, max "
-                                 f"{metrics.max_mm:.1f} mm ({fit_space} fit, {metrics.keys} "
-                                 "keys)")
-            return errors[k, fit_space]
-
-        def meets(k: int, fit_space: str) -> bool:
-            mean, worst = error(k, fit_space)
-            return mean <= mean_mm and worst <= max_mm
-
-        low, high = space.min_keys, space.max_keys
-        first = "channel" if fit.space == "world" else fit.space
-        if not meets(high, first) and not meets(high, fit.space):
-            shown = errors.get((high, fit.space), errors[high, first])
-            raise SelectionError(f"no K up to {high} keeps the error within mean {mean_mm:g} mm "
-                                 f"and max {max_mm:g} mm (K = {high} gives mean "
-                                 f"{shown[0]:.2f} mm, max {shown[1]:.1f} mm); "
-                                 "raise --max-keys or loosen --tolerance")
-        if not meets(high, first):
-            first = fit.space  # the channel fit never gets there: search with the real fit
-        while low < high:
-            middle = (low + high) // 2
-            if meets(middle, first):
-                high = middle
-            else:
-                low = middle + 1
-        k = high
-        if first == fit.space:
-            return k
-        floor = low  # below the channel fit's answer; the world fit may meet it sooner
-        while not meets(k, fit.space):
-            if k == space.max_keys:
-                raise SelectionError(f"no K up to {k} keeps the error within mean "
-                                     f"{mean_mm:g} mm and max {max_mm:g} mm with the "
-                                     f"{fit.space} fit; raise --max-keys or loosen --tolerance")
-            k = min(space.max_keys, k + max(1, k // 10))
-        below = max(space.min_keys, (3 * k) // 4)
-        for _ in range(2):
-            if below >= k or below < floor // 2:
-                break
-            if meets(below, fit.space):
-                k, below = below, max(space.min_keys, (3 * below) // 4)
-            else:
-                below = (below + k) // 2
+        search = ToleranceSearch(space, motion, self.options.fit, budget, report)
+        k = search.smallest_k(mean_mm, max_mm)
+        for frames, reduction in search.fitted.items():
+            self._fitted[self._fit_key(motion, frames)] = reduction
         return k
 
     @property
@@ -476,9 +425,11 @@ class Session:
 
     # ------------------------------------------------------------------ apply / remove
     def reduce(self, frames: Sequence[int] | None = None,
-               labels: dict[int, str] | None = None) -> Reduction:
+               labels: dict[int, str] | None = None,
+               progress: Callable[[float, str], None] | None = None) -> Reduction:
         """The reduction at the current K (or at ``frames``) with the fitting options; writes
-        nothing."""
+        nothing. ``progress(fraction, message)`` follows the fit (see
+        :func:`sp_core.reduction.reduce`) and may raise to cancel it."""
         if frames is None:
             self._require_space()
             assert self.motion is not None and self.k is not None
@@ -499,7 +450,7 @@ class Session:
                 return known
         return reduce(self.motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
                       space=fit.space, world_iterations=fit.world_iterations, labels=labels,
-                      corrective_budget=budget, corrective_stop_mm=stop)
+                      corrective_budget=budget, corrective_stop_mm=stop, progress=progress)
 
     def known_reduction(self, frames: Sequence[int] | None = None) -> Reduction | None:
         """The reduction :meth:`reduce` would give at ``frames`` (default the current K's) if

@@ -188,7 +188,9 @@ def test_apply_runs_in_a_worker_and_cancel_acts_within_half_a_second(make_panel,
     settled(qtbot, panel)
     qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
     assert panel.applying and panel.cancel_button.isEnabled()
-    assert panel.progress.maximum() == 0  # busy indicator
+    # the fit reports its fractions: the world fit's iterations
+    qtbot.waitUntil(lambda: "world fit, iteration" in panel.progress.format(), timeout=30_000)
+    assert panel.progress.maximum() == 1000 and panel.progress.value() > 0
     qtbot.wait(300)
     clicked = time.monotonic()
     qtbot.mouseClick(panel.cancel_button, QtCore.Qt.MouseButton.LeftButton)

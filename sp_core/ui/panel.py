@@ -476,11 +476,15 @@ class SalientPosesPanel(QtWidgets.QWidget):
         k = session.k
         frames, labels = session.keyframes(k), session.labels(k)
 
-        def work(report: Any, _token: Any) -> Reduction:
-            return session.reduce(frames, labels)
+        def work(report: Any, token: Any) -> Reduction:
+            def fitted(fraction: float, message: str) -> None:
+                token.check()
+                report(fraction, message)
+            return session.reduce(frames, labels, progress=fitted)
 
         task = Task(work, interruptible=True)
         # bound methods only: Qt then queues the calls to this (the UI) thread
+        task.progress.connect(self._on_progress)
         task.finished.connect(self._on_reduced)
         task.failed.connect(self._on_apply_failed)
         task.cancelled.connect(self.cancel)
@@ -489,7 +493,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
         if self._applying is None:
             return
         self._started = time.monotonic()
-        self.progress.setRange(0, 0)  # busy: the fit reports no fractions
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
+        self.progress.setFormat("fitting (%p%)")
         self._clock.start()
         self._tick()
         self._update_enabled()

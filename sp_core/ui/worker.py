@@ -3,8 +3,9 @@
 A :class:`Task` runs one function on its own ``QThread`` and sends the result back as a queued
 signal, so session state is only ever written on the UI thread. Cancel is immediate for the
 panel (it stops listening and becomes idle at once); the work itself stops at its next
-cancellation check (analysis stages) or, for an interruptible task (the fit of Apply, which has
-no cancellation check of its own), at the next Python instruction of the worker thread.
+cancellation check (every stage of an analysis, every iteration or corrective step of a fit)
+or, for an interruptible task (the fit of Apply), at the next Python instruction of the worker
+thread, whichever comes first.
 """
 
 from __future__ import annotations

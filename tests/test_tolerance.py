@@ -1,0 +1,90 @@
+"""The default K: the tolerance's search against brute force, its progress and its cancellation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sp_core.io.bvh import read_bvh
+from sp_core.options import DEFAULT_TOLERANCE, Options, corrective_plan
+from sp_core.reduction import reduce
+from sp_core.session import AnalysisCancelled, CancelToken, Session
+from sp_core.standalone import StandaloneHost
+
+DATA = Path(__file__).parent / "data"
+
+
+def _meets(clip, frames) -> bool:
+    budget, stop = corrective_plan(Options())
+    metrics = reduce(clip, frames, corrective_budget=budget, corrective_stop_mm=stop).metrics
+    return metrics.mean_mm <= DEFAULT_TOLERANCE[0] and metrics.max_mm <= DEFAULT_TOLERANCE[1]
+
+
+@pytest.mark.parametrize("name", ["cmu_131_01_walk.bvh", "cmu_131_01_stop.bvh"])
+def test_the_default_k_is_the_smallest_within_the_tolerance(name):
+    """On real takes the search returns the K brute force finds: the reduction it writes
+    (world fit, corrective keys) meets the tolerance there and at no smaller K."""
+    clip = read_bvh(DATA / name)
+    session = Session(StandaloneHost(clip))
+    session.analyze()
+    k = session.k
+    assert session.tolerance_k == k
+    assert _meets(clip, session.space.keyframes(k))
+    for smaller in range(session.space.min_keys, k):
+        assert not _meets(clip, session.space.keyframes(smaller)), smaller
+    # the search's own fit of that K is what Apply writes
+    assert session.known_reduction() is session.reduce()
+
+
+def test_search_progress_rises_to_the_end_and_cancel_stops_it_inside_a_fit():
+    clip = read_bvh(DATA / "cmu_131_01_240.bvh")
+    seen: list[tuple[float, str]] = []
+    session = Session(StandaloneHost(clip))
+    session.analyze(progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    messages = " ".join(m for _, m in seen)
+    assert "world fit, iteration" in messages and "corrective keys" in messages
+
+    token = CancelToken()
+    reached: list[str] = []
+
+    def cancel_in_the_corrective_stage(fraction: float, message: str) -> None:
+        reached.append(message)
+        if "corrective keys:" in message:
+            token.cancel()
+
+    fresh = Session(StandaloneHost(clip))
+    with pytest.raises(AnalysisCancelled):
+        fresh.analyze(progress=cancel_in_the_corrective_stage, cancel=token)
+    # stopped at the first check after the cancel: within the corrective stage, not after it
+    assert "corrective keys:" in reached[-1]
+    assert fresh.space is None and fresh.k is None
+
+
+def test_a_fit_reports_its_stages_and_stops_when_its_progress_raises(sample_clip):
+    clip = sample_clip.sub_range(0, 299)
+    frames = list(range(0, 300, 20)) + [299]
+    seen: list[tuple[float, str]] = []
+    reduce(clip, frames, corrective_budget="2%", corrective_stop_mm=5.0,
+           progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and 0.0 <= fractions[0] and fractions[-1] <= 1.0
+    assert any(m.startswith("world fit, iteration") for _, m in seen)
+    assert any(m.startswith("corrective keys:") for _, m in seen)
+    assert fractions[-1] > 0.85  # the polish rounds come last
+
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def stop_at_third_iteration(fraction: float, message: str) -> None:
+        calls.append(message)
+        if message.startswith("world fit, iteration 3"):
+            raise Stop
+
+    with pytest.raises(Stop):
+        reduce(clip, frames, progress=stop_at_third_iteration)
+    assert calls[-1].startswith("world fit, iteration 3")

@@ -164,6 +164,53 @@ def bench_gil() -> None:
         f"timer beside a sleeping thread: {1000 * idle:.0f} ms", "—")
 
 
+def cancel_latency(work: Callable[[object], object], after: float) -> float:
+    """Seconds from ``token.cancel()``, called ``after`` seconds into ``work(token)`` running
+    in another thread, to the end of that thread."""
+    import threading
+
+    from sp_core.session import AnalysisCancelled, CancelToken
+
+    token = CancelToken()
+
+    def worker() -> None:
+        try:
+            work(token)
+        except AnalysisCancelled:
+            pass
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    time.sleep(after)
+    cancelled = time.perf_counter()
+    token.cancel()
+    thread.join()
+    return time.perf_counter() - cancelled
+
+
+def bench_cancel(repeat: int) -> None:
+    from sp_core.reduction import reduce
+    from sp_core.session import Session
+    from sp_core.standalone import StandaloneHost
+
+    clip = long_clip(5000)
+    clip.positions  # noqa: B018 - forward kinematics outside the measured work
+    frames = np.linspace(0, 4999, 250).round().astype(int)
+
+    def analyse(token: object) -> None:
+        Session(StandaloneHost(clip)).analyze(cancel=token, choose=False)
+
+    def fit(token: object) -> None:
+        reduce(clip, frames, corrective_budget="5%", corrective_stop_mm=20.0,
+               progress=lambda fraction, message: token.check())
+
+    for label, work, after in (("default analysis", analyse, 1.5), ("world fit + corrective keys, "
+                                                                   "250 keys", fit, 2.0)):
+        waits = [cancel_latency(work, after) for _ in range(repeat)]
+        row(f"Cancel during a 5,000-frame {label} (cancelled {after:g} s in)", "≤ 0.5 s",
+            f"{statistics.median(waits):.2f} s (worst {max(waits):.2f} s)", "—", "—")
+
+
 def fresh(code: str) -> float:
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=ROOT)
@@ -235,6 +282,7 @@ def main() -> None:
     bench_fresh_analyze(args.repeat)
     if not args.quick:
         bench_gil()
+        bench_cancel(args.repeat)
         bench_long_analyze()
         bench_batch(args.repeat)
     print("\n| target | goal | measured | reference run | ratio |")

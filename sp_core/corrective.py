@@ -302,6 +302,8 @@ def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndar
         active = np.ones(len(unknowns), dtype=bool)
         accepted = False
         for _attempt in range(8):
+            if progress is not None:
+                progress(done / rounds, f"refitting {len(unknowns)} corrective keys together")
             trial = correction.copy()
             for (rows, h), c, d, on in zip(hats, columns, step, active, strict=True):
                 if on:

@@ -551,7 +551,10 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
         accepted = False
         # Marquardt's scaling: damping times the diagonal, which the solver adds to its copy
         leading = np.einsum("kii->ki", diagonal).copy()
-        for _attempt in range(6):
+        for attempt in range(6):
+            if progress is not None and attempt:  # a rejected step: check in again
+                progress((iteration - 1) / iterations,
+                         f"world fit, iteration {iteration} of at most {iterations}")
             step = solve(diagonal, upper, rhs, damping * leading)
             trial = slopes.copy()
             trial[:, :, columns] += step.reshape(n_keys, q, n_channels)

@@ -228,6 +228,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
         fit.slopes[:, :, ~animated] = 0.0
         timings["channel_s"] = fit.info["channel_s"]
         if space == "world" and animated.any():
+            report(0.02, f"fitting {len(rows)} keys in world space")
             fit = refine_world(work, rows, fit, tangents, smoothness,
                                iterations=world_iterations, free=animated,
                                progress=lambda f, m: report(0.02 + (fitting_share - 0.02) * f,

@@ -34,6 +34,8 @@ from sp_core.tree_jacobian import TreeLayout, pose
 
 #: Channels tried per greedy step (the best by their Gauss–Newton gain at the worst frame).
 CHANNELS_TRIED = 8
+#: Channels below the worst joint added to the joint step (they compensate a fix above it).
+HELPERS_TRIED = 4
 #: Half-widths of the hat-shaped corrections tried, frames.
 WIDTHS = (1, 2, 4, 8, 16)
 #: Rounds of the joint knot-value refit after the greedy search (see :func:`_polish`).
@@ -329,10 +331,10 @@ def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndar
             channels[c].knots[r] += float(d)
 
 
-def _movers(clip: Clip, animated: np.ndarray) -> list[np.ndarray]:
+def _movers(clip: Clip, animated: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """For every node, the animated channels that move it (its own and its ancestors') and
-    those below it: an elbow error fixed at the shoulder moves the hand, which the wrist and
-    fingers may have to bring back."""
+    those of the nodes below it (which can bring back what a fix above moves too far: an elbow
+    fixed at the shoulder moves the hand)."""
     by_node = [np.flatnonzero(animated & (clip.channel_nodes == i)) for i in range(clip.n_nodes)]
     below: list[list[int]] = [[] for _ in range(clip.n_nodes)]
     for i in range(clip.n_nodes - 1, -1, -1):  # parents come before their children
@@ -346,21 +348,23 @@ def _movers(clip: Clip, animated: np.ndarray) -> list[np.ndarray]:
         while j >= 0:
             chain.extend(by_node[j].tolist())
             j = int(clip.parents[j])
-        for n in below[i]:
-            chain.extend(by_node[n].tolist())
-        out.append(np.asarray(chain, dtype=np.int64))
+        under = [c for n in below[i] for c in by_node[n].tolist()]
+        out.append((np.asarray(chain, dtype=np.int64), np.asarray(under, dtype=np.int64)))
     return out
 
 
 def _best_candidate(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndarray,
                     correction: np.ndarray,
                     residual: np.ndarray, target: np.ndarray, channels: dict[int, _Channel],
-                    movers: np.ndarray, worst: int, errors: np.ndarray, base_max: np.ndarray,
+                    movers_of: tuple[np.ndarray, np.ndarray], worst: int, errors: np.ndarray,
+                    base_max: np.ndarray,
                     base_mean: np.ndarray, slack: float, left: int):  # noqa: ANN202
     """The best accepted candidate at frame ``worst`` (None if none improves it):
     ``(channel, knots, lo, hi, column, new errors (hi - lo + 1, n_nodes), cost)``."""
     n_frames = reduced.shape[0]
     current = reduced + correction
+    above, under = movers_of
+    movers = np.concatenate([above, under])
     if not len(movers):
         return None
     # the Jacobian over the frames any candidate can touch: between the points around `worst`
@@ -376,18 +380,21 @@ def _best_candidate(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced:
     norm_at = np.einsum("nc,nc->c", jac_at, jac_at)
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = np.where(norm_at > 0, (miss_at @ jac_at) ** 2 / norm_at, 0.0)
-    ranked = np.argsort(-gain)[:CHANNELS_TRIED]
+    # single channels from above the worst joint; the joint step may also use a few below it
+    ranked = np.argsort(-gain[:len(above)])[:CHANNELS_TRIED]
+    helpers = len(above) + np.argsort(-gain[len(above):])[:HELPERS_TRIED]
+    tried = np.concatenate([ranked, helpers])
     # the ranked channels' Jacobian columns over the window by forward differences: one FK
     # call instead of the full Jacobian of every channel on every row
     window = current[lo_j:hi_j + 1]
     rows_w = hi_j - lo_j + 1
-    stacked = np.repeat(window[None], len(ranked) + 1, axis=0)
-    for i, m in enumerate(ranked):
+    stacked = np.repeat(window[None], len(tried) + 1, axis=0)
+    for i, m in enumerate(tried):
         stacked[i + 1, :, movers[m]] += STEP
-    moved = fk(stacked.reshape(-1, clip.n_channels)).reshape(len(ranked) + 1, rows_w, -1)
+    moved = fk(stacked.reshape(-1, clip.n_channels)).reshape(len(tried) + 1, rows_w, -1)
     miss = moved[0] - target[lo_j:hi_j + 1].reshape(rows_w, -1)
     jac = np.zeros((rows_w, miss.shape[1], len(movers)))
-    for i, m in enumerate(ranked):
+    for i, m in enumerate(tried):
         jac[:, :, m] = (moved[i + 1] - moved[0]) / STEP
     grad = np.einsum("fn,fnc->fc", miss, jac)  # (rows, movers)
     norm = np.einsum("fnc,fnc->fc", jac, jac)
@@ -412,7 +419,7 @@ def _best_candidate(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced:
                                                  c, lo, hi)], cost))
     # the best few channels together (a shoulder fix with the wrist compensating): one
     # Gauss-Newton step on their joint hat amplitudes
-    together = [int(m) for m in ranked if worst not in channels[int(movers[m])].anchors]
+    together = [int(m) for m in tried if worst not in channels[int(movers[m])].anchors]
     for width in (0,) + WIDTHS:
         hats = []
         for m in together:

@@ -267,6 +267,10 @@ def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndar
         rows = np.arange(lo + 1, hi)
         hats.append((rows, np.interp(rows, [lo, r, hi], [0.0, 1.0, 0.0])))
     columns = np.array([c for c, _ in unknowns])
+    # the Jacobian columns of the knots' channels on their hats' rows only, from the world
+    # axes of those channels (a dense position Jacobian of a long take is gigabytes)
+    layout = TreeLayout.of(clip, np.unique(columns))
+    below = _subtrees(clip)
 
     def errors_of(corr: np.ndarray) -> np.ndarray:
         moved = fk(reduced + corr).reshape(n_frames, -1)
@@ -276,15 +280,15 @@ def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndar
     for done in range(rounds):
         if progress is not None:
             progress(done / rounds, f"refitting {len(unknowns)} corrective keys together")
-        positions, jac = clip.position_jacobian(reduced + correction)
+        positions, axes = pose(clip, layout, reduced + correction)
         miss = (positions.reshape(n_frames, -1) - target)
-        jac = jac.reshape(n_frames, -1, clip.n_channels)
         frame_max = current.max(axis=1)
         weight = 1.0 + (frame_max / max(float(frame_max.mean()), 1e-300)) ** 4
         data, row_index, col_index = [], [], []
-        width = jac.shape[1]
+        width = miss.shape[1]
         for j, ((rows, h), c) in enumerate(zip(hats, columns, strict=True)):
-            block = jac[rows, :, c] * (h * np.sqrt(weight[rows]))[:, None]
+            column = jacobian_column(clip, layout, below, positions, axes, int(c), rows)
+            block = column.reshape(len(rows), -1) * (h * np.sqrt(weight[rows]))[:, None]
             data.append(block.reshape(-1))
             row_index.append((rows[:, None] * width + np.arange(width)).reshape(-1))
             col_index.append(np.full(block.size, j))
@@ -329,6 +333,38 @@ def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndar
         step = np.where(active, step, 0.0)
         for (c, r), d in zip(unknowns, step, strict=True):
             channels[c].knots[r] += float(d)
+
+
+def _subtrees(clip: Clip) -> list[np.ndarray]:
+    """For every node, itself and its descendants (nodes are in hierarchy order)."""
+    members: list[list[int]] = [[i] for i in range(clip.n_nodes)]
+    for i in range(clip.n_nodes - 1, -1, -1):
+        p = int(clip.parents[i])
+        if p >= 0:
+            members[p].extend(members[i])
+    return [np.asarray(sorted(m), dtype=np.int64) for m in members]
+
+
+def jacobian_column(clip: Clip, layout: TreeLayout, below: list[np.ndarray],
+                    positions: np.ndarray, axes: np.ndarray, channel: int,
+                    rows: np.ndarray) -> np.ndarray:
+    """(len(rows), n_nodes, 3): d positions / d ``channel`` on ``rows`` (scene units per channel
+    unit, per degree for rotations), as :meth:`Clip.position_jacobian` gives it.
+
+    ``positions`` and ``axes`` are :func:`sp_core.tree_jacobian.pose`'s for ``layout``, which
+    must hold ``channel``; ``below`` is :func:`_subtrees`. A rotation turns the nodes below its
+    own about its world axis, a translation moves them along it.
+    """
+    node = int(clip.channel_nodes[channel])
+    nodes = below[node]
+    axis = axes[rows, layout.slot[channel]]  # (rows, 3)
+    out = np.zeros((len(rows), clip.n_nodes, 3))
+    if clip.is_rotation_channel()[channel]:
+        arms = positions[rows][:, nodes] - positions[rows, node][:, None, :]
+        out[:, nodes] = np.cross(axis[:, None, :], arms)
+    else:
+        out[:, nodes] = axis[:, None, :]
+    return out
 
 
 def _movers(clip: Clip, animated: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -12,13 +12,17 @@ fresh folder (nothing resumed), the configurations taking turns so that a change
 machine's load falls on all of them; the table gives the median wall time from the command
 line's start to its summary (process start-up, Dask cluster start-up and the batch's checks
 included, the same for one worker as for several), the takes per minute, and the speed-up over
-one worker. The ideal for N workers on N cores is N x. The command runs this checkout's code
-(``python -m sp_core.cli`` with this folder first on the path).
+one worker. The ideal for N workers on N cores is N x. The last column leaves start-up out:
+the takes' own seconds (``summary.csv``), N x the mean over one worker's against the mean over
+N workers' (the throughput of workers already running). ``--takes`` sets the folder's size.
+The command runs this checkout's code (``python -m sp_core.cli`` with this folder first on
+the path).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import statistics
 import subprocess
@@ -33,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 from sp_core.io.bvh import read_bvh, write_bvh  # noqa: E402
 
 SAMPLE = ROOT / "examples" / "cmu_131_01.bvh"
-CONFIGS = [("pool, 1 worker", ["--workers", "1"]), ("pool, 2 workers", ["--workers", "2"]),
-           ("Dask LocalCluster, 2 workers", ["--scheduler", "local:2"])]
+CONFIGS = [("pool, 1 worker", 1, ["--workers", "1"]), ("pool, 2 workers", 2, ["--workers", "2"]),
+           ("Dask LocalCluster, 2 workers", 2, ["--scheduler", "local:2"])]
 
 
 def make_takes(folder: Path, count: int = 12, frames: int = 400) -> list[Path]:
@@ -55,6 +59,7 @@ def main() -> None:
     parser.add_argument("--suggested", action="store_true",
                         help="reduce at the suggested K (cheap takes) instead of the tolerance")
     parser.add_argument("--no-dask", action="store_true", help="skip the Dask LocalCluster")
+    parser.add_argument("--takes", type=int, default=12)
     args = parser.parse_args()
     command = [sys.executable, "-m", "sp_core.cli", "batch"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -63,10 +68,11 @@ def main() -> None:
     configs = CONFIGS[:2] if args.no_dask else CONFIGS
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
-        takes = make_takes(Path(tmp))
-        times: dict[str, list[float]] = {label: [] for label, _ in configs}
+        takes = make_takes(Path(tmp), args.takes)
+        times: dict[str, list[float]] = {label: [] for label, _, _ in configs}
+        take_seconds: dict[str, list[float]] = {label: [] for label, _, _ in configs}
         for r in range(args.repeat):
-            for c, (label, flags) in enumerate(configs):
+            for c, (label, _, flags) in enumerate(configs):
                 out = Path(tmp) / f"out-{c}-{r}"
                 started = time.perf_counter()
                 subprocess.run([*command, *map(str, takes), "--out", str(out), "--space",
@@ -74,16 +80,21 @@ def main() -> None:
                                env=env)
                 times[label].append(time.perf_counter() - started)
                 loads.append(os.getloadavg()[0])
-        results = [(label, statistics.median(times[label])) for label, _ in configs]
-    base = results[0][1]
+                with open(out / "summary.csv", newline="") as summary:
+                    take_seconds[label] += [float(row["seconds"])
+                                            for row in csv.DictReader(summary)]
+        results = [(label, workers, statistics.median(times[label]),
+                    statistics.fmean(take_seconds[label])) for label, workers, _ in configs]
+    base, base_take = results[0][2], results[0][3]
     work = "the suggested K" if args.suggested else "default options"
     print(f"{len(takes)} takes of 400 frames, {work}, {args.space} fit, median of "
           f"{args.repeat} runs; 1-minute load average {min(loads):.2f}-{max(loads):.2f}\n")
-    print("| executor | wall time (s) | takes per minute | speed-up over 1 worker |")
-    print("|---|---|---|---|")
-    for label, seconds in results:
-        print(f"| {label} | {seconds:.1f} | {60 * len(takes) / seconds:.1f} | "
-              f"{base / seconds:.2f}x |")
+    print("| executor | wall time (s) | takes per minute | speed-up over 1 worker | "
+          "mean take (s) | speed-up without start-up |")
+    print("|---|---|---|---|---|---|")
+    for label, workers, seconds, take in results:
+        print(f"| {label} | {seconds:.2f} | {60 * len(takes) / seconds:.1f} | "
+              f"{base / seconds:.2f}x | {take:.3f} | {workers * base_take / take:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -1,20 +1,29 @@
 """Batch throughput: takes per minute on 12 takes for a process pool of 1 and 2 workers and a
 2-worker Dask LocalCluster (issue 21).
 
-Usage: ``.venv/bin/python benchmarks/bench_batch.py [--repeat 3] [--space world]``
+Usage: ``.venv/bin/python benchmarks/bench_batch.py [--repeat 3] [--space world] [--suggested]
+[--no-dask]``
 
 The takes are 12 overlapping 400-frame cuts of the bundled sample (120 fps, 38 nodes), reduced
 with the default options (K: the smallest within the default tolerance, corrective keys
-included; unified tangents). Each configuration runs ``--repeat``
-times into a fresh folder (nothing resumed); the table gives the median wall time from the
-command line's start to its summary (process start-up, Dask cluster start-up and the batch's
-checks included), the takes per minute, and the speed-up over one worker. The ideal for N
-workers on N cores is N x.
+included; unified tangents), or at the suggested K with ``--suggested`` (one analysis and one
+world fit per take, under half a second). Each configuration runs ``--repeat`` times into a
+fresh folder (nothing resumed), the configurations taking turns so that a change in the
+machine's load falls on all of them; the table gives the median wall time from the command
+line's start to its summary (process start-up, Dask cluster start-up and the batch's checks
+included, the same for one worker as for several), the takes per minute, and the speed-up over
+one worker. The ideal for N workers on N cores is N x. The last column leaves start-up out:
+the takes' own seconds (``summary.csv``), N x the mean over one worker's against the mean over
+N workers' (the throughput of workers already running). ``--takes`` sets the folder's size.
+The command runs this checkout's code (``python -m sp_core.cli`` with this folder first on
+the path).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import os
 import statistics
 import subprocess
 import sys
@@ -28,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 from sp_core.io.bvh import read_bvh, write_bvh  # noqa: E402
 
 SAMPLE = ROOT / "examples" / "cmu_131_01.bvh"
-CONFIGS = [("pool, 1 worker", ["--workers", "1"]), ("pool, 2 workers", ["--workers", "2"]),
-           ("Dask LocalCluster, 2 workers", ["--scheduler", "local:2"])]
+CONFIGS = [("pool, 1 worker", 1, ["--workers", "1"]), ("pool, 2 workers", 2, ["--workers", "2"]),
+           ("Dask LocalCluster, 2 workers", 2, ["--scheduler", "local:2"])]
 
 
 def make_takes(folder: Path, count: int = 12, frames: int = 400) -> list[Path]:
@@ -47,27 +56,45 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--space", default="world", choices=("world", "channel"))
+    parser.add_argument("--suggested", action="store_true",
+                        help="reduce at the suggested K (cheap takes) instead of the tolerance")
+    parser.add_argument("--no-dask", action="store_true", help="skip the Dask LocalCluster")
+    parser.add_argument("--takes", type=int, default=12)
     args = parser.parse_args()
-    command = [str(Path(sys.executable).with_name("salient-poses")), "batch"]
+    command = [sys.executable, "-m", "sp_core.cli", "batch"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    extra = ["--suggested"] if args.suggested else []
+    configs = CONFIGS[:2] if args.no_dask else CONFIGS
+    loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
-        takes = make_takes(Path(tmp))
-        results = []
-        for label, flags in CONFIGS:
-            times = []
-            for r in range(args.repeat):
-                out = Path(tmp) / f"out-{len(results)}-{r}"
+        takes = make_takes(Path(tmp), args.takes)
+        times: dict[str, list[float]] = {label: [] for label, _, _ in configs}
+        take_seconds: dict[str, list[float]] = {label: [] for label, _, _ in configs}
+        for r in range(args.repeat):
+            for c, (label, _, flags) in enumerate(configs):
+                out = Path(tmp) / f"out-{c}-{r}"
                 started = time.perf_counter()
                 subprocess.run([*command, *map(str, takes), "--out", str(out), "--space",
-                                args.space, *flags], check=True, capture_output=True)
-                times.append(time.perf_counter() - started)
-            results.append((label, statistics.median(times)))
-    base = results[0][1]
-    print(f"{len(takes)} takes of 400 frames, {args.space} fit, median of {args.repeat} runs\n")
-    print("| executor | wall time (s) | takes per minute | speed-up over 1 worker |")
-    print("|---|---|---|---|")
-    for label, seconds in results:
-        print(f"| {label} | {seconds:.1f} | {60 * len(takes) / seconds:.1f} | "
-              f"{base / seconds:.2f}x |")
+                                args.space, *extra, *flags], check=True, capture_output=True,
+                               env=env)
+                times[label].append(time.perf_counter() - started)
+                loads.append(os.getloadavg()[0])
+                with open(out / "summary.csv", newline="") as summary:
+                    take_seconds[label] += [float(row["seconds"])
+                                            for row in csv.DictReader(summary)]
+        results = [(label, workers, statistics.median(times[label]),
+                    statistics.fmean(take_seconds[label])) for label, workers, _ in configs]
+    base, base_take = results[0][2], results[0][3]
+    work = "the suggested K" if args.suggested else "default options"
+    print(f"{len(takes)} takes of 400 frames, {work}, {args.space} fit, median of "
+          f"{args.repeat} runs; 1-minute load average {min(loads):.2f}-{max(loads):.2f}\n")
+    print("| executor | wall time (s) | takes per minute | speed-up over 1 worker | "
+          "mean take (s) | speed-up without start-up |")
+    print("|---|---|---|---|---|---|")
+    for label, workers, seconds, take in results:
+        print(f"| {label} | {seconds:.2f} | {60 * len(takes) / seconds:.1f} | "
+              f"{base / seconds:.2f}x | {take:.3f} | {workers * base_take / take:.2f}x |")
 
 
 if __name__ == "__main__":

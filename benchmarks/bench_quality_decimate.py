@@ -6,7 +6,8 @@ pins numpy 1.26), in a child process so that its import never touches ours. The 
 imported with Blender's own importer, every key of every F-Curve is selected and
 ``bpy.ops.graph.decimate(mode="RATIO", factor=1 - keep)`` runs with a Graph Editor area as its
 context (``Context.temp_override``; the operator polls for a Graph Editor, and the editor's
-filters must show every bone's curves). Joint positions are the pose bones' heads and tails in
+filters must show every bone's curves: ``bench_vs_blender_decimate.decimate_fcurves``, shared
+with that benchmark). Joint positions are the pose bones' heads and tails in
 world space at every frame, before and after decimating; keys are counted on the curves that
 are not constant (as ours count animated channels only).
 
@@ -40,6 +41,7 @@ def _blender_worker(path: str, keeps: list[float]) -> list[dict]:
     """Run inside the child process: import, decimate, measure (scene units)."""
     import bpy
     import numpy as np
+    from bench_vs_blender_decimate import decimate_fcurves  # the one Decimate set-up
 
     def load():  # noqa: ANN202
         bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -67,21 +69,7 @@ def _blender_worker(path: str, keeps: list[float]) -> list[dict]:
     rows = []
     for keep in keeps:
         obj, curves = load()
-        window = bpy.context.window_manager.windows[0]
-        area = window.screen.areas[0]
-        area.type = "GRAPH_EDITOR"
-        region = next(r for r in area.regions if r.type == "WINDOW")
-        area.spaces.active.dopesheet.show_only_selected = False
-        area.spaces.active.dopesheet.show_hidden = True
-        for curve in curves:
-            curve.select = True
-            curve.hide = False
-            for key in curve.keyframe_points:
-                key.select_control_point = True
-        started = time.perf_counter()
-        with bpy.context.temp_override(window=window, area=area, region=region):
-            bpy.ops.graph.decimate(mode="RATIO", factor=1.0 - keep)
-        seconds = time.perf_counter() - started
+        seconds = decimate_fcurves(obj, curves, keep)
         distance = np.linalg.norm(positions(obj, first, last) - original, axis=-1)
         rows.append({"keep": keep, "keys": sum(len(curves[i].keyframe_points) for i in moving),
                      "original_keys": len(moving) * (last - first + 1),

@@ -52,18 +52,17 @@ def total_keys(action) -> int:
     return sum(len(f.keyframe_points) for f in _action_fcurves(action, None))
 
 
-def decimate(obj, budget: float) -> tuple[int, float]:
-    """Decimate a copy of the original action (made active) to ``budget`` of its keys."""
+def decimate_fcurves(obj, fcurves, keep: float) -> float:
+    """Blender's Graph Editor Decimate on ``fcurves`` (of ``obj``'s active action), keeping
+    ``keep`` of their keys; returns the operator's seconds.
+
+    Headless, the operator needs a Graph Editor area (the screen's first area is switched to
+    one), the editor's filters opened up (*Only Show Selected* off, hidden channels shown, the
+    object selected) and every key of the curves selected (see the module docstring).
+    ``bench_quality_decimate.py`` decimates through this function too.
+    """
     import bpy
 
-    from blender_addon.host import _action_fcurves
-
-    data = obj.animation_data
-    original = data.action
-    copy = original.copy()
-    data.action = copy
-    if len(copy.slots):
-        data.action_slot = copy.slots[0]
     window = bpy.context.window_manager.windows[0]
     area = window.screen.areas[0]
     area.type = "GRAPH_EDITOR"
@@ -72,14 +71,29 @@ def decimate(obj, budget: float) -> tuple[int, float]:
     space.dopesheet.show_only_selected = False
     space.dopesheet.show_hidden = True
     obj.select_set(True)
-    for fcurve in _action_fcurves(copy, None):
+    for fcurve in fcurves:
         fcurve.select = True
+        fcurve.hide = False
         for point in fcurve.keyframe_points:
             point.select_control_point = True
     started = time.perf_counter()
     with bpy.context.temp_override(window=window, area=area, region=region):
-        bpy.ops.graph.decimate(mode="RATIO", factor=1.0 - budget)
-    return total_keys(copy), time.perf_counter() - started
+        bpy.ops.graph.decimate(mode="RATIO", factor=1.0 - keep)
+    return time.perf_counter() - started
+
+
+def decimate(obj, budget: float) -> tuple[int, float]:
+    """Decimate a copy of the original action (made active) to ``budget`` of its keys."""
+    from blender_addon.host import _action_fcurves
+
+    data = obj.animation_data
+    original = data.action
+    copy = original.copy()
+    data.action = copy
+    if len(copy.slots):
+        data.action_slot = copy.slots[0]
+    seconds = decimate_fcurves(obj, _action_fcurves(copy, None), budget)
+    return total_keys(copy), seconds
 
 
 def restore(obj, original) -> None:

@@ -71,13 +71,16 @@ class ContractScene:
     skipped_name: str | None = None
     bad_root = ""
     xfail: dict[str, str] = {}
+    _host: Any = None
 
     def build(self) -> None:
+        """Make the scene in the application and the adapter under test (``self._host``)."""
         raise NotImplementedError
 
     @property
     def host(self) -> Any:
-        raise NotImplementedError
+        """The adapter under test, made by :meth:`build`."""
+        return self._host
 
     def fps(self) -> float:
         """The scene's frame rate as the application states it."""
@@ -106,10 +109,6 @@ class StandaloneScene(ContractScene):
 
         self.clip = sample()
         self._host = StandaloneHost(self.clip, source=str(SAMPLE))
-
-    @property
-    def host(self) -> Any:
-        return self._host
 
     def fps(self) -> float:
         return self.clip.fps
@@ -167,10 +166,6 @@ class MayaScene(ContractScene):
         STATE.scene.playback = (float(FIRST), float(FIRST + FRAMES - 1))
         STATE.scene.selection = [part.node_names[0]]
         self._host = MayaHost()
-
-    @property
-    def host(self) -> Any:
-        return self._host
 
     def fps(self) -> float:
         return 24.0
@@ -241,10 +236,6 @@ class MobuScene(ContractScene):
         fb.scene.time = fb.scene.evaluated = fb.frame_ticks(FIRST)
         self._host = MobuHost()
 
-    @property
-    def host(self) -> Any:
-        return self._host
-
     def fps(self) -> float:
         return 30.0
 
@@ -302,10 +293,6 @@ class BlenderScene(ContractScene):
         bpy.ops.ed.undo_push(message="contract scene")
         self.object_name = obj.name
         self._host = BlenderHost()
-
-    @property
-    def host(self) -> Any:
-        return self._host
 
     def fps(self) -> float:
         render = self.bpy.context.scene.render

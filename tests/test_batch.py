@@ -69,6 +69,29 @@ def test_dask_cluster_gives_the_same_files_as_the_process_pool(takes, tmp_path):
     assert json.loads((cluster / "summary.json").read_text())["scheduler"] == "local:2"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="other systems always spawn")
+def test_the_command_forks_its_workers_and_a_process_that_ran_kernels_spawns(takes, tmp_path):
+    """Forked workers start with the command's imports, but GNU OpenMP's threads do not
+    survive a fork: once numba's parallel kernels have run, the pool spawns."""
+    code = ("import sys; from sp_core.batch.executors import pool_context; "
+            "from sp_core.io.bvh import read_bvh; from sp_core.selection import SelectionSpace; "
+            "before = pool_context().get_start_method(); "
+            "SelectionSpace.from_clip(read_bvh(sys.argv[1])); "
+            "print(before, pool_context().get_start_method())")
+    result = subprocess.run([sys.executable, "-c", code, str(takes / "take0.bvh")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.stdout.split() == ["fork", "spawn"], result.stderr
+    # the same files from two forked workers as from one worker in this process
+    inputs = [str(takes / f"take{i}.bvh") for i in range(4)]
+    forked, alone = tmp_path / "forked", tmp_path / "alone"
+    result = subprocess.run([sys.executable, "-m", "sp_core.cli", "batch", *inputs, "--out",
+                             str(forked), *BASE, "--workers", "2"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert main(["batch", *inputs, "--out", str(alone), *BASE, "--workers", "1"]) == 0
+    assert outputs(forked) == outputs(alone) and len(outputs(alone)) == 8
+
+
 def test_a_killed_batch_resumes_with_only_the_missing_takes(takes, tmp_path):
     out = tmp_path / "out"
     inputs = [str(takes / f"take{i}.bvh") for i in range(4)]

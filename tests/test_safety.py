@@ -335,8 +335,10 @@ def test_workers_die_with_a_killed_batch(short_clip, tmp_path):
     deadline = time.monotonic() + 60
     workers: list[int] = []
     while time.monotonic() < deadline and len(workers) < 2:
+        # forked workers carry the batch's command line, spawned ones spawn_main's; a spawning
+        # pool also has a resource tracker, which is not a worker
         workers = [c for c in _children(process.pid)
-                   if "spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes().decode(
+                   if "resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes().decode(
                        errors="replace")]
         time.sleep(0.1)
     assert len(workers) == 2

@@ -3,6 +3,10 @@
 Both run :func:`sp_core.batch.run.reduce_one` on each job and call ``on_done(job, row)`` in this
 process as jobs finish, in any order; the results are the same either way. Every worker uses
 ``cores // workers`` threads for numba and BLAS, so workers do not fight over the cores.
+
+The pool forks its workers when that is safe (:func:`pool_context`): a forked worker starts
+with this process's imports and ends without tearing them down, which matters when a take
+costs about as much as starting a Python with numpy, scipy and numba (the suggested K).
 """
 
 from __future__ import annotations
@@ -67,17 +71,37 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True, name="salient-poses-parent-watch").start()
 
 
+def pool_context() -> multiprocessing.context.BaseContext:
+    """How the pool starts its workers: ``fork`` when it is safe here, else ``spawn``.
+
+    A spawned worker imports numpy, scipy, numba and the engine again (0.4 s on the two-core
+    machine, after the parent's own 0.4 s) and tears them down at the end (0.15 s); at the
+    suggested K a 400-frame take costs 0.25 s, so two spawned workers gave 1.27x one and two
+    forked ones 1.52x. Forking is safe only while this process runs no other thread: numba's
+    parallel kernels start GNU OpenMP threads that a forked child does not have (its next
+    parallel kernel would hang), and a lock held by another Python thread stays locked in the
+    child. So the batch command, which forks before running any kernel, forks; a process that
+    has analysed something already (a test run, an embedding application) spawns. Not Linux:
+    spawn.
+    """
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    kernels_ran = parallel is not None and getattr(parallel, "_is_initialized", True)
+    if sys.platform.startswith("linux") and threading.active_count() == 1 and not kernels_ran:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
 def run_local(jobs: list[Job], workers: int, on_done: OnDone) -> None:
     """Run ``jobs`` in this process (one worker) or a pool of ``workers`` processes."""
     if workers == 1 or len(jobs) == 1:
         for job in jobs:
             on_done(job, reduce_one(job))
         return
-    # spawn, not fork: numba's OpenMP threads do not survive a fork; workers start on demand,
-    # so the thread environment stays set until the pool is done
+    # spawned workers start on demand, so the thread environment stays set until the pool is
+    # done; a forked worker's numba has read its thread count in this process already, and
+    # pin_process limits it at run time
     with worker_threads(workers) as threads:
-        pool = ProcessPoolExecutor(max_workers=workers,
-                                   mp_context=multiprocessing.get_context("spawn"),
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=pool_context(),
                                    initializer=start_worker, initargs=(os.getpid(), threads))
         try:
             futures = {pool.submit(reduce_one, job): job for job in jobs}

@@ -110,8 +110,12 @@ class _Reporter:
         elif sys.stderr.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, initial=skipped, unit="take", file=sys.stderr,
-                            dynamic_ncols=True, desc="batch")
+            class Bar(tqdm):
+                # no monitor thread: the pool forks its workers only while no other thread runs
+                monitor_interval = 0
+
+            self.bar = Bar(total=total, initial=skipped, unit="take", file=sys.stderr,
+                           dynamic_ncols=True, desc="batch")
 
     def event(self, name: str, **fields: object) -> None:
         print(json.dumps({"event": name, **fields}), flush=True)

@@ -86,8 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-default", action="store_true",
                         help="skip the default-K table (its tolerance search takes a while)")
+    parser.add_argument("--cost", help="selection cost instead of the default")
+    parser.add_argument("--compose", choices=("max", "sum"))
+    parser.add_argument("--max-span", type=int)
     args = parser.parse_args(argv)
     keeps = [float(x) for x in args.keep.split(",")]
+    selection = {name: value for name, value in (("cost", args.cost), ("compose", args.compose),
+                                                 ("max_span", args.max_span))
+                 if value is not None}
     try:
         import importlib.util
 
@@ -95,11 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         have_blender = False
     if have_blender:
-        table = versus.compare(list(args.clips), keeps)
+        table = versus.compare(list(args.clips), keeps, selection)
     else:
         print("bpy is not installed: Salient Poses only")
         table = [{"clip": p.name, "keep": r["keep"], "ours": r}
-                 for p in args.clips for r in versus.salient_poses(p, keeps)]
+                 for p in args.clips for r in versus.salient_poses(p, keeps,
+                                                                   selection=selection)]
     defaults = []
     if not args.no_default:
         print("\nDefault choice of K (tolerance mean 2 mm, max 20 mm):")

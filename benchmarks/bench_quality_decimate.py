@@ -97,16 +97,19 @@ def blender_decimate(path: Path, keeps: list[float], mm_per_unit: float) -> list
 
 
 # ----------------------------------------------------------------------------- ours
-def salient_poses(path: Path, keeps: list[float], pose_share: float = POSE_SHARE
-                  ) -> list[dict]:
-    """Salient Poses (default fit) at each ``keep`` fraction: pose keys + corrective keys."""
+def salient_poses(path: Path, keeps: list[float], pose_share: float = POSE_SHARE,
+                  selection: dict | None = None) -> list[dict]:
+    """Salient Poses (default fit) at each ``keep`` fraction: pose keys + corrective keys.
+    ``selection``: keyword arguments of the selection space besides the defaults (``cost``,
+    ``compose``, ``max_span``)."""
     from sp_core.io.readers import read_clip
     from sp_core.reduction import constant_channels, reduce
     from sp_core.selection import SelectionSpace
 
     clip = read_clip(str(path))
     started = time.perf_counter()
-    space = SelectionSpace.from_clip(clip, max_keys=max(3, int(max(keeps) * clip.n_frames) + 2))
+    space = SelectionSpace.from_clip(clip, max_keys=max(3, int(max(keeps) * clip.n_frames) + 2),
+                                     **(selection or {}))
     analysis_s = time.perf_counter() - started
     animated = int(np.count_nonzero(~constant_channels(clip.unwrapped().channels)))
     rows = []
@@ -126,7 +129,8 @@ def salient_poses(path: Path, keeps: list[float], pose_share: float = POSE_SHARE
     return rows
 
 
-def compare(clips: list[Path], keeps: list[float]) -> list[dict]:
+def compare(clips: list[Path], keeps: list[float], selection: dict | None = None
+            ) -> list[dict]:
     """Both methods on every clip and budget: one row per (clip, keep)."""
     from sp_core.io.readers import read_clip
 
@@ -134,7 +138,7 @@ def compare(clips: list[Path], keeps: list[float]) -> list[dict]:
     for path in clips:
         scale = read_clip(str(path)).mm_per_unit()
         theirs = blender_decimate(path, keeps, scale)
-        ours = salient_poses(path, keeps)
+        ours = salient_poses(path, keeps, selection=selection)
         for a, b in zip(ours, theirs, strict=True):
             table.append({"clip": path.name, "keep": a["keep"], "ours": a, "blender": b})
             print(f"{path.name:24s} {100 * a['keep']:4.0f} %  ours {a['keys']:6d} keys "

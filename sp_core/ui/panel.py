@@ -340,9 +340,12 @@ class SalientPosesPanel(QtWidgets.QWidget):
         waited = t["table_s"] + t["select_s"]
         if self._analysis_started:
             waited = max(waited, time.monotonic() - self._analysis_started)
+        # what the analysis wants the user to know (a long take's window, a tolerance out of
+        # reach) comes last, where it is read
+        notes = "".join(f" Note: {note}." for note in self.session.notes)
         self.show_status(f"Analysed frames {space.first_frame}–{space.last_frame} in "
                          f"{waited:.1f} s. Suggested K = "
-                         f"{s['threshold']}; cliffs at {cliffs}.{chosen}", ok=True)
+                         f"{s['threshold']}; cliffs at {cliffs}.{chosen}{notes}", ok=True)
         self.request_k(self.session.k if self.session.k is not None else s["threshold"],
                        immediately=True)
         self.wand.on_analysed()

@@ -210,7 +210,8 @@ def test_from_clip_uses_host_frames(sample_clip):
     (dict(compose="mean"), SelectionError, "compose must be"),
     (dict(max_span=2, stride=4), SelectionError, "max_span of 2 frames is shorter"),
     (dict(stride=0), SelectionError, "stride must be"),
-    (dict(memory_limit=1000), CapacityError, "needs .* GB .* Use a stride"),
+    (dict(memory_limit=1000), CapacityError, "needs .* GB .* raise memory_gib to 0.1; or use a "
+     "stride"),
 ])
 def test_bad_input_raises_specific_errors(kwargs, error, message):
     args = dict(poses=random_poses(1, 20))

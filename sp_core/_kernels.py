@@ -324,3 +324,78 @@ def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, us
                         back[keys, b] = d + 1
                         break
         final[keys] = after[m - 1]
+
+
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
+def select_levels(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, use_sum: bool,
+                  edges: np.ndarray, rows: np.ndarray, source: int, final: np.ndarray,
+                  back: np.ndarray) -> None:
+    """:func:`select_rows` for a narrow band: key counts ``first .. stop - 1`` in one pass over
+    the table, which then streams from memory once per pass instead of once per key count.
+
+    Each thread takes a contiguous block of candidates ``edges[c] .. edges[c + 1] - 1`` and
+    walks it once, solving every key count of the pass at each candidate (the cell of key
+    count K needs K - 1 at most ``band`` candidates back). The cells a block needs from the
+    block before it, at the pass's inner key counts, it solves again itself into its own
+    buffer ((levels - 1) × band cells at most), so blocks never wait for each other. Every
+    cell is computed exactly as in :func:`select_rows` (same buffer, same integer minimum, same
+    tie rule), so results are identical.
+
+    Parameters
+    ----------
+    edges : (n_blocks + 1,) int64
+        Ascending block boundaries from 0 to m.
+    rows : (2, m) float64
+        ``rows[source]`` holds key count ``first - 1`` (read); ``rows[1 - source]`` receives
+        key count ``stop - 1`` (the next pass's source).
+    table, lowest, first, stop, use_sum, final, back
+        As in :func:`select_rows`.
+    """
+    m, width = table.shape
+    band = width - 1
+    levels = stop - first
+    shared = rows[source]
+    target = rows[1 - source]
+    for c in prange(len(edges) - 1):
+        start = edges[c]
+        end = edges[c + 1]
+        low = max(0, start - (levels - 1) * band)
+        mine = np.full((levels, end - low), np.inf)  # this block's cells of every level
+        value = np.empty(width)
+        bits = value.view(np.int64)
+        for b in range(low, end):
+            costs = table[b]
+            for f in range(levels):
+                keys = first + f
+                # level f needs its cells from start - (levels - 1 - f) * band on
+                if b < keys - 1 or b < start - (levels - 1 - f) * band:
+                    continue
+                top = b - max(lowest[b], keys - 2, b - width + 1)
+                if f == 0:
+                    before = shared
+                    shift = b
+                else:
+                    before = mine[f - 1]
+                    shift = b - low
+                if use_sum:
+                    for d in range(1, top + 1):
+                        value[d - 1] = before[shift - d] + costs[d]
+                else:
+                    for d in range(1, top + 1):
+                        x = before[shift - d]
+                        y = costs[d]
+                        value[d - 1] = x if x > y else y
+                lowest_bits = _bits_min(bits, top)
+                if lowest_bits == _INF_BITS:
+                    continue
+                for d in range(top):
+                    if bits[d] == lowest_bits:
+                        mine[f, b - low] = value[d]
+                        if b >= start:
+                            back[keys, b] = d + 1
+                        break
+        for b in range(start, end):
+            target[b] = mine[levels - 1, b - low]
+        if end == m:
+            for f in range(levels):
+                final[first + f] = mine[f, m - 1 - low]

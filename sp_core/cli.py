@@ -160,7 +160,7 @@ def _space_summary(result: Result) -> str:
         f"{100 * share:.1f} % of the largest pose distance), keys "
         f"{', '.join(map(str, space.keyframes(k)))}",
         f"           cliffs at K = {', '.join(map(str, s['cliffs'])) or 'none'}",
-    ])
+    ] + [f"Note       {note}" for note in result.notes])
 
 
 def _layered_summary(result: Result) -> str:

@@ -29,13 +29,17 @@ DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 #: Steps of the selection DP (one composition of a previous key) per second on the reference
 #: two-core machine (``benchmarks/bench_selection.py``): the time estimate that plans long
 #: takes. Per cell add :data:`CELL_STEPS` for the reductions around the inner loop.
-SELECT_STEPS_PER_SECOND = 3.0e9
-CELL_STEPS = 8
+SELECT_STEPS_PER_SECOND = 2.0e9
+CELL_STEPS = 30
 #: Estimated DP steps per kernel call between progress reports (about 0.1 s on two cores).
 SELECT_BLOCK = 3.0e8
 #: Shortest window the automatic plan keeps (frames; 2 s at 120 fps, 8 s at 30 fps): when
 #: every K cannot be solved with at least this window, K is capped instead.
 SHORTEST_WINDOW = 240
+#: Share of the candidates the automatic plan keeps as K when it must cap K: the widest window
+#: that fits K up to a key every 10 frames, then K raised as far as that window allows. (The
+#: thresholds and the default tolerance choose K of 1.5-6 % of the frames on real mocap.)
+USEFUL_KEYS = 0.1
 #: Threshold rule defaults. The thesis uses 20 % for its coarse first layer; applied to a whole
 #: clip as one layer that keeps only 3 keys of an 8 s walk, so whole-clip analyses use 5 %,
 #: which lands next to the first clear cliffs of real clips (docs/selection.md).
@@ -195,13 +199,25 @@ class SelectionSpace:
         narrow = np.uint8 if band <= 0xFF else np.uint16 if band <= 0xFFFF else np.int32
         back = np.zeros((self.max_keys + 1, m), dtype=narrow)
         steps = self._select_steps(band, self.max_keys)
-        chunks = 4 * numba.get_num_threads()
+        threads = numba.get_num_threads()
+        # a narrow band (a long take) solves several K per pass over the table, one block of
+        # candidates per thread; each block re-solves at most (levels - 1) x band cells of the
+        # block before it, kept under a quarter of its own cells
+        levels = int(min(8, m // (2 * threads * max(band, 1))))
+        edges = np.linspace(0, m, threads + 1).round().astype(np.int64)
+        source = [1]
         message = f"optimal selections for K up to {self.max_keys:,}"
         report(0.0, message)
 
         def solve(first: int, stop: int) -> None:  # indices of steps: K - 2
-            _kernels.select_rows(self._table, lowest, first + 2, stop + 2, use_sum, chunks, rows,
-                                 final, back)
+            if levels < 2:
+                _kernels.select_rows(self._table, lowest, first + 2, stop + 2, use_sum,
+                                     4 * threads, rows, final, back)
+                return
+            for k in range(first + 2, stop + 2, levels):
+                _kernels.select_levels(self._table, lowest, k, min(k + levels, stop + 2),
+                                       use_sum, edges, rows, source[0], final, back)
+                source[0] = 1 - source[0]
         fill_in_blocks(steps, solve, lambda f: report(f, message), per_block=SELECT_BLOCK)
         return final, back
 
@@ -303,11 +319,15 @@ class SelectionSpace:
             self._note(window, None, dims, exact_span, exact_keys, limit, budget)
             return window, exact_keys
         if span is None:
+            floor = max(shortest, min(SHORTEST_WINDOW, n - 1))
             window = largest(lambda s: fits(s, exact_keys), shortest, n - 1)
-            if window is not None and window >= min(SHORTEST_WINDOW, n - 1):
+            if window is not None and window >= floor:
                 self._note(window, None, dims, exact_span, exact_keys, limit, budget)
                 return window, exact_keys
-            span = max(shortest, min(SHORTEST_WINDOW, n - 1))
+            # every K does not fit a useful window: give up the densest K first
+            useful = clamp(int(np.ceil(USEFUL_KEYS * m)))
+            window = largest(lambda s: fits(s, useful), shortest, n - 1)
+            span = window if window is not None and window >= floor else floor
             automatic_span = True
         else:
             automatic_span = False

@@ -47,6 +47,11 @@ ACCURACY = 0.05
 SIGNIFICANCE = 0.1
 
 
+def _size(count: int) -> str:
+    """Bytes in words: ``2.47 GB``, ``72.0 MB``."""
+    return f"{count / 1e9:.2f} GB" if count >= 1e8 else f"{count / 1e6:.1f} MB"
+
+
 class SelectionSpace:
     """Optimal selections for every keyframe count over a range of poses.
 
@@ -247,7 +252,7 @@ class SelectionSpace:
         pointer = 1 if band <= 0xFF else 2 if band <= 0xFFFF else 4
         parts = {
             "error table": 8 * m * (band + 1),
-            "cost buffers": self.cost.extra_bytes(n, dims, span),
+            self.cost.buffers: self.cost.extra_bytes(n, dims, span),
             "selection arrays": pointer * (max_keys + 1) * m + 16 * m + 8 * (max_keys + 1),
             "poses": 16 * n * dims,
         }
@@ -346,7 +351,7 @@ class SelectionSpace:
         need = sum(parts.values())
         why = []
         if need > limit:
-            why.append(f"{need / 1e9:.1f} GB (limit {limit / 1e9:.1f} GB)")
+            why.append(f"{_size(need)} (limit {_size(limit)})")
         if budget is not None and seconds > budget:
             why.append(f"about {seconds:,.0f} s (time budget {budget:,.0f} s)")
         text = "long take: "
@@ -365,11 +370,11 @@ class SelectionSpace:
         n, m = self.n_frames, len(self._candidates)
         parts, seconds = self._needs(dims, span, keys)
         total = sum(parts.values())
-        detail = ", ".join(f"{k} {v / 1e6:,.0f} MB" for k, v in parts.items() if v)
+        detail = ", ".join(f"{k} {_size(v)}" for k, v in parts.items() if v)
         over = []
         if total > limit:
-            over.append(f"needs {total / 1e9:.2f} GB ({detail}), more than the limit of "
-                        f"{limit / 1e9:.2f} GB: raise memory_gib to "
+            over.append(f"needs {_size(total)} ({detail}), more than the limit of "
+                        f"{_size(limit)}: raise memory_gib to "
                         f"{np.ceil(total / 1024**3 * 10) / 10:g}")
         if budget is not None and seconds > budget:
             over.append(f"takes about {seconds:,.0f} s, more than the time budget of "

@@ -167,17 +167,19 @@ def test_refuses_only_when_even_the_window_does_not_fit():
         SelectionSpace(poses, memory_limit=2 * 10**6)
     message = str(info.value)
     assert "analysing 3,000 frames (3,000 candidates) even with the smallest plan" in message
-    assert "more than the limit of 0.00 GB: raise memory_gib to" in message
+    assert "more than the limit of 2.0 MB: raise memory_gib to 0.1" in message
     # explicit options the memory cannot hold are refused, not changed
-    parts = {"error table": 8 * 3000 * 3000, "cost buffers": 16 * 3000 * 3000,
+    parts = {"error table": 8 * 3000 * 3000, "Gram bands": 16 * 3000 * 3000,
              "selection arrays": 2 * 1501 * 3000 + 16 * 3000 + 8 * 1501, "poses": 16 * 3000 * 3}
     total = sum(parts.values())
     with pytest.raises(CapacityError) as info:
         SelectionSpace(poses, max_span=2999, max_keys=1500, memory_limit=10**8)
-    assert (f"(max_span 2,999, max_keys 1,500) needs {total / 1e9:.2f} GB (error table 72 MB, "
-            f"cost buffers 144 MB, selection arrays 9 MB, poses 0 MB), more than the limit of "
-            f"0.10 GB: raise memory_gib to {np.ceil(total / 1024**3 * 10) / 10:g}; or use a "
-            "stride (e.g. 4), a smaller max_span, fewer max_keys") in str(info.value)
+    arrays = parts["selection arrays"] / 1e6
+    assert (f"(max_span 2,999, max_keys 1,500) needs {total / 1e9:.2f} GB (error table "
+            f"72.0 MB, Gram bands 0.14 GB, selection arrays {arrays:.1f} MB, poses 0.1 MB), "
+            f"more than the limit of 0.10 GB: raise memory_gib to "
+            f"{np.ceil(total / 1024**3 * 10) / 10:g}; or use a stride (e.g. 4), a smaller "
+            "max_span, fewer max_keys") in str(info.value)
     # ... but only a time estimate over the budget runs as asked
     asked = SelectionSpace(poses[:600], max_span=599, max_keys=300, time_budget=1e-6)
     assert asked.max_span == 599 and asked.max_keys == 300 and not asked.notes

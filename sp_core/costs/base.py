@@ -77,6 +77,8 @@ class Cost:
     #: Inner-loop steps of :meth:`row_work` per second on the reference two-core machine
     #: (``benchmarks/bench_selection.py``): the analysis plans its window with it.
     steps_per_second: ClassVar[float] = 1e9
+    #: What :meth:`extra_bytes` counts, for messages about memory.
+    buffers: ClassVar[str] = "cost buffers"
 
     def __init__(self, **values: Any) -> None:
         declared = {o.name: o for o in self.options}

@@ -67,6 +67,7 @@ class GramLineCost(Cost):
 
     timed: ClassVar[bool] = False
     steps_per_second = 2.0e9
+    buffers = "Gram bands"
 
     def row_work(self, n: int, dims: int, candidates: np.ndarray, band: int, max_gap: int,
                  lowest: np.ndarray | None = None) -> np.ndarray:

@@ -21,6 +21,7 @@ class LineSSE(Cost):
     name = "line-sse"
     description = "sum of squared distances from the in-between poses to linear in-betweens"
     steps_per_second = 2.0e9
+    buffers = "prefix sums"
 
     def row_work(self, n: int, dims: int, candidates: np.ndarray, band: int, max_gap: int,
                  lowest: np.ndarray | None = None) -> np.ndarray:

@@ -29,7 +29,7 @@ DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 #: Steps of the selection DP (one composition of a previous key) per second on the reference
 #: two-core machine (``benchmarks/bench_selection.py``): the time estimate that plans long
 #: takes. Per cell add :data:`CELL_STEPS` for the reductions around the inner loop.
-SELECT_STEPS_PER_SECOND = 2.0e9
+SELECT_STEPS_PER_SECOND = 3.0e9
 CELL_STEPS = 30
 #: Estimated DP steps per kernel call between progress reports (about 0.1 s on two cores).
 SELECT_BLOCK = 3.0e8

@@ -61,9 +61,20 @@ def plan_of(summary: str) -> str:
     return ("exact, " if exact else "") + f"{span}, {k}"
 
 
-def measure(path: Path, repeat: int) -> tuple[float, float, str]:
-    """Median wall seconds, median peak MB and the plan of ``repeat`` fresh runs."""
-    seconds, peaks, plan = [], [], ""
+def kernel_seconds(summary: str) -> tuple[float, float]:
+    """(table + selection seconds measured, the engine's estimate for two idle cores) from the
+    summary's Time line."""
+    found = re.search(r"table ([\d.]+) s, selection ([\d.]+) s \(estimate for two idle cores "
+                      r"([\d.]+) s\)", summary)
+    if not found:
+        return float("nan"), float("nan")
+    return float(found.group(1)) + float(found.group(2)), float(found.group(3))
+
+
+def measure(path: Path, repeat: int) -> tuple[float, float, str, float, float]:
+    """Median wall seconds, median peak MB, the plan, and the median table + selection
+    seconds beside the engine's own estimate for two idle cores, of ``repeat`` fresh runs."""
+    seconds, peaks, plan, kernels, estimate = [], [], "", [], 0.0
     for _ in range(repeat):
         run = subprocess.run([sys.executable, "-c", WRAPPER, str(path)], capture_output=True,
                              text=True, cwd=ROOT)
@@ -74,10 +85,13 @@ def measure(path: Path, repeat: int) -> tuple[float, float, str]:
         seconds.append(float(took))
         peaks.append(float(peak) / 1024)
         plan = plan_of(summary)
-    return statistics.median(seconds), statistics.median(peaks), plan
+        took_kernels, estimate = kernel_seconds(summary)
+        kernels.append(took_kernels)
+    return (statistics.median(seconds), statistics.median(peaks), plan,
+            statistics.median(kernels), estimate)
 
 
-def save_plot(rows: list[tuple[int, float, float, str]], path: Path) -> None:
+def save_plot(rows: list[tuple[int, float, float, str, float, float]], path: Path) -> None:
     """Time and peak memory against frames, with the targets of issue 20 marked."""
     from sp_core.ui.app import ensure_qapp, save_widget_png
 
@@ -117,16 +131,21 @@ def main() -> None:
     args = parser.parse_args()
     lengths = [int(f) for f in args.frames.split(",")]
     rows = []
-    print(f"{'frames':>7} {'wall s':>8} {'peak MB':>8}  plan", flush=True)
+    print(f"{'frames':>7} {'wall s':>8} {'peak MB':>8} {'kernels s':>10} {'estimate s':>11}  plan",
+          flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for n in lengths:
-            seconds, peak, plan = measure(write_take(n, Path(tmp)), args.repeat)
-            rows.append((n, seconds, peak, plan))
-            print(f"{n:>7,} {seconds:>8.2f} {peak:>8.0f}  {plan}", flush=True)
-    print("\n| frames | wall time (median) | peak memory (median) | plan |")
-    print("|---:|---:|---:|---|")
-    for n, seconds, peak, plan in rows:
-        print(f"| {n:,} | {seconds:.1f} s | {peak:,.0f} MB | {plan} |")
+            seconds, peak, plan, kernels, estimate = measure(write_take(n, Path(tmp)),
+                                                             args.repeat)
+            rows.append((n, seconds, peak, plan, kernels, estimate))
+            print(f"{n:>7,} {seconds:>8.2f} {peak:>8.0f} {kernels:>10.2f} {estimate:>11.2f}  "
+                  f"{plan}", flush=True)
+    print("\n| frames | wall time (median) | peak memory (median) | table + DP (median) | "
+          "engine's estimate for two idle cores | plan |")
+    print("|---:|---:|---:|---:|---:|---|")
+    for n, seconds, peak, plan, kernels, estimate in rows:
+        print(f"| {n:,} | {seconds:.1f} s | {peak:,.0f} MB | {kernels:.1f} s | {estimate:.1f} s "
+              f"| {plan} |")
     if args.plot:
         save_plot(rows, args.plot)
         print(f"\nplot: {args.plot}")

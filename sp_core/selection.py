@@ -172,6 +172,9 @@ class SelectionSpace:
         table_s = self._table_seconds(poses.shape[1], self.max_span, band)
         select_s = float(self._select_steps(band, self.max_keys).sum()) \
             / SELECT_STEPS_PER_SECOND
+        #: seconds the table and the DP should take on the reference two-core machine (the
+        #: estimate that planned the analysis; compare with :attr:`timings`)
+        self.estimated_s = table_s + select_s
         share = 0.05 + 0.9 * table_s / max(table_s + select_s, 1e-12)
         message = f"{self.cost.name} table, {m} candidate frames"
         report(0.05, message)

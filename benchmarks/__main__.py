@@ -5,7 +5,8 @@ Usage: ``.venv/bin/python -m benchmarks [--repeat 3] [--quick]``
 The machine is shared, so absolute seconds wander; every row has a reference measured in the
 same run (the slow exact path, or the cost floor such as starting Python), and the ratio is
 what to compare between runs. Times are medians of ``--repeat`` runs unless a row says
-otherwise. ``--quick`` skips the batch rows and the 10,000-frame analysis.
+otherwise. ``--quick`` skips the batch rows and the long takes (10,000 and 50,000 frames;
+``bench_long_takes.py`` measures every length from 1,000 frames and draws the plot).
 
 The detailed per-area scripts remain: ``bench_reduction.py`` (quality of every tangent mode),
 ``bench_selection.py``, ``bench_batch.py`` and the others in this folder.
@@ -245,26 +246,22 @@ def bench_fresh_analyze(repeat: int) -> None:
         f"{seconds / floor:.1f}× the import floor")
 
 
-def bench_long_analyze() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        from sp_core.io.bvh import write_bvh
+def bench_long_analyze(repeat: int) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_long_takes import measure, write_take
 
-        path = Path(tmp) / "long.bvh"
-        write_bvh(long_clip(10_000), path)
-        code = ("import resource, sys, time; from sp_core.jobs import Job, run_job; "
-                "from sp_core.options import Options; t = time.perf_counter(); "
-                f"run_job(Job({str(path)!r}, Options(), 'analyze')); "
-                "print(time.perf_counter() - t, "
-                "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
-        try:
-            out = subprocess.run([sys.executable, "-c", code], check=True,
-                                 capture_output=True, text=True, cwd=ROOT).stdout.split()
-            row("default `analyze`, 10,000 frames", "≤ 10 s, ≤ 2 GB",
-                f"{float(out[0]):.1f} s, {float(out[1]):.0f} MB", "—", "—")
-        except subprocess.CalledProcessError as exc:
-            message = ((exc.stderr or "").strip().splitlines()[-1:] or ["failed"])[0]
-            row("default `analyze`, 10,000 frames", "≤ 10 s, ≤ 2 GB",
-                f"refused: {message.partition('Error: ')[2] or message}", "—", "—")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, goal in ((10_000, "≤ 10 s, ≤ 2 GB"), (50_000, "≤ 60 s, ≤ 4 GB")):
+            target = f"default `salient-poses analyze`, {n:,} frames (fresh process)"
+            try:
+                seconds, peak, plan, kernels, estimate = measure(write_take(n, Path(tmp)),
+                                                                 repeat)
+            except RuntimeError as exc:
+                row(target, goal, f"failed: {exc}", "—", "—")
+                continue
+            row(target, goal, f"{seconds:.1f} s, {peak:,.0f} MB peak ({plan})",
+                f"table + DP {kernels:.1f} s; the plan's estimate for two idle cores "
+                f"{estimate:.1f} s", f"{kernels / estimate:.1f}× the estimate")
 
 
 def bench_batch(repeat: int) -> None:
@@ -295,7 +292,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true",
-                        help="skip the batch rows and the 10,000-frame analysis")
+                        help="skip the batch rows and the long takes")
     args = parser.parse_args()
     print("measuring …", flush=True)
     bench_reduce(args.repeat)
@@ -305,7 +302,7 @@ def main() -> None:
     if not args.quick:
         bench_gil()
         bench_cancel(args.repeat)
-        bench_long_analyze()
+        bench_long_analyze(args.repeat)
         bench_batch(args.repeat)
     print("\n| target | goal | measured | reference run | ratio |")
     print("|---|---|---:|---|---|")

@@ -2,7 +2,9 @@
 
 Tables are *banded by the later key*: ``table[b, d]`` is the cost of candidates ``b - d`` and
 ``b``. With ``max_span`` the band is narrow and long clips stay linear in length; without it the
-band is the whole triangle. Both kernels parallelise over the later key with ``prange``.
+band is the whole triangle. The kernels fill the table one block of rows per call and solve the
+DP a few key counts per call, so Python can report progress and cancel in between; each
+parallelises with ``prange``.
 The long kernels release the GIL (``nogil``), so the panel's event loop keeps running while an
 analysis runs in its worker thread.
 
@@ -44,9 +46,14 @@ def _bits_min(bits: np.ndarray, stop: int) -> int:
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
-def line_table(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray, band: int,
-               max_gap: int, timed: bool) -> np.ndarray:
-    """``line-max`` (``timed=False``) or ``line-time`` (``timed=True``) table from Gram bands.
+def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray, band: int,
+              max_gap: int, timed: bool, table: np.ndarray, first: int, stop: int) -> None:
+    """``line-max`` (``timed=False``) or ``line-time`` (``timed=True``) table from Gram bands,
+    for the pairs whose *earlier* key is candidate ``first .. stop - 1``.
+
+    ``table`` is (m, band + 1) float64, filled with inf by the caller; one call writes
+    ``table[ai, 0] = 0`` and ``table[ai + d, d]`` for the block's ``ai``, so blocks are
+    independent and Python can report progress (or cancel) between them.
 
     For keys i < j and a frame k = i + e between them, with a = p_k - p_i and b = p_j - p_i:
     perpendicular distance^2 = |a|^2 - (a.b)^2 / |b|^2; time-aligned distance^2 =
@@ -63,12 +70,12 @@ def line_table(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray
     m = candidates.shape[0]
     n = forward.shape[0]
     width = forward.shape[1] - 1
-    squares = forward[:, 0].copy()
-    table = np.full((m, band + 1), np.inf)
-    for r in prange((m + 1) // 2):
+    squares = forward[:, 0]
+    rows = stop - first
+    for r in prange((rows + 1) // 2):
         for side in range(2):
-            ai = np.int64(r) if side == 0 else m - 1 - np.int64(r)
-            if side == 1 and ai == r:
+            ai = first + np.int64(r) if side == 0 else stop - 1 - np.int64(r)
+            if side == 1 and ai == first + r:
                 break
             table[ai, 0] = 0.0
             i = candidates[ai]
@@ -110,19 +117,12 @@ def line_table(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray
                         dist[e] = aa[e]
                 bits[0] = _bits_max(bits, 1, span)
                 table[bi, d] = np.sqrt(dist[0])
-    return table
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def sse_table(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int) -> np.ndarray:
-    """``line-sse`` table in O(pairs × n_dims) from prefix sums.
-
-    With S = sum p_k, W = sum k p_k and Q = sum |p_k|^2 over i < k < j, L = j - i, b = p_j - p_i:
-    sum |p_k - p_i - t_k b|^2 = Q + (L-1)|p_i|^2 + |b|^2 sum t^2 - 2 p_i.S - 2 b.(W - i S)/L
-    + 2 (p_i.b) sum t, where sum t = (L-1)/2 and sum t^2 = (L-1)(2L-1)/(6L).
-    """
+@njit(cache=True, nogil=True)
+def prefix_sums(poses: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Running sums of p_k, k p_k and |p_k|^2 for :func:`sse_rows`, each with a leading 0."""
     n, dims = poses.shape
-    m = candidates.shape[0]
     s1 = np.zeros((n + 1, dims))
     sk = np.zeros((n + 1, dims))
     sq = np.zeros(n + 1)
@@ -133,8 +133,23 @@ def sse_table(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int
             sk[k + 1, c] = sk[k, c] + k * poses[k, c]
             q += poses[k, c] * poses[k, c]
         sq[k + 1] = sq[k] + q
-    table = np.full((m, band + 1), np.inf)
-    for bi in prange(m):
+    return s1, sk, sq
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def sse_rows(poses: np.ndarray, s1: np.ndarray, sk: np.ndarray, sq: np.ndarray,
+             candidates: np.ndarray, band: int, max_gap: int, table: np.ndarray, first: int,
+             stop: int) -> None:
+    """``line-sse`` table in O(pairs × n_dims) from prefix sums (:func:`prefix_sums`), for the
+    pairs whose *later* key is candidate ``first .. stop - 1`` (``table`` filled with inf by
+    the caller).
+
+    With S = sum p_k, W = sum k p_k and Q = sum |p_k|^2 over i < k < j, L = j - i, b = p_j - p_i:
+    sum |p_k - p_i - t_k b|^2 = Q + (L-1)|p_i|^2 + |b|^2 sum t^2 - 2 p_i.S - 2 b.(W - i S)/L
+    + 2 (p_i.b) sum t, where sum t = (L-1)/2 and sum t^2 = (L-1)(2L-1)/(6L).
+    """
+    dims = poses.shape[1]
+    for bi in prange(first, stop):
         table[bi, 0] = 0.0
         j = candidates[bi]
         for d in range(1, band + 1):
@@ -169,7 +184,6 @@ def sse_table(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int
             total = (sq[j] - sq[i + 1] + inner * pi_pi + bb * sum_t2 - 2.0 * pi_s
                      - 2.0 * b_w / span + 2.0 * pi_b * sum_t)
             table[bi, d] = max(total, 0.0)
-    return table
 
 
 @njit(cache=True, inline="always")
@@ -181,9 +195,11 @@ def _hermite(u: float) -> tuple[float, float, float, float]:
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
-def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
-                max_gap: int, lowest: np.ndarray) -> np.ndarray:
-    """``curve-max`` table: largest distance from the in-betweens to the least-squares cubic.
+def curve_rows(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int,
+               lowest: np.ndarray, table: np.ndarray, first: int, stop: int) -> None:
+    """``curve-max`` table: largest distance from the in-betweens to the least-squares cubic,
+    for the pairs whose *later* key is candidate ``first .. stop - 1`` (``table`` filled with
+    inf by the caller).
 
     For keys i < j (span L) and in-between k with u = (k - i) / L, the cubic is the Hermite
     curve h00 p_i + h10 m_i + h01 p_j + h11 m_j; the end tangents m_i, m_j (per unit u) solve the
@@ -191,10 +207,8 @@ def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
     fewer in-betweens the fit is exact and the cost 0. O(L · D) per pair, so whole clips want a
     ``max_span``.
     """
-    n, dims = poses.shape
-    m = candidates.shape[0]
-    table = np.full((m, band + 1), np.inf)
-    for bi in prange(m):
+    dims = poses.shape[1]
+    for bi in prange(first, stop):
         table[bi, 0] = 0.0
         j = candidates[bi]
         rhs_i = np.empty(dims)
@@ -244,19 +258,20 @@ def curve_table(poses: np.ndarray, candidates: np.ndarray, band: int,
                     squared += r * r
                 worst = max(worst, squared)
             table[bi, d] = np.sqrt(worst)
-    return table
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
-def select(table: np.ndarray, lowest: np.ndarray, max_keys: int, use_sum: bool,
-           chunks: int) -> tuple[np.ndarray, np.ndarray]:
-    """Optimal selections for every key count up to ``max_keys`` (one dynamic programme).
+def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, use_sum: bool,
+                chunks: int, rows: np.ndarray, final: np.ndarray, back: np.ndarray) -> None:
+    """Optimal selections for key counts ``first .. stop - 1``: a slice of the dynamic
+    programme, which keeps only the two rows of errors the recursion needs.
 
     Each cell composes every allowed previous key into a buffer, takes the minimum on the
     buffer's int64 view (costs are >= 0 or +inf, which order like their bit patterns; see
-    :func:`line_table`), then picks the nearest previous key reaching it, so ties go to the
+    :func:`line_rows`), then picks the nearest previous key reaching it, so ties go to the
     latest previous key. The cells of one key count are dealt to a few chunks per thread in
-    turn (b, b + chunks, ...) so that every chunk gets long and short rows alike.
+    turn (b, b + chunks, ...) so that every chunk gets long and short rows alike. Python calls
+    this for a few key counts at a time, so it can report progress (or cancel) in between.
 
     Parameters
     ----------
@@ -264,27 +279,28 @@ def select(table: np.ndarray, lowest: np.ndarray, max_keys: int, use_sum: bool,
         Banded cost table (see module docstring).
     lowest : (m,) int64
         Earliest candidate allowed before each candidate as the previous key (pins and spans).
-    max_keys : int
+    first, stop : int
+        Key counts to solve, ``2 <= first``; ``rows`` holds those of ``first - 1``.
     use_sum : bool
         Compose segment costs by sum (True) or by max (False).
     chunks : int
         Work units per key count; a few per thread (``numba.get_num_threads()`` is not
         callable from a cached kernel).
-
-    Returns
-    -------
-    error : (max_keys + 1, m) float64
-        ``error[K, b]``: best composed cost of K keys from candidate 0 to candidate b (inf if
-        impossible).
-    previous : (max_keys + 1, m) int32
-        The key before b in that best selection (-1 if none).
+    rows : (2, m) float64
+        ``rows[K % 2, b]``: best composed cost of K keys from candidate 0 to candidate b (inf
+        if impossible); row ``(first - 1) % 2`` is read, the other overwritten, in turn.
+    final : (max_keys + 1,) float64
+        Receives ``error[K, m - 1]`` for the key counts solved.
+    back : (max_keys + 1, m) unsigned or int32
+        Receives ``back[K, b]``, the distance in candidates from b back to the key before it
+        in that best selection (0 if none): a band offset, narrow enough for uint8 or uint16.
     """
     m, width = table.shape
-    error = np.full((max_keys + 1, m), np.inf)
-    previous = np.full((max_keys + 1, m), -1, dtype=np.int32)
-    error[1, 0] = 0.0
-    for keys in range(2, max_keys + 1):
-        before = error[keys - 1]
+    for keys in range(first, stop):
+        before = rows[(keys - 1) % 2]
+        after = rows[keys % 2]
+        for b in range(m):
+            after[b] = np.inf
         for chunk in prange(chunks):
             value = np.empty(width)  # value[d - 1]: composed error with previous key b - d
             bits = value.view(np.int64)
@@ -301,10 +317,85 @@ def select(table: np.ndarray, lowest: np.ndarray, max_keys: int, use_sum: bool,
                         value[d - 1] = x if x > y else y
                 lowest_bits = _bits_min(bits, top)
                 if lowest_bits == _INF_BITS:
-                    continue  # unreachable with this many keys: stays inf, -1
+                    continue  # unreachable with this many keys: stays inf, 0
                 for d in range(top):
                     if bits[d] == lowest_bits:
-                        error[keys, b] = value[d]
-                        previous[keys, b] = b - 1 - d
+                        after[b] = value[d]
+                        back[keys, b] = d + 1
                         break
-    return error, previous
+        final[keys] = after[m - 1]
+
+
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
+def select_levels(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, use_sum: bool,
+                  edges: np.ndarray, rows: np.ndarray, source: int, final: np.ndarray,
+                  back: np.ndarray) -> None:
+    """:func:`select_rows` for a narrow band: key counts ``first .. stop - 1`` in one pass over
+    the table, which then streams from memory once per pass instead of once per key count.
+
+    Each thread takes a contiguous block of candidates ``edges[c] .. edges[c + 1] - 1`` and
+    walks it once, solving every key count of the pass at each candidate (the cell of key
+    count K needs K - 1 at most ``band`` candidates back). The cells a block needs from the
+    block before it, at the pass's inner key counts, it solves again itself into its own
+    buffer ((levels - 1) × band cells at most), so blocks never wait for each other. Every
+    cell is computed exactly as in :func:`select_rows` (same buffer, same integer minimum, same
+    tie rule), so results are identical.
+
+    Parameters
+    ----------
+    edges : (n_blocks + 1,) int64
+        Ascending block boundaries from 0 to m.
+    rows : (2, m) float64
+        ``rows[source]`` holds key count ``first - 1`` (read); ``rows[1 - source]`` receives
+        key count ``stop - 1`` (the next pass's source).
+    table, lowest, first, stop, use_sum, final, back
+        As in :func:`select_rows`.
+    """
+    m, width = table.shape
+    band = width - 1
+    levels = stop - first
+    shared = rows[source]
+    target = rows[1 - source]
+    for c in prange(len(edges) - 1):
+        start = edges[c]
+        end = edges[c + 1]
+        low = max(0, start - (levels - 1) * band)
+        mine = np.full((levels, end - low), np.inf)  # this block's cells of every level
+        value = np.empty(width)
+        bits = value.view(np.int64)
+        for b in range(low, end):
+            costs = table[b]
+            for f in range(levels):
+                keys = first + f
+                # level f needs its cells from start - (levels - 1 - f) * band on
+                if b < keys - 1 or b < start - (levels - 1 - f) * band:
+                    continue
+                top = b - max(lowest[b], keys - 2, b - width + 1)
+                if f == 0:
+                    before = shared
+                    shift = b
+                else:
+                    before = mine[f - 1]
+                    shift = b - low
+                if use_sum:
+                    for d in range(1, top + 1):
+                        value[d - 1] = before[shift - d] + costs[d]
+                else:
+                    for d in range(1, top + 1):
+                        x = before[shift - d]
+                        y = costs[d]
+                        value[d - 1] = x if x > y else y
+                lowest_bits = _bits_min(bits, top)
+                if lowest_bits == _INF_BITS:
+                    continue
+                for d in range(top):
+                    if bits[d] == lowest_bits:
+                        mine[f, b - low] = value[d]
+                        if b >= start:
+                            back[keys, b] = d + 1
+                        break
+        for b in range(start, end):
+            target[b] = mine[levels - 1, b - low]
+        if end == m:
+            for f in range(levels):
+                final[first + f] = mine[f, m - 1 - low]

@@ -155,12 +155,13 @@ def _space_summary(result: Result) -> str:
         f"{space.first_frame}..{space.last_frame}, {len(space.candidates)} candidates, "
         f"K {space.min_keys}..{space.max_keys}",
         f"Time       table {space.timings['table_s']:.3f} s, selection "
-        f"{space.timings['select_s']:.3f} s",
+        f"{space.timings['select_s']:.3f} s (estimate for two idle cores "
+        f"{space.estimated_s:.2f} s)",
         f"Suggested  threshold rule K = {k}: pose error {space.error(k):.4g} scene units ("
         f"{100 * share:.1f} % of the largest pose distance), keys "
         f"{', '.join(map(str, space.keyframes(k)))}",
         f"           cliffs at K = {', '.join(map(str, s['cliffs'])) or 'none'}",
-    ])
+    ] + [f"Note       {note}" for note in result.notes])
 
 
 def _layered_summary(result: Result) -> str:

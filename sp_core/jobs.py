@@ -8,6 +8,7 @@ worker. :func:`run_job` runs it through a :class:`sp_core.session.Session` on a 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -94,6 +95,9 @@ class Result:
     layers : list of LayerHandle
         Layers written into the host.
     seconds : float
+    notes : list of str
+        What the analysis wants the user to know (e.g. the window of a long take; see
+        :attr:`Session.notes`); a reduction's own notes follow them in ``reduction.notes``.
     """
 
     job: Job
@@ -106,6 +110,7 @@ class Result:
     files: list[str] = field(default_factory=list)
     layers: list[LayerHandle] = field(default_factory=list)
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (the row of a batch summary)."""
@@ -178,6 +183,7 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
         session.analyze(progress=step, cancel=cancel, choose=job.command == "reduce")
         result.space, result.keys = session.space, session.k
         result.frames = [int(f) for f in session.keyframes()]
+        result.notes = list(session.notes)
         labels = session.labels()
         result.labels = None if labels is None else [labels[f] for f in result.frames]
     else:
@@ -199,6 +205,9 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
                 progress(share + (top - share) * fraction, message)
         result.reduction = session.reduce(frames=result.frames, labels=labels,
                                           progress=fitted)
+        if result.notes:  # the analysis' notes travel with the reduction into its outputs
+            result.reduction = dataclasses.replace(
+                result.reduction, notes=(*result.notes, *result.reduction.notes))
         if job.apply:
             if progress is not None:
                 progress(0.9, f"writing layer {job.options.layer.layer!r}")
@@ -275,6 +284,7 @@ def space_record(result: Result) -> dict[str, Any]:
                   for k, e in zip(space.key_counts, errors, strict=True)],
         "suggested": space.suggestions(job.options.analysis.accuracy,
                                        job.options.analysis.significance),
+        "notes": list(result.notes),
     }
     if result.labels is not None:
         record["layered"] = {"keys": result.keys, "frames": result.frames,

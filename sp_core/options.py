@@ -178,6 +178,12 @@ class AnalysisOptions:
     memory_gib: float = option(2.0, "float", "memory one analysis may use; past it the "
                                "analysis refuses and names the options that make it fit",
                                low=0.05, high=4096.0, unit="GiB", metavar="G")
+    time_budget: float | None = option(
+        None, "float", "seconds the table and selection may take by the time estimate (two "
+        "cores); past it, or past --memory-gib, a long take gets a window (keys at most "
+        "--max-span apart, K up to --max-keys, chosen to fit; given values are kept) and a "
+        "note says so (default 1.5 s plus 0.25 s per 1,000 frames)", low=0.0, low_open=True,
+        nullable=True, unit="s", metavar="S", fronts=frozenset({CLI, HOST}))
     layered: bool = option(False, "bool", "label keys as keyposes and breakdowns, chosen on "
                            "the --leading part")
     leading: tuple[str, ...] = option((), "names", "nodes of the leading part (e.g. RightWrist "
@@ -786,6 +792,14 @@ def max_keys_for(options: Options, wanted: int | None) -> int | None:
     if wanted is None:
         return current
     return wanted if current is None or current < wanted else current
+
+
+def time_budget_for(options: Options, n_frames: int) -> float:
+    """Seconds an analysis of ``n_frames`` frames may take by its time estimate (see
+    ``time_budget``): the option, else 1.5 s plus 0.25 s per 1,000 frames, so takes of up to
+    about 2,500 frames stay exact and longer ones grow linearly in time."""
+    given = options.analysis.time_budget
+    return float(given) if given is not None else 1.5 + 0.25 * n_frames / 1000.0
 
 
 # --------------------------------------------------------------------------- presets, CLI

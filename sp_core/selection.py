@@ -19,17 +19,37 @@ import numpy as np
 from sp_core import _kernels
 from sp_core.clip import Clip
 from sp_core.costs import Cost, get_cost
+from sp_core.costs.base import fill_in_blocks
 from sp_core.errors import CapacityError, SelectionError
 from sp_core.poses import pose_matrix
 
 COMPOSITIONS = ("max", "sum")
 #: Default memory allowed for one analysis (tables, Gram bands, DP arrays), bytes.
 DEFAULT_MEMORY_LIMIT = 2 * 1024**3
+#: Steps of the selection DP (one composition of a previous key) per second on the reference
+#: two-core machine (``benchmarks/bench_selection.py``): the time estimate that plans long
+#: takes. Per cell add :data:`CELL_STEPS` for the reductions around the inner loop.
+SELECT_STEPS_PER_SECOND = 3.0e9
+CELL_STEPS = 30
+#: Estimated DP steps per kernel call between progress reports (about 0.1 s on two cores).
+SELECT_BLOCK = 3.0e8
+#: Shortest window the automatic plan keeps (frames; 2 s at 120 fps, 8 s at 30 fps): when
+#: every K cannot be solved with at least this window, K is capped instead.
+SHORTEST_WINDOW = 240
+#: Share of the candidates the automatic plan keeps as K when it must cap K: the widest window
+#: that fits K up to a key every 10 frames, then K raised as far as that window allows. (The
+#: thresholds and the default tolerance choose K of 1.5-6 % of the frames on real mocap.)
+USEFUL_KEYS = 0.1
 #: Threshold rule defaults. The thesis uses 20 % for its coarse first layer; applied to a whole
 #: clip as one layer that keeps only 3 keys of an 8 s walk, so whole-clip analyses use 5 %,
 #: which lands next to the first clear cliffs of real clips (docs/selection.md).
 ACCURACY = 0.05
 SIGNIFICANCE = 0.1
+
+
+def _size(count: int) -> str:
+    """Bytes in words: ``2.47 GB``, ``72.0 MB``."""
+    return f"{count / 1e9:.2f} GB" if count >= 1e8 else f"{count / 1e6:.1f} MB"
 
 
 class SelectionSpace:
@@ -54,14 +74,28 @@ class SelectionSpace:
     candidates : iterable of int, optional
         Explicit interior candidate host frames (instead of ``stride``).
     max_span : int, optional
-        Longest allowed gap between consecutive keyframes, in frames.
+        Longest allowed gap between consecutive keyframes, in frames (default none, or the
+        automatic window of a long take).
     max_keys : int, optional
-        Largest K solved (default half the candidates; clamped to the number of candidates).
+        Largest K solved (default half the candidates, or fewer for a long take; clamped to the
+        number of candidates).
     memory_limit : int, optional
-        Bytes an analysis may use before :class:`CapacityError` is raised.
+        Bytes the tables and DP arrays may use.
+    time_budget : float, optional
+        Seconds the table and the DP may take by the time estimate (steps per second of the
+        reference two-core machine); default no limit.
     progress : callable, optional
-        ``progress(fraction, message)`` before the cost table and before the selection; it may
-        raise (e.g. to cancel), which aborts the analysis.
+        ``progress(fraction, message)`` between blocks of the cost table and of the
+        selection (about every 0.1 s); it may raise (e.g. to cancel), which aborts the
+        analysis.
+
+    Notes
+    -----
+    When the exact space (every span, K up to the default ``max_keys``) would not fit
+    ``memory_limit`` or ``time_budget``, the analysis is planned with a window: ``max_span``
+    becomes the longest gap that fits (at least :data:`SHORTEST_WINDOW` frames, else K is
+    capped instead), so every selection is optimal among those whose keys are at most that
+    far apart. :attr:`notes` says so. A ``max_span`` or ``max_keys`` given explicitly is kept.
 
     Raises
     ------
@@ -69,7 +103,8 @@ class SelectionSpace:
         Non-finite poses, fewer than 2 frames, pins outside the range or off the candidates, a
         ``max_span`` no selection can meet, bad options.
     CapacityError
-        When the tables would not fit in ``memory_limit``.
+        When even the windowed plan would not fit ``memory_limit`` or ``time_budget`` (the
+        message gives what it needs and the option that makes it fit).
     OptionError
         Unknown cost or cost option.
     """
@@ -87,6 +122,7 @@ class SelectionSpace:
         max_span: int | None = None,
         max_keys: int | None = None,
         memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        time_budget: float | None = None,
         progress: Callable[[float, str], None] | None = None,
     ) -> None:
         report = progress or (lambda fraction, message: None)
@@ -113,36 +149,45 @@ class SelectionSpace:
         self._candidates, self._pins = self._candidate_indices(pins, stride, candidates)
         m = len(self._candidates)
         gaps = np.diff(self._candidates)
-        self.max_span = n - 1 if max_span is None else int(max_span)
-        if self.max_span < 1:
-            raise SelectionError(f"max_span must be at least 1 frame, got {max_span}")
-        if gaps.max() > self.max_span:
-            at = int(np.argmax(gaps))
-            raise SelectionError(
-                f"max_span of {self.max_span} frames is shorter than the gap between candidate "
-                f"frames {self.first_frame + self._candidates[at]} and "
-                f"{self.first_frame + self._candidates[at + 1]}; raise max_span or lower stride")
-        # band: the most candidate steps one segment can span
-        reach = np.searchsorted(self._candidates, self._candidates + self.max_span, side="right")
-        band = int((reach - np.arange(m)).max()) - 1
-
-        wanted = m // 2 if max_keys is None else int(max_keys)
-        self.max_keys = min(max(wanted, 2), m)
-        self._check_capacity(n, poses.shape[1], m, band, memory_limit)
+        if max_span is not None:
+            if int(max_span) < 1:
+                raise SelectionError(f"max_span must be at least 1 frame, got {max_span}")
+            if gaps.max() > int(max_span):
+                at = int(np.argmax(gaps))
+                raise SelectionError(
+                    f"max_span of {int(max_span)} frames is shorter than the gap between "
+                    f"candidate frames {self.first_frame + self._candidates[at]} and "
+                    f"{self.first_frame + self._candidates[at + 1]}; raise max_span or lower "
+                    "stride")
+        #: what the user should know about this analysis (e.g. the window of a long take)
+        self.notes: list[str] = []
+        self.max_span, self.max_keys = self._plan(
+            poses.shape[1], None if max_span is None else int(max_span),
+            None if max_keys is None else int(max_keys), int(memory_limit), time_budget)
+        band = self._band(self.max_span)
 
         # costs are translation invariant; centring keeps Gram-based sums well conditioned
         centred = np.ascontiguousarray(poses - poses.mean(axis=0))
-        report(0.05, f"{self.cost.name} table, {m} candidate frames")
         lowest = self._lowest_previous(band)
+        table_s = self._table_seconds(poses.shape[1], self.max_span, band)
+        select_s = float(self._select_steps(band, self.max_keys).sum()) \
+            / SELECT_STEPS_PER_SECOND
+        #: seconds the table and the DP should take on the reference two-core machine (the
+        #: estimate that planned the analysis; compare with :attr:`timings`)
+        self.estimated_s = table_s + select_s
+        share = 0.05 + 0.9 * table_s / max(table_s + select_s, 1e-12)
+        message = f"{self.cost.name} table, {m} candidate frames"
+        report(0.05, message)
         t0 = time.perf_counter()
-        self._table = self.cost.table(centred, self._candidates, band, self.max_span, lowest)
+        self._table = self.cost.table(centred, self._candidates, band, self.max_span, lowest,
+                                      progress=lambda f: report(0.05 + (share - 0.05) * f,
+                                                                message))
         t1 = time.perf_counter()
-        report(0.6, f"optimal selections for K up to {self.max_keys}")
-        error, self._previous = _kernels.select(self._table, lowest, self.max_keys,
-                                                compose == "sum", 4 * numba.get_num_threads())
+        self._errors, self._back = self._select(band, lowest, compose == "sum",
+                                                lambda f, text: report(share + (0.95 - share)
+                                                                       * f, text))
         t2 = time.perf_counter()
         self.timings = {"table_s": t1 - t0, "select_s": t2 - t1}
-        self._errors = error[:, m - 1].copy()
         feasible = np.flatnonzero(np.isfinite(self._errors))
         if len(feasible) == 0:
             raise SelectionError(f"no selection of at most {self.max_keys} keys meets max_span "
@@ -150,6 +195,199 @@ class SelectionSpace:
         self.min_keys = int(feasible[0])
         self._poses = centred
         self._diameter: float | None = None
+
+    def _select(self, band: int, lowest: np.ndarray, use_sum: bool,
+                report: Callable[[float, str], None]) -> tuple[np.ndarray, np.ndarray]:
+        """Run the DP a few key counts per kernel call; returns ``error[K, last]`` for every
+        K (inf where none) and the back-pointer offsets (see :func:`_kernels.select_rows`)."""
+        m = len(self._candidates)
+        rows = np.full((2, m), np.inf)
+        rows[1, 0] = 0.0  # one key: only the first candidate
+        final = np.full(self.max_keys + 1, np.inf)
+        narrow = np.uint8 if band <= 0xFF else np.uint16 if band <= 0xFFFF else np.int32
+        back = np.zeros((self.max_keys + 1, m), dtype=narrow)
+        steps = self._select_steps(band, self.max_keys)
+        threads = numba.get_num_threads()
+        # a narrow band (a long take) solves several K per pass over the table, one block of
+        # candidates per thread; each block re-solves at most (levels - 1) x band cells of the
+        # block before it, kept under a quarter of its own cells
+        levels = int(min(8, m // (2 * threads * max(band, 1))))
+        edges = np.linspace(0, m, threads + 1).round().astype(np.int64)
+        source = [1]
+        message = f"optimal selections for K up to {self.max_keys:,}"
+        report(0.0, message)
+
+        def solve(first: int, stop: int) -> None:  # indices of steps: K - 2
+            if levels < 2:
+                _kernels.select_rows(self._table, lowest, first + 2, stop + 2, use_sum,
+                                     4 * threads, rows, final, back)
+                return
+            for k in range(first + 2, stop + 2, levels):
+                _kernels.select_levels(self._table, lowest, k, min(k + levels, stop + 2),
+                                       use_sum, edges, rows, source[0], final, back)
+                source[0] = 1 - source[0]
+        fill_in_blocks(steps, solve, lambda f: report(f, message), per_block=SELECT_BLOCK)
+        return final, back
+
+    # ------------------------------------------------------------------------------ planning
+    def _band(self, span: int) -> int:
+        """The most candidate steps one segment of at most ``span`` frames can take."""
+        c = self._candidates
+        reach = np.searchsorted(c, c + span, side="right")
+        return int((reach - np.arange(len(c))).max()) - 1
+
+    def _select_steps(self, band: int, max_keys: int) -> np.ndarray:
+        """(max_keys - 1,) float64: estimated DP steps of each K from 2 to ``max_keys``."""
+        m = len(self._candidates)
+        keys = np.arange(2, max_keys + 1, dtype=np.float64)
+        cells = m - keys + 1  # candidates b >= K - 1; cell b composes min(band, b - K + 2)
+        inside = np.minimum(cells, band)
+        return inside * (inside + 1) / 2 + (cells - inside) * band + CELL_STEPS * cells
+
+    def _table_seconds(self, dims: int, span: int, band: int) -> float:
+        work = self.cost.row_work(self.n_frames, dims, self._candidates, band, span)
+        return float(work.sum()) / self.cost.steps_per_second
+
+    def _needs(self, dims: int, span: int, max_keys: int) -> tuple[dict[str, int], float]:
+        """Bytes by part and estimated seconds of an analysis with this span and K."""
+        n, m = self.n_frames, len(self._candidates)
+        band = self._band(span)
+        pointer = 1 if band <= 0xFF else 2 if band <= 0xFFFF else 4
+        parts = {
+            "error table": 8 * m * (band + 1),
+            self.cost.buffers: self.cost.extra_bytes(n, dims, span),
+            "selection arrays": pointer * (max_keys + 1) * m + 16 * m + 8 * (max_keys + 1),
+            "poses": 16 * n * dims,
+        }
+        seconds = self._table_seconds(dims, span, band) \
+            + float(self._select_steps(band, max_keys).sum()) / SELECT_STEPS_PER_SECOND
+        return parts, seconds
+
+    def _fewest_keys(self, span: int) -> int:
+        """Fewest keys any selection with gaps of at most ``span`` frames needs (greedy: the
+        farthest candidate in reach, stopping at every pin); ``m + 1`` if none exists."""
+        c = self._candidates
+        m = len(c)
+        reach = np.searchsorted(c, c + span, side="right") - 1
+        pins = iter(sorted(int(p) for p in self._pins))
+        pin = next(pins, m)
+        count, b = 1, 0
+        while b < m - 1:
+            while pin <= b:
+                pin = next(pins, m)
+            step = min(int(reach[b]), pin)
+            if step <= b:
+                return m + 1
+            b, count = step, count + 1
+        return count
+
+    def _plan(self, dims: int, span: int | None, keys: int | None, limit: int,
+              budget: float | None) -> tuple[int, int]:
+        """``(max_span, max_keys)``: the exact space when it fits ``limit`` bytes and
+        ``budget`` seconds, else a window (and a cap of K) that does; notes say which."""
+        n, m = self.n_frames, len(self._candidates)
+        shortest = int(np.diff(self._candidates).max())
+        default_keys = min(max(m // 2, 2), m)
+
+        def clamp(k: int) -> int:
+            return min(max(k, 2), m)
+
+        def fits(s: int, k: int) -> bool:
+            parts, seconds = self._needs(dims, s, k)
+            return sum(parts.values()) <= limit and (budget is None or seconds <= budget)
+
+        def largest(test: Callable[[int], bool], low: int, high: int) -> int | None:
+            """The largest x in [low, high] passing ``test`` (true below some x, false
+            above)."""
+            if high < low or not test(low):
+                return None
+            while low < high:
+                middle = (low + high + 1) // 2
+                low, high = (middle, high) if test(middle) else (low, middle - 1)
+            return low
+
+        exact_span = n - 1 if span is None else span
+        exact_keys = clamp(default_keys if keys is None else keys)
+        if fits(exact_span, exact_keys):
+            return exact_span, exact_keys
+        if span is not None and keys is not None:
+            parts, _ = self._needs(dims, span, exact_keys)
+            if sum(parts.values()) <= limit:
+                return span, exact_keys  # over the time estimate only: as the user asked
+            self._refuse(dims, span, exact_keys, limit, budget, "")
+        if span is None and keys is not None:
+            # the widest window that fits and still holds a selection of max_keys keys
+            low = shortest  # raised to the shortest window a selection of K keys can span
+            if self._fewest_keys(low) > exact_keys:
+                low = n - 1 - (largest(lambda t: self._fewest_keys(n - 1 - t) <= exact_keys,
+                                       0, n - 1 - shortest) or 0)
+            window = largest(lambda s: fits(s, exact_keys), low, n - 1)
+            if window is None:
+                self._refuse(dims, low, exact_keys, limit, budget, "max_span")
+            self._note(window, None, dims, exact_span, exact_keys, limit, budget)
+            return window, exact_keys
+        if span is None:
+            floor = max(shortest, min(SHORTEST_WINDOW, n - 1))
+            window = largest(lambda s: fits(s, exact_keys), shortest, n - 1)
+            if window is not None and window >= floor:
+                self._note(window, None, dims, exact_span, exact_keys, limit, budget)
+                return window, exact_keys
+            # every K does not fit a useful window: give up the densest K first
+            useful = clamp(int(np.ceil(USEFUL_KEYS * m)))
+            window = largest(lambda s: fits(s, useful), shortest, n - 1)
+            span = window if window is not None and window >= floor else floor
+            automatic_span = True
+        else:
+            automatic_span = False
+        fewest = self._fewest_keys(span)
+        capped = largest(lambda k: fits(span, k), min(fewest, m), exact_keys)
+        if capped is None:
+            self._refuse(dims, span, min(fewest, m), limit, budget,
+                         "max_span" if automatic_span else "")
+        self._note(span if automatic_span else None, capped, dims, exact_span, exact_keys,
+                   limit, budget)
+        return span, capped
+
+    def _note(self, window: int | None, capped: int | None, dims: int, exact_span: int,
+              exact_keys: int, limit: int, budget: float | None) -> None:
+        parts, seconds = self._needs(dims, exact_span, exact_keys)
+        need = sum(parts.values())
+        why = []
+        if need > limit:
+            why.append(f"{_size(need)} (limit {_size(limit)})")
+        if budget is not None and seconds > budget:
+            why.append(f"about {seconds:,.0f} s (time budget {budget:,.0f} s)")
+        text = "long take: "
+        if window is not None:
+            text += (f"keys at most {window:,} frames apart (max_span {window}): each selection is "
+                     f"the best with no gap over {window:,} frames, exact for spans <= "
+                     f"{window:,}; K from {self._fewest_keys(window):,}")
+        if capped is not None:
+            text += ("; " if window is not None else "") + f"K up to {capped:,} (max_keys)"
+        self.notes.append(text + f"; the exact space of K up to {exact_keys:,}"
+                          + ("" if exact_span < self.n_frames - 1 else " and every span")
+                          + f" would need {' and '.join(why)}")
+
+    def _refuse(self, dims: int, span: int, keys: int, limit: int, budget: float | None,
+                fix: str) -> None:
+        n, m = self.n_frames, len(self._candidates)
+        parts, seconds = self._needs(dims, span, keys)
+        total = sum(parts.values())
+        detail = ", ".join(f"{k} {_size(v)}" for k, v in parts.items() if v)
+        over = []
+        if total > limit:
+            over.append(f"needs {_size(total)} ({detail}), more than the limit of "
+                        f"{_size(limit)}: raise memory_gib to "
+                        f"{np.ceil(total / 1024**3 * 10) / 10:g}")
+        if budget is not None and seconds > budget:
+            over.append(f"takes about {seconds:,.0f} s, more than the time budget of "
+                        f"{budget:,.0f} s: raise time_budget to {np.ceil(seconds):,.0f}")
+        smallest = f" even with the smallest plan (max_span {span:,}, max_keys {keys:,})" \
+            if fix else f" (max_span {span:,}, max_keys {keys:,})"
+        raise CapacityError(
+            f"analysing {n:,} frames ({m:,} candidates){smallest} {'; and '.join(over)}; or "
+            f"use a stride (e.g. 4){', a smaller max_span' if not fix else ''}, fewer max_keys "
+            "or a shorter range")
 
     # ------------------------------------------------------------------------- construction
     @classmethod
@@ -217,22 +455,6 @@ class SelectionSpace:
             lowest[pin + 1:] = np.maximum(lowest[pin + 1:], pin)
         return lowest.astype(np.int64)
 
-    def _check_capacity(self, n: int, dims: int, m: int, band: int, limit: int) -> None:
-        parts = {
-            "error table": 8 * m * (band + 1),
-            "Gram bands": 16 * n * (self.max_span + 1),
-            "selection arrays": 12 * (self.max_keys + 1) * m,
-            "poses": 16 * n * dims,
-        }
-        total = sum(parts.values())
-        if total > limit:
-            detail = ", ".join(f"{k} {v / 1e6:,.0f} MB" for k, v in parts.items())
-            raise CapacityError(
-                f"analysing {n:,} frames ({m:,} candidates, spans up to {self.max_span:,} "
-                f"frames, up to {self.max_keys:,} keys) needs {total / 1e9:.2f} GB ({detail}), "
-                f"more than the limit of {limit / 1e9:.2f} GB. Use a stride (e.g. 4), a max_span "
-                f"(e.g. 2 s of frames), fewer max_keys or a shorter range, or raise the limit")
-
     # ----------------------------------------------------------------------------- lookups
     @property
     def candidates(self) -> np.ndarray:
@@ -274,9 +496,10 @@ class SelectionSpace:
                                  "(max_span, pins); choose another K")
         out = np.empty(keys, dtype=np.int64)
         b = len(self._candidates) - 1
-        for slot in range(keys - 1, -1, -1):
+        for slot in range(keys - 1, 0, -1):
             out[slot] = self._candidates[b]
-            b = int(self._previous[slot + 1, b])
+            b -= int(self._back[slot + 1, b])
+        out[0] = self._candidates[b]
         return out + self.first_frame
 
     def segment_costs(self, frames: Sequence[int]) -> np.ndarray:

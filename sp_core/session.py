@@ -43,6 +43,7 @@ from sp_core.options import (
     k_for,
     key_choice,
     max_keys_for,
+    time_budget_for,
 )
 from sp_core.reduction import Reduction, reduce
 from sp_core.selection import SelectionSpace
@@ -261,7 +262,9 @@ class Session:
                     max_span=options.max_span,
                     max_keys=max_keys_for(self.options, wanted),
                     memory_limit=int(options.memory_gib * 1024**3),
+                    time_budget=time_budget_for(self.options, motion.n_frames),
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m))
+            self.notes = list(space.notes)  # e.g. the window of a long take
             token.check()
         except AnalysisCancelled:
             self._emit("analysis_cancelled")

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from sp_core import _kernels
 from sp_core.clip import Clip
 from sp_core.curves import KERNEL_SIZE, solve_parameter
 from sp_core.reduction import reduce
@@ -43,12 +44,31 @@ def warm() -> float:
     for cost in COSTS:
         for compose in ("max", "sum"):
             SelectionSpace.from_clip(clip, cost=cost, compose=compose)
+    warm_selection()
     reduce(clip, [0, 13, 27, clip.n_frames - 1], "unified", space="world")
     # the Bezier parameter kernel runs only on large arrays (weighted fits of long takes)
     size = KERNEL_SIZE
     solve_parameter(np.full(size, 0.5), np.full(size, 0.3), np.full(size, 0.2),
                     np.ones(size))
     return time.perf_counter() - started
+
+
+def warm_selection() -> None:
+    """The DP kernels with every back-pointer width (uint8 up to a band of 255 candidates,
+    uint16 up to 65,535, int32 beyond): the practice clip alone reaches only uint8, and
+    long takes use :func:`_kernels.select_levels`."""
+    m, band = 40, 3
+    table = np.full((m, band + 1), 1.0)
+    table[:, 0] = 0.0
+    lowest = np.maximum(np.arange(m) - band, 0).astype(np.int64)
+    edges = np.array([0, m // 2, m], dtype=np.int64)
+    for dtype in (np.uint8, np.uint16, np.int32):
+        rows = np.full((2, m), np.inf)
+        rows[1, 0] = 0.0
+        final = np.full(m + 1, np.inf)
+        back = np.zeros((m + 1, m), dtype=dtype)
+        _kernels.select_rows(table, lowest, 2, 4, False, 4, rows, final, back)
+        _kernels.select_levels(table, lowest, 4, 6, False, edges, rows, 1, final, back)
 
 
 def main() -> None:

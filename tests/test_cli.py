@@ -92,7 +92,8 @@ def test_analyze_json_schema_and_plot(sample_path, tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     record = json.loads(out_json.read_text())
     assert set(record) == {"clip", "fps", "first_frame", "last_frame", "cost", "compose",
-                           "max_keys", "options", "timings", "space", "suggested"}
+                           "max_keys", "options", "timings", "space", "suggested", "notes"}
+    assert record["notes"] == []  # a short range: the exact space
     assert record["options"]["analysis"]["pins"] == [{"frame": 1200, "name": "", "note": ""}]
     assert record["options"]["analysis"]["weights"] == [["Head", 2.0]]
     assert record["first_frame"] == 1100 and record["last_frame"] == 1400

@@ -73,7 +73,7 @@ def test_every_host_field_reaches_the_host_api_and_batches():
             value = {"roots": ["Hips"], "nodes": ["Hips"], "max_span": 10, "max_keys": 4,
                      "breakdowns": 1, "keys": 4, "ratio": 0.5, "frames": [0, 5],
                      "out": "o", "frame_range": (0, 9), "tolerance": (2.0, 20.0),
-                     "corrective_budget": "2%"}[name]
+                     "corrective_budget": "2%", "time_budget": 5.0}[name]
         options = api.options_for(**{name: value})
         assert getattr(getattr(options, field_specs()[name][0]), name) == coerce(name, value)
     import argparse

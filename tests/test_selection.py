@@ -210,7 +210,8 @@ def test_from_clip_uses_host_frames(sample_clip):
     (dict(compose="mean"), SelectionError, "compose must be"),
     (dict(max_span=2, stride=4), SelectionError, "max_span of 2 frames is shorter"),
     (dict(stride=0), SelectionError, "stride must be"),
-    (dict(memory_limit=1000), CapacityError, "needs .* GB .* Use a stride"),
+    (dict(memory_limit=1000), CapacityError, "needs .* MB .* raise memory_gib to 0.1; or use a "
+     "stride"),
 ])
 def test_bad_input_raises_specific_errors(kwargs, error, message):
     args = dict(poses=random_poses(1, 20))
@@ -228,10 +229,13 @@ def test_k_out_of_range():
 
 
 def test_capacity_error_states_numbers_and_fix():
+    # 1 GB is windowed now (tests/test_selection_long.py); 1 MB does not hold even a window
     with pytest.raises(CapacityError) as info:
-        SelectionSpace(np.zeros((20_000, 3)), memory_limit=10**9)
+        SelectionSpace(np.zeros((20_000, 3)), memory_limit=10**6)
     message = str(info.value)
-    assert "20,000 frames" in message and "limit of 1.00 GB" in message and "max_span" in message
+    assert "20,000 frames" in message and "limit of 1.0 MB" in message
+    assert "even with the smallest plan (max_span 240" in message
+    assert "raise memory_gib to" in message and "use a stride" in message
 
 
 def test_registry_declares_options_as_data():

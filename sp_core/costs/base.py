@@ -7,6 +7,7 @@ cost is a small class registered here; the panel renders its options from their 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -73,6 +74,11 @@ class Cost:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     options: ClassVar[tuple[Option, ...]] = ()
+    #: Inner-loop steps of :meth:`row_work` per second on the reference two-core machine
+    #: (``benchmarks/bench_selection.py``): the analysis plans its window with it.
+    steps_per_second: ClassVar[float] = 1e9
+    #: What :meth:`extra_bytes` counts, for messages about memory.
+    buffers: ClassVar[str] = "cost buffers"
 
     def __init__(self, **values: Any) -> None:
         declared = {o.name: o for o in self.options}
@@ -84,7 +90,8 @@ class Cost:
         self.values = {n: o.validate(values.get(n, o.default)) for n, o in declared.items()}
 
     def table(self, poses: np.ndarray, candidates: np.ndarray, band: int,
-              max_gap: int, lowest: np.ndarray | None = None) -> np.ndarray:
+              max_gap: int, lowest: np.ndarray | None = None,
+              progress: Callable[[float], None] | None = None) -> np.ndarray:
         """The all-pairs cost table over candidate frames, banded and indexed by the later frame.
 
         Parameters
@@ -101,6 +108,9 @@ class Cost:
             The earliest candidate that may precede each candidate (a pin lies between it and
             any earlier one): a cost may skip such pairs and leave them ``inf``, the selection
             never uses them.
+        progress : callable, optional
+            ``progress(fraction)`` between blocks of rows (see :func:`fill_in_blocks`); it may
+            raise to abort.
 
         Returns
         -------
@@ -110,9 +120,58 @@ class Cost:
         """
         raise NotImplementedError
 
+    def row_work(self, n: int, dims: int, candidates: np.ndarray, band: int, max_gap: int,
+                 lowest: np.ndarray | None = None) -> np.ndarray:
+        """(n_candidates,) float64: estimated inner-loop steps of each row of :meth:`table`
+        (for progress and for the time estimate that plans long takes); default one step
+        per pair."""
+        return np.minimum(np.arange(len(candidates)), band).astype(np.float64) + 1.0
+
+    def extra_bytes(self, n: int, dims: int, max_gap: int) -> int:
+        """Bytes :meth:`table` allocates besides the table itself (default none)."""
+        return 0
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.values.items())
         return f"{type(self).__name__}({args})"
+
+
+#: Estimated inner-loop steps of one kernel call between progress reports (about 0.1 s on
+#: two cores): short enough that a cancel acts at once, long enough that calls cost nothing.
+BLOCK_WORK = 2e8
+
+
+def empty_table(m: int, band: int) -> np.ndarray:
+    """(m, band + 1) float64 of inf, for a cost's kernels to fill block by block."""
+    return np.full((m, band + 1), np.inf)
+
+
+def fill_in_blocks(work: np.ndarray, fill: Callable[[int, int], None],
+                   progress: Callable[[float], None] | None = None,
+                   per_block: float = BLOCK_WORK) -> None:
+    """Call ``fill(first, stop)`` on consecutive blocks of rows with about ``per_block`` work
+    each, and ``progress(done)`` (a fraction of the estimated work) after each block.
+
+    Parameters
+    ----------
+    work : (m,) float64
+        Estimated work of each row (any unit proportional to time).
+    fill : callable
+        Fills rows ``first .. stop - 1`` (releases the GIL for long blocks).
+    progress : callable, optional
+        May raise to abort between blocks.
+    per_block : float
+    """
+    m = len(work)
+    cumulative = np.cumsum(np.asarray(work, dtype=np.float64))
+    total = float(cumulative[-1]) if m else 0.0
+    pieces = max(1, int(np.ceil(total / per_block)))
+    inner = np.searchsorted(cumulative, np.arange(1, pieces) * (total / pieces), side="left")
+    edges = np.unique(np.concatenate([[0], inner + 1, [m]]).clip(0, m))
+    for first, stop in zip(edges[:-1], edges[1:], strict=True):
+        fill(int(first), int(stop))
+        if progress is not None:
+            progress(float(cumulative[stop - 1]) / total if total > 0 else 1.0)
 
 
 _REGISTRY: dict[str, type[Cost]] = {}

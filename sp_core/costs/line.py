@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 
 from sp_core import _kernels
-from sp_core.costs.base import Cost
+from sp_core.costs.base import Cost, empty_table, fill_in_blocks
 
 
 def gram_bands(poses: np.ndarray, width: int, block: int = 256) -> tuple[np.ndarray, np.ndarray]:
@@ -58,15 +59,38 @@ def gram_bands(poses: np.ndarray, width: int, block: int = 256) -> tuple[np.ndar
 
 
 class GramLineCost(Cost):
-    """A line cost computed from Gram bands (see :func:`sp_core._kernels.line_table`).
+    """A line cost computed from Gram bands (see :func:`sp_core._kernels.line_rows`).
 
     Subclasses choose the distance with :attr:`timed`: False for the perpendicular distance to
     the line, True for the distance to the time-aligned point on it.
     """
 
     timed: ClassVar[bool] = False
+    steps_per_second = 2.0e9
+    buffers = "Gram bands"
+
+    def row_work(self, n: int, dims: int, candidates: np.ndarray, band: int, max_gap: int,
+                 lowest: np.ndarray | None = None) -> np.ndarray:
+        # rows are the earlier key: its partners times their mean span (frames visited)
+        m = len(candidates)
+        reach = np.minimum(max_gap, n - 1 - candidates)
+        partners = np.minimum(np.searchsorted(candidates, candidates + reach, side="right")
+                              - 1 - np.arange(m), band)
+        return partners * (reach / 2.0 + 1.0) + reach + 1.0
+
+    def extra_bytes(self, n: int, dims: int, max_gap: int) -> int:
+        return 16 * n * (min(max_gap, n - 1) + 1)  # the two Gram bands
 
     def table(self, poses: np.ndarray, candidates: np.ndarray, band: int,
-              max_gap: int, lowest: np.ndarray | None = None) -> np.ndarray:
+              max_gap: int, lowest: np.ndarray | None = None,
+              progress: Callable[[float], None] | None = None) -> np.ndarray:
         forward, backward = gram_bands(poses, max_gap)
-        return _kernels.line_table(forward, backward, candidates, band, max_gap, self.timed)
+        candidates = np.ascontiguousarray(candidates, dtype=np.int64)
+        table = empty_table(len(candidates), band)
+        work = self.row_work(*poses.shape, candidates, band, max_gap)
+
+        def fill(first: int, stop: int) -> None:
+            _kernels.line_rows(forward, backward, candidates, band, max_gap, self.timed, table,
+                               first, stop)
+        fill_in_blocks(work, fill, progress)
+        return table

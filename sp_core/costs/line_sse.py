@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from sp_core import _kernels
-from sp_core.costs.base import Cost, register
+from sp_core.costs.base import Cost, empty_table, fill_in_blocks, register
 
 
 @register
@@ -18,7 +20,27 @@ class LineSSE(Cost):
 
     name = "line-sse"
     description = "sum of squared distances from the in-between poses to linear in-betweens"
+    steps_per_second = 2.0e9
+    buffers = "prefix sums"
+
+    def row_work(self, n: int, dims: int, candidates: np.ndarray, band: int, max_gap: int,
+                 lowest: np.ndarray | None = None) -> np.ndarray:
+        # rows are the later key: its partners, each O(n_dims)
+        return (np.minimum(np.arange(len(candidates)), band) + 1.0) * dims
+
+    def extra_bytes(self, n: int, dims: int, max_gap: int) -> int:
+        return 8 * (n + 1) * (2 * dims + 1)  # the prefix sums
 
     def table(self, poses: np.ndarray, candidates: np.ndarray, band: int,
-              max_gap: int, lowest: np.ndarray | None = None) -> np.ndarray:
-        return _kernels.sse_table(poses, candidates, band, max_gap)
+              max_gap: int, lowest: np.ndarray | None = None,
+              progress: Callable[[float], None] | None = None) -> np.ndarray:
+        candidates = np.ascontiguousarray(candidates, dtype=np.int64)
+        m = len(candidates)
+        s1, sk, sq = _kernels.prefix_sums(poses)
+        table = empty_table(m, band)
+        work = self.row_work(*poses.shape, candidates, band, max_gap)
+
+        def fill(first: int, stop: int) -> None:
+            _kernels.sse_rows(poses, s1, sk, sq, candidates, band, max_gap, table, first, stop)
+        fill_in_blocks(work, fill, progress)
+        return table

@@ -1,0 +1,267 @@
+"""Long takes: the memory-lean, resumable DP against the dense one and brute force; the
+automatic window and its notes; progress and cancelling between blocks."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from reference_costs import brute_force, full_table
+from reference_dp import dense_keyframes, dense_select
+
+from sp_core import selection
+from sp_core.cli import main
+from sp_core.errors import CapacityError
+from sp_core.io.bvh import write_bvh
+from sp_core.options import Options
+from sp_core.poses import pose_matrix
+from sp_core.selection import SelectionSpace
+from sp_core.session import Session
+from sp_core.standalone import StandaloneHost
+
+
+def random_poses(seed: int, n: int, dims: int = 3) -> np.ndarray:
+    return np.cumsum(np.random.default_rng(seed).normal(size=(n, dims)), axis=0)
+
+
+def assert_same_as_dense(space: SelectionSpace) -> None:
+    """Errors and keys of every K equal those of the dense DP (all rows, int32 pointers) on
+    the space's own table."""
+    band = space._table.shape[1] - 1
+    error, previous = dense_select(space._table, space._lowest_previous(band), space.max_keys,
+                                   space.compose == "sum", 8)
+    np.testing.assert_array_equal(error[:, -1], space._errors)
+    for keys in space.key_counts:
+        if np.isfinite(space.error(int(keys))):
+            expected = dense_keyframes(previous, space._candidates, int(keys))
+            np.testing.assert_array_equal(space.keyframes(int(keys)),
+                                          expected + space.first_frame)
+
+
+def gaps_at_most(frames: np.ndarray, span: int) -> bool:
+    return bool(np.diff(frames).max() <= span)
+
+
+# ------------------------------------------------------------------ lean DP = dense DP
+@pytest.mark.parametrize("compose", ["max", "sum"])
+def test_lean_dp_equals_dense_dp_on_the_sample_for_every_k(sample_clip, compose):
+    space = SelectionSpace.from_clip(sample_clip, compose=compose)
+    assert space.max_keys == sample_clip.n_frames // 2 and not space.notes
+    assert space._back.dtype == np.uint16  # band 993: offsets fit 16 bits
+    assert_same_as_dense(space)
+
+
+@pytest.mark.parametrize("compose", ["max", "sum"])
+@pytest.mark.parametrize("span, stride, pins", [(6, 1, ()), (9, 2, (402, 404)), (25, 1, (300,)),
+                                                (40, 3, ())])
+def test_several_k_per_pass_equal_the_dense_dp(sample_clip, compose, span, stride, pins):
+    # narrow bands on the sample: select_levels solves up to 8 K per pass over the table
+    space = SelectionSpace.from_clip(sample_clip, compose=compose, max_span=span, stride=stride,
+                                     pins=pins, max_keys=400)
+    assert space._back.dtype == np.uint8
+    assert_same_as_dense(space)
+    for keys in (space.min_keys, space.max_keys):
+        assert gaps_at_most(space.keyframes(keys), span)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lean_dp_equals_dense_dp_on_random_data(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(40, 400))
+    span = int(rng.integers(3, n))
+    poses = random_poses(seed, n, dims=int(rng.integers(1, 6)))
+    if seed % 2:  # exact ties: repeated and collinear poses on an integer grid
+        poses = rng.integers(0, 3, size=(n, 2)).astype(float)
+    pins = sorted({int(p) for p in rng.integers(1, n - 1, size=int(rng.integers(0, 3)))})
+    for compose in ("max", "sum"):
+        space = SelectionSpace(poses, compose=compose, max_span=span, pins=pins,
+                               max_keys=n // 2 + len(pins) + 2)
+        assert_same_as_dense(space)
+
+
+# ------------------------------------------------------------------- windowed = brute force
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("compose", ["max", "sum"])
+def test_windowed_plan_is_the_brute_force_optimum_with_gaps_at_most_the_window(monkeypatch,
+                                                                              seed, compose):
+    monkeypatch.setattr(selection, "SHORTEST_WINDOW", 3)  # windows of small clips
+    n = 12
+    poses = random_poses(seed, n)
+    table = full_table(poses - poses.mean(axis=0), "line-max")
+    exact = SelectionSpace(poses, compose=compose)
+    plans = set()
+    for limit in range(1500, 6000, 4):  # bytes: the plans change every few bytes
+        try:
+            space = SelectionSpace(poses, compose=compose, memory_limit=limit)
+        except CapacityError as error:
+            assert "raise memory_gib to" in str(error)
+            continue
+        window, top = space.max_span, space.max_keys
+        if (window, top) in plans:
+            continue
+        plans.add((window, top))
+        if (window, top) == (n - 1, exact.max_keys):
+            assert not space.notes
+            np.testing.assert_array_equal(space.errors, exact.errors)
+            continue
+        assert len(space.notes) == 1 and space.notes[0].startswith("long take: ")
+        assert (f"keys at most {window} frames apart" in space.notes[0]) == (window < n - 1)
+        assert (f"K up to {top} (max_keys)" in space.notes[0]) == (top < exact.max_keys)
+        for keys in range(2, top + 1):
+            expected = brute_force(table, keys, compose, max_span=window)
+            if keys < space.min_keys:
+                assert expected == np.inf
+                continue
+            assert space.error(keys) == pytest.approx(expected, rel=1e-9, abs=1e-9)
+            frames = space.keyframes(keys)
+            assert gaps_at_most(frames, window)
+            costs = [table[a, b] for a, b in itertools.pairwise(frames)]
+            achieved = sum(costs) if compose == "sum" else max(costs)
+            assert achieved == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    # the limits above give the exact space, windows with every K, and capped K
+    assert (n - 1, exact.max_keys) in plans
+    assert any(w < n - 1 for w, _ in plans) and any(k < exact.max_keys for _, k in plans)
+
+
+def test_automatic_window_on_a_long_take_with_a_small_memory_limit():
+    poses = random_poses(3, 3000)
+    space = SelectionSpace(poses, memory_limit=20 * 10**6)
+    window, top = space.max_span, space.max_keys
+    assert selection.SHORTEST_WINDOW <= window < 2999 and top <= 1500
+    note = space.notes[0]
+    assert f"keys at most {window:,} frames apart (max_span {window})" in note
+    assert f"exact for spans <= {window:,}; K from {space.min_keys:,}" in note
+    assert "the exact space of K up to 1,500 and every span would need" in note
+    # the plan only chose the options: the same as asking for them
+    asked = SelectionSpace(poses, max_span=window, max_keys=top)
+    np.testing.assert_array_equal(space.errors, asked.errors)
+    assert not asked.notes
+    for keys in (space.min_keys, (space.min_keys + top) // 2, top):
+        frames = space.keyframes(keys)
+        assert gaps_at_most(frames, window)
+        np.testing.assert_array_equal(frames, asked.keyframes(keys))
+    # a memory estimate: what the plan allows fits the limit
+    parts, _ = space._needs(3, window, top)
+    assert sum(parts.values()) <= 20 * 10**6
+
+
+def test_time_budget_caps_k_and_keeps_an_explicit_max_span():
+    poses = random_poses(4, 3000)
+    space = SelectionSpace(poses, max_span=300, time_budget=0.2)
+    assert space.max_span == 300 and space.max_keys < 1500
+    assert space.notes[0].startswith(f"long take: K up to {space.max_keys:,} (max_keys)")
+    assert "about" in space.notes[0] and "(time budget 0 s)" in space.notes[0]
+    _, seconds = space._needs(3, 300, space.max_keys)
+    assert seconds <= 0.2
+    # an explicit max_keys is kept too: the window is what gives
+    window = SelectionSpace(poses, max_keys=900, time_budget=0.2)
+    assert window.max_keys == 900 and window.max_span < 2999
+    assert window.min_keys <= 900
+
+
+def test_refuses_only_when_even_the_window_does_not_fit():
+    poses = random_poses(5, 3000)
+    with pytest.raises(CapacityError) as info:
+        SelectionSpace(poses, memory_limit=2 * 10**6)
+    message = str(info.value)
+    assert "analysing 3,000 frames (3,000 candidates) even with the smallest plan" in message
+    assert "more than the limit of 2.0 MB: raise memory_gib to 0.1" in message
+    # explicit options the memory cannot hold are refused, not changed
+    parts = {"error table": 8 * 3000 * 3000, "Gram bands": 16 * 3000 * 3000,
+             "selection arrays": 2 * 1501 * 3000 + 16 * 3000 + 8 * 1501, "poses": 16 * 3000 * 3}
+    total = sum(parts.values())
+    with pytest.raises(CapacityError) as info:
+        SelectionSpace(poses, max_span=2999, max_keys=1500, memory_limit=10**8)
+    arrays = parts["selection arrays"] / 1e6
+    assert (f"(max_span 2,999, max_keys 1,500) needs {total / 1e9:.2f} GB (error table "
+            f"72.0 MB, Gram bands 0.14 GB, selection arrays {arrays:.1f} MB, poses 0.1 MB), "
+            f"more than the limit of 0.10 GB: raise memory_gib to "
+            f"{np.ceil(total / 1024**3 * 10) / 10:g}; or use a stride (e.g. 4), a smaller "
+            "max_span, fewer max_keys") in str(info.value)
+    # ... but only a time estimate over the budget runs as asked
+    asked = SelectionSpace(poses[:600], max_span=599, max_keys=300, time_budget=1e-6)
+    assert asked.max_span == 599 and asked.max_keys == 300 and not asked.notes
+
+
+def test_capped_space_lookups_and_suggestions():
+    poses = random_poses(6, 3000)
+    space = SelectionSpace(poses, time_budget=0.3)
+    assert space.notes and space.max_keys < 1500
+    assert len(space.errors) == len(space.key_counts) == space.max_keys - space.min_keys + 1
+    assert np.all(np.isfinite(space.errors))
+    suggested = space.suggestions()
+    assert space.min_keys <= suggested["threshold"] <= space.max_keys
+    assert all(space.min_keys < k <= space.max_keys for k in suggested["cliffs"])
+    frames = space.keyframes(space.max_keys)
+    assert space.segment_costs(frames).max() == pytest.approx(space.error(space.max_keys))
+
+
+# ----------------------------------------------------------------- progress and cancel
+def test_progress_reports_real_fractions_between_blocks_and_may_abort():
+    poses = random_poses(7, 3000, dims=20)
+    seen: list[tuple[float, str]] = []
+    SelectionSpace(poses, max_span=2999, max_keys=1500,
+                   progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] <= 1
+    table = [f for f, m in seen if "table" in m]
+    dp = [f for f, m in seen if "optimal selections" in m]
+    assert len(table) >= 5 and len(dp) >= 5  # blocks, not one report per stage
+    assert len(set(fractions)) >= 10
+
+    class Stop(Exception):
+        pass
+
+    def stop(fraction, message):
+        if "optimal selections" in message and fraction > dp[2]:
+            raise Stop
+
+    with pytest.raises(Stop):
+        SelectionSpace(poses, max_span=2999, max_keys=1500, progress=stop)
+
+
+# ------------------------------------------------------------------ session, jobs, CLI
+def test_session_tolerance_search_and_notes_with_a_capped_space(sample_clip):
+    session = Session(StandaloneHost(sample_clip), Options().replace(time_budget=0.05))
+    space = session.compute_analysis(choose=False).space
+    assert space.max_keys < sample_clip.n_frames // 2 and session.notes == space.notes
+    k = session.smallest_k_within(20.0, 200.0, space=space, motion=sample_clip)
+    assert space.min_keys <= k <= space.max_keys
+
+
+def test_cli_prints_the_note_and_writes_it_to_both_jsons(tmp_path, sample_clip, capsys):
+    clip = tmp_path / "take.bvh"
+    write_bvh(sample_clip.sub_range(0, 599), clip)
+
+    def run(*args: str) -> str:
+        assert main(list(args)) == 0
+        return capsys.readouterr().out
+
+    out = run("analyze", str(clip), "--time-budget", "0.02", "--json", str(tmp_path / "a.json"))
+    record = json.loads((tmp_path / "a.json").read_text())
+    assert record["notes"] and record["notes"][0].startswith("long take: ")
+    assert f"Note       {record['notes'][0]}" in out.splitlines()
+    assert record["max_keys"] < 300
+    out = run("reduce", str(clip), "--time-budget", "0.02", "--suggested", "--space",
+              "channel", "--json", str(tmp_path / "r.json"))
+    reduced = json.loads((tmp_path / "r.json").read_text())
+    assert reduced["notes"][0] == record["notes"][0]
+    assert f"Note       {record['notes'][0]}" in out.splitlines()
+    # without the budget the same take is exact and says nothing
+    out = run("analyze", str(clip), "--json", str(tmp_path / "b.json"))
+    assert json.loads((tmp_path / "b.json").read_text())["notes"] == []
+    assert "Note" not in out
+
+
+@pytest.mark.parametrize("limit", [24 * 10**6, 40 * 10**6])
+def test_a_long_take_of_real_mocap_gets_a_window_and_narrow_offsets(sample_clip, limit):
+    poses = pose_matrix(sample_clip)
+    space = SelectionSpace(np.concatenate([poses, poses[::-1], poses]), memory_limit=limit)
+    band = space._table.shape[1] - 1
+    assert space.max_span < 2981 and space.notes
+    assert space._back.dtype == (np.uint8 if band <= 255 else np.uint16)
+    for keys in (space.min_keys, space.max_keys):
+        assert gaps_at_most(space.keyframes(keys), space.max_span)
+    assert_same_as_dense(space)

@@ -196,10 +196,12 @@ def _hermite(u: float) -> tuple[float, float, float, float]:
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def curve_rows(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int,
-               lowest: np.ndarray, table: np.ndarray, first: int, stop: int) -> None:
+               lowest: np.ndarray, table: np.ndarray, first: int, stop: int,
+               total: bool = False) -> None:
     """``curve-max`` table: largest distance from the in-betweens to the least-squares cubic,
     for the pairs whose *later* key is candidate ``first .. stop - 1`` (``table`` filled with
-    inf by the caller).
+    inf by the caller); with ``total``, the ``curve-sse`` table: the sum of their squared
+    distances instead.
 
     For keys i < j (span L) and in-between k with u = (k - i) / L, the cubic is the Hermite
     curve h00 p_i + h10 m_i + h01 p_j + h11 m_j; the end tangents m_i, m_j (per unit u) solve the
@@ -249,6 +251,7 @@ def curve_rows(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: in
                 tangent_i[e] = (c * rhs_i[e] - b * rhs_j[e]) / det
                 tangent_j[e] = (a * rhs_j[e] - b * rhs_i[e]) / det
             worst = 0.0
+            summed = 0.0
             for k in range(i + 1, j):
                 h00, h10, h01, h11 = _hermite((k - i) / span)
                 squared = 0.0
@@ -257,7 +260,8 @@ def curve_rows(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: in
                          - h10 * tangent_i[e] - h11 * tangent_j[e])
                     squared += r * r
                 worst = max(worst, squared)
-            table[bi, d] = np.sqrt(worst)
+                summed += squared
+            table[bi, d] = summed if total else np.sqrt(worst)
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)

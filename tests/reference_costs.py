@@ -22,12 +22,13 @@ def pair_cost(poses: np.ndarray, i: int, j: int, name: str) -> float:
         rel = inner - a
         perp = rel - np.outer(rel @ u, u)
         return float(np.linalg.norm(perp, axis=1).max())
-    if name == "curve-max":
+    if name in ("curve-max", "curve-sse"):
         u = (np.arange(i + 1, j) - i) / (j - i)
         basis = np.column_stack([u**3 - 2 * u**2 + u, u**3 - u**2])  # h10, h11
         base = np.outer(2 * u**3 - 3 * u**2 + 1, a) + np.outer(-2 * u**3 + 3 * u**2, b)
         tangents, *_ = np.linalg.lstsq(basis, inner - base, rcond=None)
-        return float(np.linalg.norm(inner - base - basis @ tangents, axis=1).max())
+        distances = np.linalg.norm(inner - base - basis @ tangents, axis=1)
+        return float(distances.max() if name == "curve-max" else np.sum(distances**2))
     t = (np.arange(i + 1, j) - i)[:, None] / (j - i)
     residual = inner - (a + t * (b - a))
     squared = np.sum(residual**2, axis=1)

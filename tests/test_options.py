@@ -92,8 +92,8 @@ def test_every_host_field_reaches_the_host_api_and_batches():
     ("keys", True, "keys must be a whole number >= 2, got True"),
     ("stride", "two", "stride must be a whole number >= 1, got two"),
     ("tangents", "bent", "tangents must be one of unified, broken, smooth, weighted, got bent"),
-    ("cost", "line-mx", "cost must be one of curve-max, line-max, line-sse, line-time, got "
-                        "line-mx"),
+    ("cost", "line-mx", "cost must be one of curve-max, curve-sse, line-max, line-sse, "
+                        "line-time, got line-mx"),
     ("frame_range", "9:3", "frame_range must be START:END host frames with END > START, "
                            "got 9:3"),
     ("pins", [1.5], "pins must be whole frame numbers separated by commas"),

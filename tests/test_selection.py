@@ -16,7 +16,7 @@ from sp_core.errors import CapacityError, OptionError, SelectionError
 from sp_core.poses import node_reach, pose_matrix
 from sp_core.selection import SelectionSpace
 
-COSTS = ["line-max", "line-time", "line-sse", "curve-max"]
+COSTS = ["line-max", "line-time", "line-sse", "curve-max", "curve-sse"]
 
 
 def random_poses(seed: int, n: int, dims: int = 4) -> np.ndarray:
@@ -205,7 +205,8 @@ def test_from_clip_uses_host_frames(sample_clip):
      "not finite .* at frame 1002"),
     (dict(pins=[50]), SelectionError, "pinned frame 50 is outside the range 0..19"),
     (dict(pins=[5], stride=4), SelectionError, "pinned frame 5 is not a candidate"),
-    (dict(cost="spline"), OptionError, "unknown cost 'spline'; available: curve-max, line-max"),
+    (dict(cost="spline"), OptionError,
+     "unknown cost 'spline'; available: curve-max, curve-sse, line-max"),
     (dict(cost="line-max", cost_options={"sigma": 1}), OptionError, "has no option 'sigma'"),
     (dict(compose="mean"), SelectionError, "compose must be"),
     (dict(max_span=2, stride=4), SelectionError, "max_span of 2 frames is shorter"),

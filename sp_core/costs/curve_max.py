@@ -1,4 +1,5 @@
-"""``curve-max``: what cubic in-betweens cannot reproduce (the thesis' breakdown objective)."""
+"""``curve-max`` and ``curve-sse``: what cubic in-betweens cannot reproduce (the thesis'
+breakdown objective, and its sum of squares)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ class CurveMax(Cost):
 
     name = "curve-max"
     description = "largest distance from the in-between poses to a fitted cubic between the keys"
+    #: sum the squared distances instead of taking the largest (:class:`CurveSSE`)
+    total = False
     steps_per_second = 1.0e9
 
     def row_work(self, n: int, dims: int, candidates: np.ndarray, band: int, max_gap: int,
@@ -48,6 +51,20 @@ class CurveMax(Cost):
         work = self.row_work(*poses.shape, candidates, band, max_gap, lowest)
 
         def fill(first: int, stop: int) -> None:
-            _kernels.curve_rows(poses, candidates, band, max_gap, lowest, table, first, stop)
+            _kernels.curve_rows(poses, candidates, band, max_gap, lowest, table, first, stop,
+                                self.total)
         fill_in_blocks(work, fill, progress)
         return table
+
+
+@register
+class CurveSSE(CurveMax):
+    """Sum of squared distances from the poses between two keys to the least-squares cubic of
+    :class:`CurveMax`, in squared pose units: a keyframe pair scored by the error of the curve
+    the reduction will fit, which the mean error follows (``docs/quality.md`` measures it
+    against the line costs).
+    """
+
+    name = "curve-sse"
+    description = "sum of squared distances from the in-between poses to a fitted cubic"
+    total = True

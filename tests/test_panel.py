@@ -576,3 +576,17 @@ def test_propagate_tab_takes_the_edit_from_an_edited_bvh(make_panel, qtbot, tmp_
 def test_options_object_is_the_default_before_settings(make_panel):
     _panel, _host, session = make_panel()
     assert session.options == SUGGESTED  # what the fixture's session was given
+
+
+def test_a_long_takes_window_is_said_in_the_status_line(make_panel, qtbot):
+    """The analysis' notes reach the panel: a take too long for the exact space within the
+    time budget is analysed with a window, and the status line says so."""
+    panel, _host, session = make_panel(frames=(0, 993))
+    session.set_options(time_budget=0.02)
+    analyse(qtbot, panel)
+    assert session.notes and session.notes[0].startswith("long take: ")
+    assert panel.status.text().endswith(f"Note: {session.notes[0]}.")
+    # an exact analysis says nothing
+    session.set_options(time_budget=None)
+    analyse(qtbot, panel)
+    assert not session.notes and "Note:" not in panel.status.text()

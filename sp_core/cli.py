@@ -259,7 +259,7 @@ class TerminalProgress:
     """A progress bar on stderr for a job's steps when stderr is a terminal (quiet on a pipe).
 
     It appears once the job has run for ``delay`` seconds, so quick runs print nothing extra,
-    and a clock thread redraws it while one long step (a world fit) reports nothing.
+    and a clock thread keeps its elapsed time moving between reports.
     """
 
     delay = 1.0

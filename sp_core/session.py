@@ -209,7 +209,8 @@ class Session:
         progress : callable, optional
             ``progress(fraction, message)``; also emitted as ``analysis_progress``.
         cancel : CancelToken, optional
-            Checked between stages; a cancelled analysis raises :class:`AnalysisCancelled` and
+            Checked at every progress step (blocks of the table and selection, iterations of
+            the search's fits); a cancelled analysis raises :class:`AnalysisCancelled` and
             leaves the previous space in place.
         motion : Clip, optional
             Motion read beforehand with :meth:`read_motion` (hosts whose API must be called

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from reference_dp import dense_keyframes, dense_select
 
 from sp_core import selection
 from sp_core.cli import main
-from sp_core.errors import CapacityError
+from sp_core.errors import CapacityError, SelectionError
 from sp_core.io.bvh import write_bvh
 from sp_core.options import Options
 from sp_core.poses import pose_matrix
@@ -224,11 +225,20 @@ def test_progress_reports_real_fractions_between_blocks_and_may_abort():
 
 # ------------------------------------------------------------------ session, jobs, CLI
 def test_session_tolerance_search_and_notes_with_a_capped_space(sample_clip):
-    session = Session(StandaloneHost(sample_clip), Options().replace(time_budget=0.05))
+    # an explicit max_span and a small budget: K is capped
+    options = Options().replace(max_span=240, time_budget=0.02)
+    session = Session(StandaloneHost(sample_clip), options)
     space = session.compute_analysis(choose=False).space
-    assert space.max_keys < sample_clip.n_frames // 2 and session.notes == space.notes
-    k = session.smallest_k_within(20.0, 200.0, space=space, motion=sample_clip)
+    assert space.max_span == 240 and space.max_keys < sample_clip.n_frames // 2
+    assert session.notes == space.notes and "(max_keys)" in space.notes[0]
+    k = session.smallest_k_within(30.0, 300.0, space=space, motion=sample_clip)
     assert space.min_keys <= k <= space.max_keys
+    # the default tolerance's search reaches the space's largest K or says what to raise
+    try:
+        k = session.smallest_k_within(2.0, 20.0, space=space, motion=sample_clip)
+        assert k <= space.max_keys
+    except SelectionError as error:
+        assert f"no K up to {space.max_keys} keeps the error" in str(error)
 
 
 def test_cli_prints_the_note_and_writes_it_to_both_jsons(tmp_path, sample_clip, capsys):
@@ -243,7 +253,11 @@ def test_cli_prints_the_note_and_writes_it_to_both_jsons(tmp_path, sample_clip, 
     record = json.loads((tmp_path / "a.json").read_text())
     assert record["notes"] and record["notes"][0].startswith("long take: ")
     assert f"Note       {record['notes'][0]}" in out.splitlines()
-    assert record["max_keys"] < 300
+    window = re.search(r"keys at most (\d+) frames apart", record["notes"][0])
+    assert window or record["max_keys"] < 300
+    for entry in record["space"]:
+        if window and entry["frames"]:
+            assert gaps_at_most(np.array(entry["frames"]), int(window.group(1)))
     out = run("reduce", str(clip), "--time-budget", "0.02", "--suggested", "--space",
               "channel", "--json", str(tmp_path / "r.json"))
     reduced = json.loads((tmp_path / "r.json").read_text())

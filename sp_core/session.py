@@ -265,7 +265,7 @@ class Session:
                     memory_limit=int(options.memory_gib * 1024**3),
                     time_budget=time_budget_for(self.options, motion.n_frames),
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m))
-            self.notes = list(space.notes)  # e.g. the window of a long take
+            self.notes = list(space.notes)  # this analysis' own: e.g. a long take's window
             token.check()
         except AnalysisCancelled:
             self._emit("analysis_cancelled")

@@ -12,7 +12,10 @@ fresh folder (nothing resumed), the configurations taking turns so that a change
 machine's load falls on all of them; the table gives the median wall time from the command
 line's start to its summary (process start-up, Dask cluster start-up and the batch's checks
 included, the same for one worker as for several), the takes per minute, and the speed-up over
-one worker. The ideal for N workers on N cores is N x. The last column leaves start-up out:
+one worker. The ideal for N workers on N cores is N x. The CPU seconds are those of the
+command and every worker (user + system), which the load of a shared machine changes much
+less than the wall time: N workers cost their start-up N times. The last column leaves
+start-up out:
 the takes' own seconds (``summary.csv``), N x the mean over one worker's against the mean over
 N workers' (the throughput of workers already running). ``--takes`` sets the folder's size.
 The command runs this checkout's code (``python -m sp_core.cli`` with this folder first on
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -71,30 +75,36 @@ def main() -> None:
         takes = make_takes(Path(tmp), args.takes)
         times: dict[str, list[float]] = {label: [] for label, _, _ in configs}
         take_seconds: dict[str, list[float]] = {label: [] for label, _, _ in configs}
+        cpu: dict[str, list[float]] = {label: [] for label, _, _ in configs}
         for r in range(args.repeat):
             for c, (label, _, flags) in enumerate(configs):
                 out = Path(tmp) / f"out-{c}-{r}"
+                used = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.perf_counter()
                 subprocess.run([*command, *map(str, takes), "--out", str(out), "--space",
                                 args.space, *extra, *flags], check=True, capture_output=True,
                                env=env)
                 times[label].append(time.perf_counter() - started)
+                now = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[label].append(now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime)
                 loads.append(os.getloadavg()[0])
                 with open(out / "summary.csv", newline="") as summary:
                     take_seconds[label] += [float(row["seconds"])
                                             for row in csv.DictReader(summary)]
         results = [(label, workers, statistics.median(times[label]),
-                    statistics.fmean(take_seconds[label])) for label, workers, _ in configs]
-    base, base_take = results[0][2], results[0][3]
+                    statistics.median(cpu[label]), statistics.fmean(take_seconds[label]))
+                   for label, workers, _ in configs]
+    base, base_take = results[0][2], results[0][4]
     work = "the suggested K" if args.suggested else "default options"
     print(f"{len(takes)} takes of 400 frames, {work}, {args.space} fit, median of "
           f"{args.repeat} runs; 1-minute load average {min(loads):.2f}-{max(loads):.2f}\n")
-    print("| executor | wall time (s) | takes per minute | speed-up over 1 worker | "
+    print("| executor | wall time (s) | takes per minute | speed-up over 1 worker | CPU (s) | "
           "mean take (s) | speed-up without start-up |")
-    print("|---|---|---|---|---|---|")
-    for label, workers, seconds, take in results:
+    print("|---|---|---|---|---|---|---|")
+    for label, workers, seconds, used, take in results:
         print(f"| {label} | {seconds:.2f} | {60 * len(takes) / seconds:.1f} | "
-              f"{base / seconds:.2f}x | {take:.3f} | {workers * base_take / take:.2f}x |")
+              f"{base / seconds:.2f}x | {used:.2f} | {take:.3f} | "
+              f"{workers * base_take / take:.2f}x |")
 
 
 if __name__ == "__main__":

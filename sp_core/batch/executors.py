@@ -76,8 +76,8 @@ def pool_context() -> multiprocessing.context.BaseContext:
 
     A spawned worker imports numpy, scipy, numba and the engine again (0.4 s on the two-core
     machine, after the parent's own 0.4 s) and tears them down at the end (0.15 s); at the
-    suggested K a 400-frame take costs 0.25 s, so two spawned workers gave 1.27x one and two
-    forked ones 1.52x. Forking is safe only while this process runs no other thread: numba's
+    suggested K a 400-frame take costs 0.25 s, so two spawned workers gave 1.29x one and two
+    forked ones 1.56x. Forking is safe only while this process runs no other thread: numba's
     parallel kernels start GNU OpenMP threads that a forked child does not have (its next
     parallel kernel would hang), and a lock held by another Python thread stays locked in the
     child. So the batch command, which forks before running any kernel, forks; a process that

@@ -38,7 +38,7 @@ SELECT_BLOCK = 3.0e8
 SHORTEST_WINDOW = 240
 #: Share of the candidates the automatic plan keeps as K when it must cap K: the widest window
 #: that fits K up to a key every 10 frames, then K raised as far as that window allows. (The
-#: thresholds and the default tolerance choose K of 1.5-6 % of the frames on real mocap.)
+#: threshold rule and the default tolerance choose K of 1.5 % and 5.5 % of the sample's frames.)
 USEFUL_KEYS = 0.1
 #: Threshold rule defaults. The thesis uses 20 % for its coarse first layer; applied to a whole
 #: clip as one layer that keeps only 3 keys of an 8 s walk, so whole-clip analyses use 5 %,

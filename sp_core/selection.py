@@ -52,6 +52,11 @@ def _size(count: int) -> str:
     return f"{count / 1e9:.2f} GB" if count >= 1e8 else f"{count / 1e6:.1f} MB"
 
 
+def _duration(seconds: float) -> str:
+    """Seconds in words: ``0.5 s``, ``132 s``."""
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:,.0f} s"
+
+
 class SelectionSpace:
     """Optimal selections for every keyframe count over a range of poses.
 
@@ -356,7 +361,7 @@ class SelectionSpace:
         if need > limit:
             why.append(f"{_size(need)} (limit {_size(limit)})")
         if budget is not None and seconds > budget:
-            why.append(f"about {seconds:,.0f} s (time budget {budget:,.0f} s)")
+            why.append(f"about {_duration(seconds)} (time budget {_duration(budget)})")
         text = "long take: "
         if window is not None:
             text += (f"keys at most {window:,} frames apart (max_span {window}): each selection is "
@@ -380,8 +385,9 @@ class SelectionSpace:
                         f"{_size(limit)}: raise memory_gib to "
                         f"{np.ceil(total / 1024**3 * 10) / 10:g}")
         if budget is not None and seconds > budget:
-            over.append(f"takes about {seconds:,.0f} s, more than the time budget of "
-                        f"{budget:,.0f} s: raise time_budget to {np.ceil(seconds):,.0f}")
+            over.append(f"takes about {_duration(seconds)}, more than the time budget of "
+                        f"{_duration(budget)}: raise time_budget to "
+                        f"{np.ceil(seconds * 10) / 10:g}")
         smallest = f" even with the smallest plan (max_span {span:,}, max_keys {keys:,})" \
             if fix else f" (max_span {span:,}, max_keys {keys:,})"
         raise CapacityError(

@@ -53,7 +53,9 @@ def _size(count: int) -> str:
 
 
 def _duration(seconds: float) -> str:
-    """Seconds in words: ``0.5 s``, ``132 s``."""
+    """Seconds in words: ``0.012 s``, ``4.0 s``, ``132 s``."""
+    if seconds < 1:
+        return f"{seconds:.2g} s"
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:,.0f} s"
 
 

@@ -38,7 +38,7 @@ SELECT_BLOCK = 3.0e8
 SHORTEST_WINDOW = 240
 #: Share of the candidates the automatic plan keeps as K when it must cap K: the widest window
 #: that fits K up to a key every 10 frames, then K raised as far as that window allows. (The
-#: thresholds and the default tolerance choose K of 1.5-6 % of the frames on real mocap.)
+#: threshold rule and the default tolerance choose K of 1.5 % and 5.5 % of the sample's frames.)
 USEFUL_KEYS = 0.1
 #: Threshold rule defaults. The thesis uses 20 % for its coarse first layer; applied to a whole
 #: clip as one layer that keeps only 3 keys of an 8 s walk, so whole-clip analyses use 5 %,
@@ -50,6 +50,13 @@ SIGNIFICANCE = 0.1
 def _size(count: int) -> str:
     """Bytes in words: ``2.47 GB``, ``72.0 MB``."""
     return f"{count / 1e9:.2f} GB" if count >= 1e8 else f"{count / 1e6:.1f} MB"
+
+
+def _duration(seconds: float) -> str:
+    """Seconds in words: ``0.012 s``, ``4.0 s``, ``132 s``."""
+    if seconds < 1:
+        return f"{seconds:.2g} s"
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:,.0f} s"
 
 
 class SelectionSpace:
@@ -356,7 +363,7 @@ class SelectionSpace:
         if need > limit:
             why.append(f"{_size(need)} (limit {_size(limit)})")
         if budget is not None and seconds > budget:
-            why.append(f"about {seconds:,.0f} s (time budget {budget:,.0f} s)")
+            why.append(f"about {_duration(seconds)} (time budget {_duration(budget)})")
         text = "long take: "
         if window is not None:
             text += (f"keys at most {window:,} frames apart (max_span {window}): each selection is "
@@ -380,8 +387,9 @@ class SelectionSpace:
                         f"{_size(limit)}: raise memory_gib to "
                         f"{np.ceil(total / 1024**3 * 10) / 10:g}")
         if budget is not None and seconds > budget:
-            over.append(f"takes about {seconds:,.0f} s, more than the time budget of "
-                        f"{budget:,.0f} s: raise time_budget to {np.ceil(seconds):,.0f}")
+            over.append(f"takes about {_duration(seconds)}, more than the time budget of "
+                        f"{_duration(budget)}: raise time_budget to "
+                        f"{np.ceil(seconds * 10) / 10:g}")
         smallest = f" even with the smallest plan (max_span {span:,}, max_keys {keys:,})" \
             if fix else f" (max_span {span:,}, max_keys {keys:,})"
         raise CapacityError(

@@ -71,12 +71,14 @@ class GramLineCost(Cost):
 
     def row_work(self, n: int, dims: int, candidates: np.ndarray, band: int, max_gap: int,
                  lowest: np.ndarray | None = None) -> np.ndarray:
-        # rows are the earlier key: its partners times their mean span (frames visited)
+        # rows are the earlier key: its partners times their mean span (frames visited),
+        # plus its share of the Gram bands (BLAS, about one step per product and frame pair)
         m = len(candidates)
         reach = np.minimum(max_gap, n - 1 - candidates)
         partners = np.minimum(np.searchsorted(candidates, candidates + reach, side="right")
                               - 1 - np.arange(m), band)
-        return partners * (reach / 2.0 + 1.0) + reach + 1.0
+        gram = (min(max_gap, n - 1) + 1) * (dims + 8) * n / m
+        return partners * (reach / 2.0 + 1.0) + reach + 1.0 + gram
 
     def extra_bytes(self, n: int, dims: int, max_gap: int) -> int:
         return 16 * n * (min(max_gap, n - 1) + 1)  # the two Gram bands

@@ -264,6 +264,22 @@ def curve_rows(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: in
             table[bi, d] = summed if total else np.sqrt(worst)
 
 
+@njit(cache=True, inline="always", fastmath=_FAST)
+def _compose(before: np.ndarray, shift: int, costs: np.ndarray, top: int, use_sum: bool,
+             value: np.ndarray) -> None:
+    """``value[d - 1]``, d = 1..top: the error of reaching a cell from the previous key d
+    candidates back, ``before[shift - d]`` composed (sum or max) with the pair's cost
+    ``costs[d]``."""
+    if use_sum:
+        for d in range(1, top + 1):
+            value[d - 1] = before[shift - d] + costs[d]
+    else:
+        for d in range(1, top + 1):
+            x = before[shift - d]
+            y = costs[d]
+            value[d - 1] = x if x > y else y
+
+
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, use_sum: bool,
                 chunks: int, rows: np.ndarray, final: np.ndarray, back: np.ndarray) -> None:
@@ -309,16 +325,8 @@ def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, us
             value = np.empty(width)  # value[d - 1]: composed error with previous key b - d
             bits = value.view(np.int64)
             for b in range(keys - 1 + chunk, m, chunks):
-                costs = table[b]
                 top = b - max(lowest[b], keys - 2, b - width + 1)
-                if use_sum:
-                    for d in range(1, top + 1):
-                        value[d - 1] = before[b - d] + costs[d]
-                else:
-                    for d in range(1, top + 1):
-                        x = before[b - d]
-                        y = costs[d]
-                        value[d - 1] = x if x > y else y
+                _compose(before, b, table[b], top, use_sum, value)
                 lowest_bits = _bits_min(bits, top)
                 if lowest_bits == _INF_BITS:
                     continue  # unreachable with this many keys: stays inf, 0
@@ -381,14 +389,7 @@ def select_levels(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, 
                 else:
                     before = mine[f - 1]
                     shift = b - low
-                if use_sum:
-                    for d in range(1, top + 1):
-                        value[d - 1] = before[shift - d] + costs[d]
-                else:
-                    for d in range(1, top + 1):
-                        x = before[shift - d]
-                        y = costs[d]
-                        value[d - 1] = x if x > y else y
+                _compose(before, shift, costs, top, use_sum, value)
                 lowest_bits = _bits_min(bits, top)
                 if lowest_bits == _INF_BITS:
                     continue

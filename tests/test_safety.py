@@ -319,6 +319,14 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _command_line(pid: int) -> str | None:
+    """The process' command line, None once it has gone (a child may end while we look)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return None
+
+
 def _batch_folder(short_clip: Path, tmp_path: Path, count: int) -> Path:
     folder = tmp_path / "takes"
     folder.mkdir()
@@ -337,9 +345,8 @@ def test_workers_die_with_a_killed_batch(short_clip, tmp_path):
     while time.monotonic() < deadline and len(workers) < 2:
         # forked workers carry the batch's command line, spawned ones spawn_main's; a spawning
         # pool also has a resource tracker, which is not a worker
-        workers = [c for c in _children(process.pid)
-                   if "resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes().decode(
-                       errors="replace")]
+        workers = [c for c, line in ((c, _command_line(c)) for c in _children(process.pid))
+                   if line is not None and "resource_tracker" not in line]
         time.sleep(0.1)
     assert len(workers) == 2
     process.kill()

@@ -327,6 +327,14 @@ def _command_line(pid: int) -> str | None:
         return None
 
 
+def _state(pid: int) -> str | None:
+    """The process' state letter (``Z``: a zombie), None once it has gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
 def _batch_folder(short_clip: Path, tmp_path: Path, count: int) -> Path:
     folder = tmp_path / "takes"
     folder.mkdir()
@@ -354,8 +362,7 @@ def test_workers_die_with_a_killed_batch(short_clip, tmp_path):
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
         time.sleep(0.05)
-    alive = [w for w in workers if Path(f"/proc/{w}").exists()
-             and Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    alive = [w for w in workers if _state(w) not in (None, "Z")]
     assert alive == []
 
 

@@ -270,7 +270,7 @@ def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndar
     # the Jacobian columns of the knots' channels on their hats' rows only, from the world
     # axes of those channels (a dense position Jacobian of a long take is gigabytes)
     layout = TreeLayout.of(clip, np.unique(columns))
-    below = _subtrees(clip)
+    below = clip._subtrees()
 
     def errors_of(corr: np.ndarray) -> np.ndarray:
         moved = fk(reduced + corr).reshape(n_frames, -1)
@@ -335,16 +335,6 @@ def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndar
             channels[c].knots[r] += float(d)
 
 
-def _subtrees(clip: Clip) -> list[np.ndarray]:
-    """For every node, itself and its descendants (nodes are in hierarchy order)."""
-    members: list[list[int]] = [[i] for i in range(clip.n_nodes)]
-    for i in range(clip.n_nodes - 1, -1, -1):
-        p = int(clip.parents[i])
-        if p >= 0:
-            members[p].extend(members[i])
-    return [np.asarray(sorted(m), dtype=np.int64) for m in members]
-
-
 def jacobian_column(clip: Clip, layout: TreeLayout, below: list[np.ndarray],
                     positions: np.ndarray, axes: np.ndarray, channel: int,
                     rows: np.ndarray) -> np.ndarray:
@@ -352,8 +342,8 @@ def jacobian_column(clip: Clip, layout: TreeLayout, below: list[np.ndarray],
     unit, per degree for rotations), as :meth:`Clip.position_jacobian` gives it.
 
     ``positions`` and ``axes`` are :func:`sp_core.tree_jacobian.pose`'s for ``layout``, which
-    must hold ``channel``; ``below`` is :func:`_subtrees`. A rotation turns the nodes below its
-    own about its world axis, a translation moves them along it.
+    must hold ``channel``; ``below`` is the clip's subtrees (``Clip._subtrees``). A rotation
+    turns the nodes below its own about its world axis, a translation moves them along it.
     """
     node = int(clip.channel_nodes[channel])
     nodes = below[node]
@@ -372,11 +362,7 @@ def _movers(clip: Clip, animated: np.ndarray) -> list[tuple[np.ndarray, np.ndarr
     those of the nodes below it (which can bring back what a fix above moves too far: an elbow
     fixed at the shoulder moves the hand)."""
     by_node = [np.flatnonzero(animated & (clip.channel_nodes == i)) for i in range(clip.n_nodes)]
-    below: list[list[int]] = [[] for _ in range(clip.n_nodes)]
-    for i in range(clip.n_nodes - 1, -1, -1):  # parents come before their children
-        p = int(clip.parents[i])
-        if p >= 0:
-            below[p].extend([i] + below[i])
+    below = [subtree[subtree != i] for i, subtree in enumerate(clip._subtrees())]
     out = []
     for i in range(clip.n_nodes):
         chain: list[int] = []

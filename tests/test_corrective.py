@@ -122,7 +122,7 @@ def test_jacobian_columns_of_the_polish_equal_the_position_jacobian(sample_clip)
     position Jacobian on real mocap, rotations and translations alike."""
     import numpy as np
 
-    from sp_core.corrective import _subtrees, jacobian_column
+    from sp_core.corrective import jacobian_column
     from sp_core.tree_jacobian import TreeLayout, pose
 
     clip = sample_clip.sub_range(100, 139)
@@ -133,6 +133,6 @@ def test_jacobian_columns_of_the_polish_equal_the_position_jacobian(sample_clip)
     positions, axes = pose(clip, layout, values)
     rows = np.arange(5, 25)
     for c in channels:
-        column = jacobian_column(clip, layout, _subtrees(clip), positions, axes, int(c), rows)
+        column = jacobian_column(clip, layout, clip._subtrees(), positions, axes, int(c), rows)
         np.testing.assert_allclose(column, dense[rows, :, :, c], rtol=0,
                                    atol=1e-10 * np.abs(dense[..., c]).max())

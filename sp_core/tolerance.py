@@ -95,9 +95,7 @@ class ToleranceSearch:
             metrics = plain.metrics
             self._pose[k, fit_space] = (metrics.mean_mm, metrics.max_mm)
             if fit_space == self.fit.space:
-                self._last = (k, plain)
-                if not self.budget:  # exactly what reduce() gives at this K
-                    self.fitted[_frames(plain)] = plain
+                self._last = (k, plain)  # error() checks it next, and keeps what it checks
             self._progress(self._fraction, f"K = {k}: pose keys alone mean {metrics.mean_mm:.2f}"
                                            f" mm, max {metrics.max_mm:.1f} mm ({fit_space} fit)")
         return self._pose[k, fit_space]

@@ -90,6 +90,8 @@ class Analysis:
     wanted: int | None
     automatic: LayeredSelection | None = None
     by_tolerance: bool = False
+    #: what the analysis wants the user to know (see :attr:`Session.notes`)
+    notes: tuple[str, ...] = ()
 
 
 class Session:
@@ -122,7 +124,8 @@ class Session:
         self.tolerance_k: int | None = None
         self._graph: tuple[tuple, Clip, PoseGraph] | None = None
         self.last_reduction: Reduction | None = None
-        #: things the last analysis wants the user to know (e.g. a tolerance out of reach)
+        #: things the adopted analysis wants the user to know (e.g. a long take's window, a
+        #: tolerance out of reach)
         self.notes: list[str] = []
         #: reductions the tolerance search fitted with the session's options, by
         #: (motion, frames, options): reduce() returns them instead of fitting again
@@ -265,7 +268,7 @@ class Session:
                     memory_limit=int(options.memory_gib * 1024**3),
                     time_budget=time_budget_for(self.options, motion.n_frames),
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m))
-            self.notes = list(space.notes)  # this analysis' own: e.g. a long take's window
+            notes = list(space.notes)  # e.g. a long take's window
             token.check()
         except AnalysisCancelled:
             self._emit("analysis_cancelled")
@@ -288,7 +291,7 @@ class Session:
                 if self.options.keys.tolerance != DEFAULT_TOLERANCE:
                     raise
                 # the default tolerance out of reach: the threshold rule, as said in the notes
-                self.notes.append("the default tolerance cannot be met; K is the suggested K")
+                notes.append("the default tolerance cannot be met; K is the suggested K")
                 wanted = int(space.suggestions(options.accuracy,
                                                options.significance)["threshold"])
         automatic = None
@@ -298,7 +301,7 @@ class Session:
             wanted = len(automatic.keyposes)
         if progress is not None:
             progress(1.0, "done")
-        return Analysis(motion, space, two_pass, wanted, automatic, by_tolerance)
+        return Analysis(motion, space, two_pass, wanted, automatic, by_tolerance, tuple(notes))
 
     def adopt_analysis(self, analysis: Analysis) -> SelectionSpace:
         """Make a computed analysis the session's (K as in :meth:`analyze`); emits
@@ -313,6 +316,7 @@ class Session:
                                  f"of {space.min_keys} to {space.max_keys} keys")
         self.motion, self.space, self.two_pass = analysis.motion, space, analysis.two_pass
         self.automatic = analysis.automatic
+        self.notes = list(analysis.notes)
         self.tolerance_k = int(wanted) if analysis.by_tolerance else None
         self.k = int(wanted)
         self._emit("analysis_finished", space)

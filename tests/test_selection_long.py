@@ -228,7 +228,9 @@ def test_session_tolerance_search_and_notes_with_a_capped_space(sample_clip):
     # an explicit max_span and a small budget: K is capped
     options = Options().replace(max_span=240, time_budget=0.05, space="channel")
     session = Session(StandaloneHost(sample_clip), options)
-    space = session.compute_analysis(choose=False).space
+    analysis = session.compute_analysis(choose=False)
+    session.adopt_analysis(analysis)
+    space = analysis.space
     assert space.max_span == 240 and space.max_keys < sample_clip.n_frames // 2
     assert session.notes == space.notes and "(max_keys)" in space.notes[0]
     k = session.smallest_k_within(30.0, 300.0, space=space, motion=sample_clip)

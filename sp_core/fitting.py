@@ -522,10 +522,11 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
     history = [current]
     damping = 1e-3
     done = 0
+    report = progress or (lambda fraction, message: None)
     for iteration in range(1, iterations + 1):
-        if progress is not None:
-            progress((iteration - 1) / iterations,
-                     f"world fit, iteration {iteration} of at most {iterations}")
+        here = ((iteration - 1) / iterations,
+                f"world fit, iteration {iteration} of at most {iterations}")
+        report(*here)
         done = iteration
         diagonal, upper, rhs = blocks(*state)
         # penalties act on each key's flattened block: in slopes, then out slopes
@@ -552,9 +553,8 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
         # Marquardt's scaling: damping times the diagonal, which the solver adds to its copy
         leading = np.einsum("kii->ki", diagonal).copy()
         for attempt in range(6):
-            if progress is not None and attempt:  # a rejected step: check in again
-                progress((iteration - 1) / iterations,
-                         f"world fit, iteration {iteration} of at most {iterations}")
+            if attempt:  # a rejected step: check in again
+                report(*here)
             step = solve(diagonal, upper, rhs, damping * leading)
             trial = slopes.copy()
             trial[:, :, columns] += step.reshape(n_keys, q, n_channels)

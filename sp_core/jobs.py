@@ -141,6 +141,8 @@ def guard_outputs(job: Job, overwrite: bool | None = None) -> OutputGuard:
 #: Shares of a reduce's progress bar taken by the analysis: when the tolerance chooses K its
 #: search fits the reduction it returns, otherwise the fit that follows takes most of the bar.
 ANALYSIS_SHARE = {"tolerance": 0.95, "other": 0.4}
+
+
 def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
             progress: Callable[[float, str], None] | None = None,
             cancel: CancelToken | None = None) -> Result:

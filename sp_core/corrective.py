@@ -7,8 +7,9 @@ individual channels, written into an additive layer (linear interpolation, zero 
 corrected moments), chosen greedily where the remaining world-space joint error is largest.
 
 The correction of a channel is the linear interpolation of its *knots* (corrective keys with
-values) and of the pose keys (value 0: the pose curves already hit the original there). What a
-host layer needs is the knots plus the zero keys of the pose keys next to a knot; those are the
+values) and of the pose keys (value 0, unless a knot sits on one: with captured key values the
+pose curves hit the original there, with fitted ones they may miss it a little). What a host
+layer needs is the knots plus the zero keys of the pose keys next to a knot; those are the
 keys counted against the budget.
 
 Greedy step
@@ -130,8 +131,11 @@ class _Channel:
     def span(self, knots: dict[int, float], new_rows: list[int]) -> tuple[int, int]:
         """Rows lo..hi (inclusive) whose correction changes when ``new_rows`` get knots."""
         rows, _ = self.points(knots)
-        lo = rows[np.searchsorted(rows, min(new_rows), side="left") - 1]
-        hi = rows[np.searchsorted(rows, max(new_rows), side="right")]
+        before = np.searchsorted(rows, min(new_rows), side="left") - 1
+        after = np.searchsorted(rows, max(new_rows), side="right")
+        # a knot on the first or last key changes the correction up to the range's end
+        lo = rows[before] if before >= 0 else min(new_rows)
+        hi = rows[after] if after < len(rows) else max(new_rows)
         return int(lo), int(hi)
 
 
@@ -148,7 +152,7 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     reduced : (n_frames, n_channels) float64
         The pose-key curves on every frame.
     key_rows : (K,) int
-        Rows of the pose keys (the reduced curves equal the original there).
+        Rows of the pose keys (where a correction is zero unless a knot is put there).
     animated : (n_channels,) bool
         Channels that may get keys.
     budget : int
@@ -183,7 +187,6 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     slack = SLACK * max(float(np.ptp(target)), 1.0)
     frame_max = base_max.copy()
     given_up = np.zeros(n_frames, dtype=bool)
-    given_up[anchors] = True  # exact already
     movers = _movers(clip, animated)
     used = 0
     steps = 0
@@ -216,7 +219,6 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         frame_max[lo:hi + 1] = new_errors.max(axis=1)
         used += cost
         given_up[lo:hi + 1] = False  # what changed may now be fixable
-        given_up[anchors] = True
     if polish:
         _polish(clip, fk, reduced, correction, channels, base_max, base_mean, slack, polish,
                 None if progress is None else
@@ -263,7 +265,9 @@ def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndar
     for c, r in unknowns:
         points, _ = channels[c].points(channels[c].knots)
         i = int(np.searchsorted(points, r))
-        lo, hi = int(points[i - 1]), int(points[i + 1])
+        # a knot on the first or last row has no point beyond it: its hat ends at that row
+        lo = int(points[i - 1]) if i > 0 else r - 1
+        hi = int(points[i + 1]) if i + 1 < len(points) else r + 1
         rows = np.arange(lo + 1, hi)
         hats.append((rows, np.interp(rows, [lo, r, hi], [0.0, 1.0, 0.0])))
     columns = np.array([c for c, _ in unknowns])
@@ -424,8 +428,6 @@ def _best_candidate(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced:
     for m in ranked:
         c = int(movers[m])
         state = channels[c]
-        if worst in state.anchors:
-            continue
         for shape in _shapes(state, worst, n_frames):
             hat, knots, lo, hi, cost = _hat(state, correction[:, c], worst, shape)
             if cost > left:
@@ -441,7 +443,7 @@ def _best_candidate(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced:
                                                  c, lo, hi)], cost))
     # the best few channels together (a shoulder fix with the wrist compensating): one
     # Gauss-Newton step on their joint hat amplitudes
-    together = [int(m) for m in tried if worst not in channels[int(movers[m])].anchors]
+    together = [int(m) for m in tried]
     for width in (0,) + WIDTHS:
         hats = []
         for m in together:
@@ -536,8 +538,9 @@ def _shapes(state: _Channel, worst: int, n_frames: int,
     """Closing knots of the candidate shapes at ``worst``: none (a ramp to the points around
     it), or one each side at ``w`` frames (a hat), unless a point is already nearer."""
     rows, _ = state.points(state.knots)
-    before = rows[np.searchsorted(rows, worst, side="left") - 1]
-    after = rows[np.searchsorted(rows, worst, side="right")]
+    i, j = np.searchsorted(rows, worst, side="left"), np.searchsorted(rows, worst, side="right")
+    before = rows[i - 1] if i > 0 else -1
+    after = rows[j] if j < len(rows) else n_frames
     shapes: list[tuple[int, ...]] = [()]
     for w in widths:
         shape = tuple(r for r in (worst - w, worst + w)

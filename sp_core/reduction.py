@@ -146,7 +146,8 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
            world_iterations: int = 12, labels: Mapping[int, str] | None = None,
            corrective_budget: str | int | None = None,
            corrective_stop_mm: float | None = None,
-           progress: Callable[[float, str], None] | None = None) -> Reduction:
+           progress: Callable[[float, str], None] | None = None,
+           key_values: str = "fitted") -> Reduction:
     """Rebuild the clip's animation from keys at ``frames`` only.
 
     Parameters
@@ -171,6 +172,9 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     progress : callable, optional
         ``progress(fraction, message)`` through the world fit's iterations and the corrective
         stage (fractions of the whole reduction); it may raise to cancel.
+    key_values : {"fitted", "captured"}
+        Key values fitted with the tangents (least squares over every frame), or the
+        captured values at the keyframes.
 
     Returns
     -------
@@ -224,7 +228,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
                              animated, tangents)
     else:
         report(0.0, f"fitting {len(rows)} keys in channel space")
-        fit = fit_channels(values, rows, tangents, smoothness)
+        fit = fit_channels(values, rows, tangents, smoothness, key_values=key_values)
         fit.slopes[:, :, ~animated] = 0.0
         timings["channel_s"] = fit.info["channel_s"]
         if space == "world" and animated.any():
@@ -232,7 +236,8 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
             fit = refine_world(work, rows, fit, tangents, smoothness,
                                iterations=world_iterations, free=animated,
                                progress=lambda f, m: report(0.02 + (fitting_share - 0.02) * f,
-                                                            m))
+                                                            m),
+                               key_values=key_values)
             timings["world_s"] = fit.info["world_s"]
         curves = fit.curves(values, rows, original.first_frame, list(work.channel_names),
                             animated, tangents)

@@ -157,7 +157,8 @@ def _space_summary(result: Result) -> str:
         f"Time       table {space.timings['table_s']:.3f} s, selection "
         f"{space.timings['select_s']:.3f} s (estimate for two idle cores "
         f"{space.estimated_s:.2f} s)",
-        f"Suggested  threshold rule K = {k}: pose error {space.error(k):.4g} scene units ("
+        f"Suggested  threshold rule K = {k}: pose error {space.error(k):.4g} scene units"
+        f"{'²' if space.cost.squared else ''} ("
         f"{100 * share:.1f} % of the largest pose distance), keys "
         f"{', '.join(map(str, space.keyframes(k)))}",
         f"           cliffs at K = {', '.join(map(str, s['cliffs'])) or 'none'}",
@@ -445,7 +446,8 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
     print(_space_summary(analysed))
     assert analysed.space is not None
     _save_plot(analysed.space, str(out / "error_vs_k.png"), log=True,
-               title=f"{clip.name}: line-max, compose=max")
+               title=f"{clip.name}: {analysed.space.cost.name}, "
+                     f"compose={analysed.space.compose}")
     print("\nReducing to the smallest K within the default tolerance (unified tangents, "
           "world-space fit, corrective keys where needed)...")
     reduced = run_job(Job(str(SAMPLE_CLIP), options.replace(

@@ -32,6 +32,7 @@ POSE_SPACES = ("positions", "channels")
 COMPOSITIONS = ("max", "sum")
 TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
 FIT_SPACES = ("channel", "world")
+KEY_VALUES = ("fitted", "captured")
 WAND_MODES = ("local", "global")
 #: The default choice of K: mean and max joint error, mm at 1.7 m (see docs/guide.md).
 DEFAULT_TOLERANCE = (2.0, 20.0)
@@ -153,9 +154,10 @@ class AnalysisOptions:
                                            nullable=True, metavar="N1,N2,..")
     weights: tuple[tuple[str, float], ...] = option(
         (), "weights", "per-node weights of the pose distance (default 1)", metavar="N=W,..")
-    cost: str = option("line-max", "choice", "how a pair of keys is scored: line-max (worst "
-                       "frame off the straight line), line-time, line-sse, curve-max",
-                       choices=_cost_names)
+    cost: str = option("line-sse", "choice", "how a pair of keys is scored: line-sse (squared "
+                       "distances of the frames to the straight line, which the fitted curves' "
+                       "mean error follows), line-max (worst frame off the straight line), "
+                       "line-time, curve-max, curve-sse", choices=_cost_names)
     cost_options: tuple[tuple[str, Any], ...] = option(
         (), "mapping", "options of the cost, by name (see the cost's declaration)",
         fronts=frozenset({PANEL, HOST}))
@@ -232,6 +234,9 @@ class FitOptions:
                         "values (fast)", choices=FIT_SPACES)
     world_iterations: int = option(12, "int", "Gauss-Newton iterations of the world fit",
                                    low=1, high=100, metavar="N")
+    key_values: str = option("fitted", "choice", "key values fitted with the tangents (least "
+                             "squares over every frame, lower error) or the captured values at "
+                             "the keyframes", choices=KEY_VALUES)
     corrective_budget: str | None = option(
         None, "budget", "corrective keys on single channels where the pose-key result is "
         "worst, written into an additive layer: N keys or P% of the original keys (default: "

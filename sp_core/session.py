@@ -458,7 +458,8 @@ class Session:
                 return known
         return reduce(self.motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
                       space=fit.space, world_iterations=fit.world_iterations, labels=labels,
-                      corrective_budget=budget, corrective_stop_mm=stop, progress=progress)
+                      corrective_budget=budget, corrective_stop_mm=stop, progress=progress,
+                      key_values=fit.key_values)
 
     def known_reduction(self, frames: Sequence[int] | None = None) -> Reduction | None:
         """The reduction :meth:`reduce` would give at ``frames`` (default the current K's) if

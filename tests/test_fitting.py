@@ -197,7 +197,7 @@ def test_residual_identity_and_host_frames(sample_clip):
     clip = type(clip)(clip.node_names, clip.parents, clip.offsets, clip.end_sites,
                       clip.channel_names, clip.channels, clip.fps, first_frame=1001)
     frames = [1001, 1100, 1180, 1400, 1994]
-    result = reduce(clip, frames, "broken", space="channel")
+    result = reduce(clip, frames, "broken", space="channel", key_values="captured")
     np.testing.assert_allclose(result.reduced + result.residual, clip.channels, atol=1e-9)
     assert result.curves.frames.tolist() == frames
     assert result.frames[0] == 1001 and result.frames[-1] == 1994

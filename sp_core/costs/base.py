@@ -74,6 +74,8 @@ class Cost:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     options: ClassVar[tuple[Option, ...]] = ()
+    #: The table is in squared pose units (a sum of squared distances), not in pose units.
+    squared: ClassVar[bool] = False
     #: Inner-loop steps of :meth:`row_work` per second on the reference two-core machine
     #: (``benchmarks/bench_selection.py``): the analysis plans its window with it.
     steps_per_second: ClassVar[float] = 1e9

@@ -66,5 +66,6 @@ class CurveSSE(CurveMax):
     """
 
     name = "curve-sse"
+    squared = True
     description = "sum of squared distances from the in-between poses to a fitted cubic"
     total = True

@@ -19,6 +19,7 @@ class LineSSE(Cost):
     """
 
     name = "line-sse"
+    squared = True
     description = "sum of squared distances from the in-between poses to linear in-betweens"
     steps_per_second = 2.0e9
     buffers = "prefix sums"

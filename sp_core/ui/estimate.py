@@ -31,6 +31,7 @@ class Request:
     labels: tuple[tuple[int, str], ...] | None
     tangents: str
     smoothness: float
+    key_values: str
     motion_id: int
 
 
@@ -79,7 +80,7 @@ class ErrorEstimator(QtCore.QObject):
         fit = session.options.fit
         return Request(k, tuple(int(f) for f in session.keyframes(k)),
                        None if labels is None else tuple(sorted(labels.items())),
-                       fit.tangents, fit.smoothness, id(session.motion))
+                       fit.tangents, fit.smoothness, fit.key_values, id(session.motion))
 
     def request(self, k: int) -> None:
         """Show K's error now if known, else start (after a short quiet time) its estimate."""
@@ -121,7 +122,7 @@ class ErrorEstimator(QtCore.QObject):
             labels = None if request.labels is None else dict(request.labels)
             return request, reduce(motion, request.frames, tangents=request.tangents,
                                    smoothness=request.smoothness, space="channel",
-                                   labels=labels).metrics
+                                   labels=labels, key_values=request.key_values).metrics
 
         task = Task(work)
         # bound methods of this UI-thread object: Qt queues the call to the UI thread (a

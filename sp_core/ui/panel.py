@@ -319,7 +319,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
             return
         options = self.session.analysis
         s = self.session.suggestions
-        unit = "scene units" if options.pose == "positions" else "channel units"
+        unit = ("scene units" if options.pose == "positions" else "channel units") \
+            + ("²" if space.cost.squared else "")
         self.graph.set_space(space, s["threshold"], s["cliffs"], f"{space.cost.name} cost",
                              unit)
         self.k_box.set_range(space.min_keys, space.max_keys, self.graph.useful_range()[1])

@@ -314,3 +314,56 @@ def test_joint_orients_turn_children_and_keep_the_jacobian_exact(sample_clip):
         numeric = (clip.forward_kinematics(up) - clip.forward_kinematics(down)) / 2e-6
         np.testing.assert_allclose(jacobian[..., c], numeric, atol=1e-7)
     assert clip.sub_nodes(["LeftWrist"]).orients is not None
+
+
+# ------------------------------------------------------------------------ fitted key values
+@pytest.mark.parametrize("tangents", fitting.TANGENT_MODES)
+def test_fitted_key_values_never_fit_worse_than_captured_ones(sample_clip, tangents):
+    clip = sample_clip.sub_range(300, 599)
+    frames = [300, 340, 380, 420, 470, 520, 560, 599]
+    for space in ("channel", "world"):
+        captured = reduce(clip, frames, tangents, space=space, key_values="captured")
+        fitted = reduce(clip, frames, tangents, space=space, key_values="fitted")
+        # every layer still adds up to the original
+        np.testing.assert_allclose(fitted.reduced + fitted.residual, clip.channels, atol=1e-9)
+        np.testing.assert_allclose(fitted.curves.dense(), fitted.reduced, atol=1e-9)
+        if space == "channel":
+            # each half-step is a channel's exact least squares given the other: no channel's
+            # squared error grows
+            # (the joint error need not follow: a channel's squared error ignores its reach)
+            sse = [np.sum(r.residual ** 2, axis=0) for r in (captured, fitted)]
+            assert np.all(sse[1] <= sse[0] * (1 + 1e-9) + 1e-12)
+        else:
+            assert fitted.metrics.mean_mm < captured.metrics.mean_mm
+        # the key poses stay near the captured ones: on average no further off than the
+        # in-betweens (least squares spreads the error; it does not move the keys away)
+        rows = np.asarray(frames) - clip.first_frame
+        reference = clip.unwrapped().positions
+        at_keys = joint_errors(clip.unwrapped(), fitted.reduced[rows], reference[rows])
+        assert at_keys.mean() <= 2 * fitted.metrics.mean
+
+
+def test_the_key_value_rounds_report_progress_and_stop_on_cancel(sample_clip):
+    clip = sample_clip.sub_range(0, 299)
+    frames = [0, 60, 120, 180, 240, 299]
+    seen: list[tuple[float, str]] = []
+    reduce(clip, frames, progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and 0.0 <= fractions[0] and fractions[-1] <= 1.0
+    assert any("key values" in m for _, m in seen) and any("tangents" in m for _, m in seen)
+
+    class Stop(Exception):
+        pass
+
+    def cancel(fraction: float, message: str) -> None:
+        if "key values" in message:
+            raise Stop
+
+    with pytest.raises(Stop):
+        reduce(clip, frames, progress=cancel)
+
+
+def test_unknown_key_values_are_refused(sample_clip):
+    with pytest.raises(ReductionError, match="unknown key values 'rounded'; choose one of "
+                                             "fitted, captured"):
+        reduce(sample_clip.sub_range(0, 40), [0, 20, 40], key_values="rounded")

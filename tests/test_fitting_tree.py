@@ -78,18 +78,23 @@ def test_channel_axes_match_the_position_jacobian(sample_clip):
         np.testing.assert_allclose(expected, jacobian[:, n, :, c], atol=1e-12)
 
 
-@pytest.mark.parametrize("tangents", ["unified", "smooth"])
-def test_tree_refinement_equals_the_dense_refinement(sample_clip, tangents):
+@pytest.mark.parametrize(("tangents", "key_values"), [("unified", "captured"),
+                                                     ("smooth", "captured"),
+                                                     ("unified", "fitted"),
+                                                     ("smooth", "fitted")])
+def test_tree_refinement_equals_the_dense_refinement(sample_clip, tangents, key_values):
     clip = sample_clip.sub_range(200, 499).unwrapped()
     free = ~constant_channels(clip.channels)
     fit = fit_channels(clip.channels, KEYS, tangents)
     fit.slopes[:, :, ~free] = 0.0
-    slow = refine_world(clip, KEYS, fit, tangents, iterations=4, free=free, jacobian="dense")
-    fast = refine_world(clip, KEYS, fit, tangents, iterations=4, free=free)
+    slow = refine_world(clip, KEYS, fit, tangents, iterations=4, free=free, jacobian="dense",
+                        key_values=key_values)
+    fast = refine_world(clip, KEYS, fit, tangents, iterations=4, free=free,
+                        key_values=key_values)
     assert fast.info["world_iterations"] == slow.info["world_iterations"]
     q = fit.slopes.shape[1]
-    basis = fitting._Basis(KEYS, clip.channels, fit.out_length, fit.in_length)
-    errors = [fitting.joint_errors(clip, basis.evaluate(f.slopes, q), clip.positions)
+    errors = [fitting.joint_errors(clip, f.basis(clip.channels, KEYS).evaluate(f.slopes, q),
+                                   clip.positions)
               for f in (slow, fast)]
     assert errors[1].mean() == pytest.approx(errors[0].mean(), rel=1e-6)
     assert errors[1].max() == pytest.approx(errors[0].max(), rel=1e-6)

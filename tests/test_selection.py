@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -274,3 +275,26 @@ def test_threshold_choice_rule(accuracy, significance):
     else:
         expected = int(np.argmin(e))
     assert space.threshold_choice(accuracy, significance) == space.min_keys + expected
+
+
+@pytest.mark.parametrize("compose", ["max", "sum"])
+def test_squared_costs_are_normalised_as_distances(compose):
+    space = SelectionSpace(random_poses(3, 50), cost="line-sse", compose=compose, max_keys=20)
+    e, d, n = space.errors, space.diameter, space.n_frames
+    if compose == "max":  # the worst segment's root mean square at the average segment length
+        expected = np.sqrt(e * space.key_counts / n) / d
+    else:  # the mean square fraction the layered keypose threshold is tuned on
+        expected = e / (d * d * n)
+    np.testing.assert_allclose(space.normalised_errors(), expected, rtol=1e-12)
+
+
+def test_line_sse_threshold_rule_tracks_line_max_on_real_mocap(sample_clip):
+    """The default cost's suggested K lands near the one line-max suggests (not at K = 3, as a
+    squared error compared with a distance threshold did)."""
+    from sp_core.io.bvh import read_bvh
+
+    walk = read_bvh(Path(__file__).parent / "data" / "cmu_131_01_walk.bvh")
+    for clip in (sample_clip, walk):
+        suggested = [SelectionSpace.from_clip(clip, cost=cost).threshold_choice()
+                     for cost in ("line-max", "line-sse")]
+        assert 0.5 * suggested[0] <= suggested[1] <= 2 * suggested[0]

@@ -50,6 +50,22 @@ RIDGE = 1e-9
 ANCHOR = 0.01
 #: Shortest weighted handle, as a fraction of its segment.
 MIN_HANDLE = 0.02
+#: Objectives of the world fit: squared errors, or squared errors then rounds reweighted
+#: towards the worst frame (see :func:`_reweighted_rounds`).
+FIT_OBJECTIVES = ("least-squares", "minimax")
+#: Reweighted rounds of the minimax objective, and Levenberg–Marquardt iterations in each.
+MINIMAX_ROUNDS = 4
+MINIMAX_ITERATIONS = 3
+#: Exponent and cap of the minimax rounds' frame weights (see sp_core.reweighting).
+MINIMAX_POWER = 4.0
+MINIMAX_CAP = 1000.0
+#: Largest rise of the mean joint error the minimax rounds accept, a fraction of the
+#: least-squares fit's mean.
+MINIMAX_MEAN_BOUND = 0.05
+DEBUG = False
+MINIMAX_BY = 'frame'
+MINIMAX_CUMULATIVE = 0
+MINIMAX_NORM = 8.0
 
 
 @dataclass
@@ -372,7 +388,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                  smoothness: float = SMOOTHNESS, iterations: int = 12,
                  tolerance: float = 1e-4, free: np.ndarray | None = None,
                  anchor: float = ANCHOR, jacobian: str = "tree",
-                 progress: Callable[[float, str], None] | None = None) -> Fit:
+                 progress: Callable[[float, str], None] | None = None,
+                 objective: str = "least-squares") -> Fit:
     """Refine a channel-space fit to minimise the world position error of every node.
 
     Parameters
@@ -441,10 +458,11 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             return pose(clip, layout, channels)
 
         def blocks(channels: np.ndarray, positions: np.ndarray, miss: np.ndarray,
-                   axes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   axes: np.ndarray | None, node_weight: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             assert axes is not None
             return world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in,
-                                       positions, miss, axes, q)
+                                       positions, miss, axes, q, node_weight)
 
         def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
                   shift: np.ndarray) -> np.ndarray:
@@ -456,8 +474,9 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             return clip.forward_kinematics(channels), None
 
         def blocks(channels: np.ndarray, positions: np.ndarray, miss: np.ndarray,
-                   axes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            return _world_normal_blocks(clip, basis, channels, miss, q, columns)
+                   axes: np.ndarray | None, node_weight: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            return _world_normal_blocks(clip, basis, channels, miss, q, columns, node_weight)
 
         def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
                   shift: np.ndarray) -> np.ndarray:
@@ -468,19 +487,100 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         raise ReductionError(f"unknown jacobian {jacobian!r}; choose tree or dense")
     # the block solves are small (q C unknowns per key): BLAS threads only spin against each
     # other and against the tree kernel's threads (see sp_core.threads)
+    minimax = objective == "minimax"
+    # the progress bar's share of the least-squares iterations; the reweighted rounds the rest
+    share = iterations / (iterations + MINIMAX_ROUNDS * MINIMAX_ITERATIONS) if minimax else 1.0
+    report = progress or (lambda fraction, message: None)
+
+    def errors_of(slopes: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(kinematics(basis.evaluate(slopes, q))[0] - reference, axis=-1)
+
     with single_threaded_blas():
         result, done = _world_iterations(
             clip, basis, fit, q, lam, columns, target, weight, bend,
             (c_diag, c_upper, c_rhs), kinematics, blocks, solve, iterations, tolerance,
-            progress)
-    _tidy_ends(result, q)
-    before = joint_errors(clip, basis.evaluate(fit.slopes, q), reference).mean()
-    after = joint_errors(clip, basis.evaluate(result.slopes, q), reference).mean()
-    if after > before:
-        result = fit.copy()
+            lambda f, m: report(share * f, m))
+        _tidy_ends(result, q)
+        errors = errors_of(result.slopes)
+        if errors.mean() > errors_of(fit.slopes).mean():
+            result = fit.copy()
+            errors = errors_of(result.slopes)
+        if minimax:
+            result, errors, rounds = _reweighted_rounds(
+                lambda start, weights, r: _world_iterations(
+                    clip, basis, start, q, lam, columns, target, weight, bend,
+                    (c_diag, c_upper, c_rhs), kinematics, blocks, solve, MINIMAX_ITERATIONS,
+                    tolerance,
+                    lambda f, m: report(share + (1 - share) * (r + f) / MINIMAX_ROUNDS, m),
+                    weights, f"minimax round {r + 1} of at most {MINIMAX_ROUNDS}")[0],
+                errors_of, result, errors, q)
+            result.info["minimax_rounds"] = rounds
     result.info["world_iterations"] = done
     result.info["world_s"] = time.perf_counter() - t0
     return result
+
+
+def _reweighted_rounds(refit: Callable[[Fit, np.ndarray, int], Fit],
+                       errors_of: Callable[[np.ndarray], np.ndarray], fit: Fit,
+                       errors: np.ndarray, q: int) -> tuple[Fit, np.ndarray, int]:
+    """Iteratively reweighted rounds after the least-squares fit: (fit, errors, rounds kept).
+
+    Each round weighs every frame by its worst joint's error
+    (:func:`sp_core.reweighting.worst_first_weights`, normalised to a mean of 1) and refits
+    the weighted squared errors from the current fit (``refit(start, weights, round)``). A
+    round is kept only if it lowers the largest joint error while the mean joint error stays
+    within :data:`MINIMAX_MEAN_BOUND` of the least-squares fit's; otherwise the refit is tried
+    part of the way (slopes interpolated between the two fits), then the rounds stop.
+
+    Parameters
+    ----------
+    refit : callable
+    errors_of : callable
+        ``errors_of(slopes)``: joint errors (F, n_nodes), scene units.
+    fit : Fit
+        The least-squares fit.
+    errors : (F, n_nodes) float64
+        Its joint errors.
+    q : int
+    """
+    from sp_core.reweighting import worst_first_weights
+
+    ceiling = (1.0 + MINIMAX_MEAN_BOUND) * float(errors.mean())
+    kept = 0
+    carried = np.ones(errors.shape[0] if MINIMAX_BY == "frame" else errors.shape)
+
+    def norm(e: np.ndarray) -> float:
+        scale = max(float(e.max()), 1e-300)
+        return scale * float(np.mean((e / scale) ** MINIMAX_NORM)) ** (1.0 / MINIMAX_NORM)
+
+    for r in range(MINIMAX_ROUNDS):
+        basis_e = errors.max(axis=1) if MINIMAX_BY == "frame" else errors
+        weights = worst_first_weights(basis_e, MINIMAX_POWER, MINIMAX_CAP)
+        if MINIMAX_CUMULATIVE:
+            weights = carried * weights
+        weights = weights / weights.mean()
+        node_weight = np.repeat(weights[:, None], errors.shape[1], axis=1) \
+            if MINIMAX_BY == "frame" else weights
+        trial = refit(fit, node_weight, r)
+        _tidy_ends(trial, q)
+        accepted = False
+        for part in (1.0, 0.5, 0.25):
+            slopes = trial.slopes if part == 1.0 else \
+                fit.slopes + part * (trial.slopes - fit.slopes)
+            new = errors_of(slopes)
+            if DEBUG:
+                print(f"  round {r} part {part}: max {new.max() / errors.max():.3f} "
+                      f"mean {new.mean() / errors.mean():.3f} norm {norm(new) / norm(errors):.3f}")
+            if new.max() <= errors.max() and norm(new) < norm(errors) \
+                    and new.mean() <= ceiling:
+                fit = Fit(slopes, fit.out_length, fit.in_length, dict(fit.info))
+                errors, accepted = new, True
+                carried = weights
+                break
+        if not accepted:
+            break
+        kept += 1
+    return fit, errors, kept
 
 
 def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
@@ -491,14 +591,18 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
                       solve: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
                                       np.ndarray],
                       iterations: int, tolerance: float,
-                      progress: Callable[[float, str], None] | None = None
+                      progress: Callable[[float, str], None] | None = None,
+                      node_weight: np.ndarray | None = None, label: str = "world fit"
                       ) -> tuple[Fit, int]:
     """The Levenberg–Marquardt loop of :func:`refine_world`: (refined fit, iterations run).
 
     ``kinematics(channels)`` gives positions and what ``blocks`` needs besides them (the
-    channels' world axes for the tree blocks); ``blocks(channels, positions, miss, axes)``
-    the Gauss–Newton normal equations; ``solve(diagonal, upper, rhs, shift)`` their
-    solution with ``shift`` (K, q C) added to the diagonal (the damping).
+    channels' world axes for the tree blocks); ``blocks(channels, positions, miss, axes,
+    node_weight)`` the Gauss–Newton normal equations; ``solve(diagonal, upper, rhs, shift)``
+    their solution with ``shift`` (K, q C) added to the diagonal (the damping).
+    ``node_weight`` (F, n_nodes), optional, weighs every node's squared position error on
+    every frame (the channel anchor, ridge and smooth terms are not weighted); ``label``
+    starts the progress messages.
     """
     values = clip.channels
     reference = clip.positions
@@ -509,13 +613,15 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
         channels = basis.evaluate(slopes, q)
         positions, axes = kinematics(channels)
         miss = positions - reference
-        total = float(np.sum(miss * miss))
+        squared = miss * miss
+        total = float(np.sum(squared if node_weight is None
+                             else node_weight * np.sum(squared, axis=-1)))
         drift = (channels - values)[:, columns]
         total += float(np.sum(weight * np.sum(drift * drift, axis=0)))
         if lam:
             bent = slopes[1:-1, 0, columns] - slopes[1:-1, 1, columns]
             total += float(np.sum(bend * bent * bent))
-        return total, (channels, positions, miss, axes)
+        return total, (channels, positions, miss, axes, node_weight)
 
     slopes = fit.slopes.copy()
     current, state = objective(slopes)
@@ -525,7 +631,7 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
     report = progress or (lambda fraction, message: None)
     for iteration in range(1, iterations + 1):
         here = ((iteration - 1) / iterations,
-                f"world fit, iteration {iteration} of at most {iterations}")
+                f"{label}, iteration {iteration} of at most {iterations}")
         report(*here)
         done = iteration
         diagonal, upper, rhs = blocks(*state)
@@ -609,13 +715,15 @@ def _add_channel_term(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
 
 
 def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: np.ndarray,
-                         q: int, columns: np.ndarray
+                         q: int, columns: np.ndarray, node_weight: np.ndarray | None = None
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gauss–Newton normal equations for the slopes in world space.
 
     Per row f the position Jacobian J_f (3 n_nodes × C) gives G_f = J_fᵀ J_f and g_f = J_fᵀ r_f;
     a slope of channel c moves only channel c's values, scaled by the basis weights, so the key
     blocks are segment sums of w_c G_f[c, c'] w_c' (blocks of size q C, key order in, out).
+    ``node_weight`` (F, n_nodes), optional, weighs every node's squared error on every row
+    (J_f's three rows of node n and r_f's are scaled by its square root).
     """
     n_rows = channels.shape[0]
     n_channels = len(columns)
@@ -627,6 +735,9 @@ def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: 
     fixed[columns] = False
     w_out = np.where(fixed, 0.0, basis.w_out)
     w_in = np.where(fixed, 0.0, basis.w_in)
+    root = None if node_weight is None else np.repeat(np.sqrt(node_weight), 3, axis=1)
+    if root is not None:
+        miss = miss * np.sqrt(node_weight)[:, :, None]
     pick = np.ix_(columns, columns)
     diagonal = np.zeros((n_keys, size, size))
     upper = np.zeros((n_keys - 1, size, size))
@@ -644,6 +755,8 @@ def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: 
         hi = basis.starts[last] if last < n_keys - 1 else n_rows
         _, jac = clip.position_jacobian(channels[lo:hi])
         jac = jac.reshape(hi - lo, -1, channels.shape[1])
+        if root is not None:
+            jac = jac * root[lo:hi, :, None]
         grad = np.einsum("fnc,fn->fc", jac, miss[lo:hi].reshape(hi - lo, -1))
         # J_f diag(w_f) stacked over a segment's rows: its Gram matrix is the block
         jo = jac * w_out[lo:hi, None, :]

@@ -20,6 +20,11 @@ Fitting spaces
     node's reach, :func:`channel_distance_scale`); a small weight on channel errors (``ANCHOR``)
     stops channels that barely move the body (fingers, twists) from overshooting.
 
+Fit objectives (world space)
+    ``least-squares``: the sum of squared joint errors (the lowest mean). ``minimax``: then a few
+    iteratively reweighted rounds in which the worst joints weigh most, kept only while they
+    lower the largest error and keep the mean within 5 % (:func:`_reweighted_rounds`).
+
 Tangents nothing constrains (the first key's in, the last key's out, segments without
 in-betweens) take the slope of the dense motion at the key: a tiny ridge term pulls every slope
 towards that finite-difference slope, so the systems stay positive definite without visibly
@@ -51,20 +56,20 @@ ANCHOR = 0.01
 #: Shortest weighted handle, as a fraction of its segment.
 MIN_HANDLE = 0.02
 #: Objectives of the world fit: squared errors, or squared errors then rounds reweighted
-#: towards the worst frame (see :func:`_reweighted_rounds`).
+#: towards the worst joints (see :func:`_reweighted_rounds`).
 FIT_OBJECTIVES = ("least-squares", "minimax")
-#: Reweighted rounds of the minimax objective, and Levenberg–Marquardt iterations in each.
-MINIMAX_ROUNDS = 4
+#: Most reweighted rounds of the minimax objective, and Levenberg–Marquardt iterations in each.
+MINIMAX_ROUNDS = 5
 MINIMAX_ITERATIONS = 3
-#: Exponent and cap of the minimax rounds' frame weights (see sp_core.reweighting).
-MINIMAX_POWER = 4.0
-MINIMAX_CAP = 1000.0
+#: Exponent and first cap of the minimax rounds' joint weights (see sp_core.reweighting);
+#: a rejected round divides the cap by MINIMAX_SOFTEN for the next.
+MINIMAX_POWER = 1.0
+MINIMAX_CAP = 100.0
+MINIMAX_SOFTEN = 4.0
 #: Largest rise of the mean joint error the minimax rounds accept, a fraction of the
 #: least-squares fit's mean.
 MINIMAX_MEAN_BOUND = 0.05
-DEBUG = False
-MINIMAX_BY = 'frame'
-MINIMAX_CUMULATIVE = 0
+#: The norm of the joint errors a minimax round must lower (besides not raising the max).
 MINIMAX_NORM = 8.0
 
 
@@ -416,13 +421,19 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         (:mod:`sp_core.tree_jacobian`, the default) or from the dense position Jacobian (the
         slow reference the tests compare against). Both give the same blocks to rounding.
     progress : callable, optional
-        ``progress(fraction, message)`` before every iteration (fraction of ``iterations``);
-        it may raise (a cancellation), which abandons the fit.
+        ``progress(fraction, message)`` before every iteration (fraction of ``iterations``,
+        and of the minimax rounds' iterations); it may raise (a cancellation), which abandons
+        the fit.
+    objective : {"least-squares", "minimax"}
+        ``minimax``: after the least-squares iterations, up to :data:`MINIMAX_ROUNDS` rounds
+        reweighted towards the worst joints (:func:`_reweighted_rounds`).
 
     Returns
     -------
     Fit
-        Never has a larger mean joint error than ``fit``.
+        Never has a larger mean joint error than ``fit`` (least-squares); with ``minimax``,
+        never a larger max joint error than the least-squares result nor a mean more than
+        :data:`MINIMAX_MEAN_BOUND` above it (``info["minimax_rounds"]``: rounds kept).
     """
     t0 = time.perf_counter()
     values = clip.channels
@@ -485,8 +496,9 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             return solve_block_tridiagonal(damped, upper, rhs)
     else:
         raise ReductionError(f"unknown jacobian {jacobian!r}; choose tree or dense")
-    # the block solves are small (q C unknowns per key): BLAS threads only spin against each
-    # other and against the tree kernel's threads (see sp_core.threads)
+    if objective not in FIT_OBJECTIVES:
+        raise ReductionError(f"unknown fit objective {objective!r}; choose one of "
+                             f"{', '.join(FIT_OBJECTIVES)}")
     minimax = objective == "minimax"
     # the progress bar's share of the least-squares iterations; the reweighted rounds the rest
     share = iterations / (iterations + MINIMAX_ROUNDS * MINIMAX_ITERATIONS) if minimax else 1.0
@@ -495,6 +507,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     def errors_of(slopes: np.ndarray) -> np.ndarray:
         return np.linalg.norm(kinematics(basis.evaluate(slopes, q))[0] - reference, axis=-1)
 
+    # the block solves are small (q C unknowns per key): BLAS threads only spin against each
+    # other and against the tree kernel's threads (see sp_core.threads)
     with single_threaded_blas():
         result, done = _world_iterations(
             clip, basis, fit, q, lam, columns, target, weight, bend,
@@ -525,12 +539,17 @@ def _reweighted_rounds(refit: Callable[[Fit, np.ndarray, int], Fit],
                        errors: np.ndarray, q: int) -> tuple[Fit, np.ndarray, int]:
     """Iteratively reweighted rounds after the least-squares fit: (fit, errors, rounds kept).
 
-    Each round weighs every frame by its worst joint's error
-    (:func:`sp_core.reweighting.worst_first_weights`, normalised to a mean of 1) and refits
-    the weighted squared errors from the current fit (``refit(start, weights, round)``). A
-    round is kept only if it lowers the largest joint error while the mean joint error stays
-    within :data:`MINIMAX_MEAN_BOUND` of the least-squares fit's; otherwise the refit is tried
-    part of the way (slopes interpolated between the two fits), then the rounds stop.
+    Each round weighs every joint on every frame by its current error
+    (:func:`sp_core.reweighting.worst_first_weights`: ``1 + min(e / ē, cap)``, normalised to a
+    mean of 1) and refits the weighted squared errors from the current fit
+    (``refit(start, weights, round)``). The fixed point of such rounds minimises a norm of the
+    errors above 2 (Σ e² + Σ e³ / ē for power 1), which leans towards the worst joints.
+
+    A round is kept only when the largest joint error does not grow, the
+    :data:`MINIMAX_NORM`-norm of the joint errors falls, and the mean joint error stays within
+    :data:`MINIMAX_MEAN_BOUND` of the least-squares fit's; the refit is also tried half-way
+    (slopes halfway between the two fits). A rejected round softens the weights (a lower cap)
+    for the next; the rounds stop when the cap falls below 1.
 
     Parameters
     ----------
@@ -546,40 +565,33 @@ def _reweighted_rounds(refit: Callable[[Fit, np.ndarray, int], Fit],
     from sp_core.reweighting import worst_first_weights
 
     ceiling = (1.0 + MINIMAX_MEAN_BOUND) * float(errors.mean())
-    kept = 0
-    carried = np.ones(errors.shape[0] if MINIMAX_BY == "frame" else errors.shape)
 
     def norm(e: np.ndarray) -> float:
-        scale = max(float(e.max()), 1e-300)
+        scale = max(float(e.max()), 1e-300)  # (e / scale)^8 stays finite
         return scale * float(np.mean((e / scale) ** MINIMAX_NORM)) ** (1.0 / MINIMAX_NORM)
 
+    kept = 0
+    cap = MINIMAX_CAP
     for r in range(MINIMAX_ROUNDS):
-        basis_e = errors.max(axis=1) if MINIMAX_BY == "frame" else errors
-        weights = worst_first_weights(basis_e, MINIMAX_POWER, MINIMAX_CAP)
-        if MINIMAX_CUMULATIVE:
-            weights = carried * weights
-        weights = weights / weights.mean()
-        node_weight = np.repeat(weights[:, None], errors.shape[1], axis=1) \
-            if MINIMAX_BY == "frame" else weights
-        trial = refit(fit, node_weight, r)
+        weights = worst_first_weights(errors, MINIMAX_POWER, cap)
+        trial = refit(fit, weights / weights.mean(), r)
         _tidy_ends(trial, q)
         accepted = False
-        for part in (1.0, 0.5, 0.25):
+        for part in (1.0, 0.5):
             slopes = trial.slopes if part == 1.0 else \
                 fit.slopes + part * (trial.slopes - fit.slopes)
             new = errors_of(slopes)
-            if DEBUG:
-                print(f"  round {r} part {part}: max {new.max() / errors.max():.3f} "
-                      f"mean {new.mean() / errors.mean():.3f} norm {norm(new) / norm(errors):.3f}")
             if new.max() <= errors.max() and norm(new) < norm(errors) \
                     and new.mean() <= ceiling:
                 fit = Fit(slopes, fit.out_length, fit.in_length, dict(fit.info))
                 errors, accepted = new, True
-                carried = weights
                 break
-        if not accepted:
-            break
-        kept += 1
+        if accepted:
+            kept += 1
+        else:
+            cap /= MINIMAX_SOFTEN
+            if cap < 1.0:
+                break
     return fit, errors, kept
 
 

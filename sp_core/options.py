@@ -32,6 +32,7 @@ POSE_SPACES = ("positions", "channels")
 COMPOSITIONS = ("max", "sum")
 TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
 FIT_SPACES = ("channel", "world")
+FIT_OBJECTIVES = ("least-squares", "minimax")
 WAND_MODES = ("local", "global")
 #: The default choice of K: mean and max joint error, mm at 1.7 m (see docs/guide.md).
 DEFAULT_TOLERANCE = (2.0, 20.0)
@@ -232,6 +233,11 @@ class FitOptions:
                         "values (fast)", choices=FIT_SPACES)
     world_iterations: int = option(12, "int", "Gauss-Newton iterations of the world fit",
                                    low=1, high=100, metavar="N")
+    objective: str = option("least-squares", "choice", "what the world fit minimises: "
+                            "least-squares (the sum of squared joint errors, the lowest mean) "
+                            "or minimax (then rounds that weigh the worst frames most: a lower "
+                            "max, the mean at most 5% higher)", choices=FIT_OBJECTIVES,
+                            flag="--fit-objective")
     corrective_budget: str | None = option(
         None, "budget", "corrective keys on single channels where the pose-key result is "
         "worst, written into an additive layer: N keys or P% of the original keys (default: "

@@ -22,6 +22,7 @@ from sp_core.corrective import CorrectiveKeys, budget_keys, correct
 from sp_core.curves import KeyedCurves
 from sp_core.errors import ClipError, ReductionError
 from sp_core.fitting import (
+    FIT_OBJECTIVES,
     FIT_SPACES,
     SMOOTHNESS,
     TANGENT_MODES,
@@ -143,7 +144,8 @@ def _key_rows(clip: Clip, frames: Iterable[int]) -> np.ndarray:
 
 def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
            smoothness: float = SMOOTHNESS, space: str = "world",
-           world_iterations: int = 12, labels: Mapping[int, str] | None = None,
+           world_iterations: int = 12, objective: str = "least-squares",
+           labels: Mapping[int, str] | None = None,
            corrective_budget: str | int | None = None,
            corrective_stop_mm: float | None = None,
            progress: Callable[[float, str], None] | None = None) -> Reduction:
@@ -160,6 +162,8 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     space : {"world", "channel"}
         ``world`` (default) refines the channel fit on world joint positions.
     world_iterations : int
+    objective : {"least-squares", "minimax"}
+        What the world fit minimises (see :func:`sp_core.fitting.refine_world`).
     labels : mapping of int to str, optional
         ``"keypose"`` / ``"breakdown"`` per keyframe (from :mod:`sp_core.layered`); carried by
         the curves into host writes and files.
@@ -187,6 +191,9 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     if space not in FIT_SPACES:
         raise ReductionError(f"unknown fitting space {space!r}; choose one of "
                              f"{', '.join(FIT_SPACES)}")
+    if objective not in FIT_OBJECTIVES:
+        raise ReductionError(f"unknown fit objective {objective!r}; choose one of "
+                             f"{', '.join(FIT_OBJECTIVES)}")
     if isinstance(world_iterations, bool) or not isinstance(world_iterations, (int, np.integer)) \
             or world_iterations < 1:
         raise ReductionError(f"world_iterations must be a whole number >= 1, got "
@@ -231,6 +238,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
             report(0.02, f"fitting {len(rows)} keys in world space")
             fit = refine_world(work, rows, fit, tangents, smoothness,
                                iterations=world_iterations, free=animated,
+                               objective=objective,
                                progress=lambda f, m: report(0.02 + (fitting_share - 0.02) * f,
                                                             m))
             timings["world_s"] = fit.info["world_s"]

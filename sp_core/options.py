@@ -235,8 +235,8 @@ class FitOptions:
                                    low=1, high=100, metavar="N")
     objective: str = option("least-squares", "choice", "what the world fit minimises: "
                             "least-squares (the sum of squared joint errors, the lowest mean) "
-                            "or minimax (then rounds that weigh the worst frames most: a lower "
-                            "max, the mean at most 5% higher)", choices=FIT_OBJECTIVES,
+                            "or minimax (then rounds that weigh the worst joint errors most: "
+                            "a lower max, the mean at most 5% higher)", choices=FIT_OBJECTIVES,
                             flag="--fit-objective")
     corrective_budget: str | None = option(
         None, "budget", "corrective keys on single channels where the pose-key result is "

@@ -43,6 +43,7 @@ from sp_core.blocks import solve_block_tridiagonal
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves, bernstein, solve_parameter
 from sp_core.errors import ReductionError
+from sp_core.reweighting import worst_first_weights
 from sp_core.threads import single_threaded_blas
 
 TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
@@ -562,8 +563,8 @@ def _reweighted_rounds(refit: Callable[[Fit, np.ndarray, int], Fit],
         Its joint errors.
     q : int
     """
-    from sp_core.reweighting import worst_first_weights
-
+    if not errors.size or errors.max() <= 0.0:
+        return fit, errors, 0  # nothing to lean towards
     ceiling = (1.0 + MINIMAX_MEAN_BOUND) * float(errors.mean())
 
     def norm(e: np.ndarray) -> float:

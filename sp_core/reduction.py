@@ -24,6 +24,8 @@ from sp_core.errors import ClipError, ReductionError
 from sp_core.fitting import (
     FIT_OBJECTIVES,
     FIT_SPACES,
+    MINIMAX_ITERATIONS,
+    MINIMAX_ROUNDS,
     SMOOTHNESS,
     TANGENT_MODES,
     fit_channels,
@@ -218,7 +220,9 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     timings = {"channel_s": 0.0, "world_s": 0.0}
     notes: list[str] = []
     if space == "world" and len(rows) > 1:
-        flops = world_fit_flops(work, len(rows), len(values), animated, world_iterations)
+        # the minimax rounds are more iterations of the same size
+        flops = world_fit_flops(work, len(rows), len(values), animated, world_iterations + (
+            MINIMAX_ROUNDS * MINIMAX_ITERATIONS if objective == "minimax" else 0))
         if flops > WORLD_FIT_FLOP_LIMIT:
             space = "channel"
             notes.append(f"fitted in channel space: a world fit of {int(animated.sum())} "

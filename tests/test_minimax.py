@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import clips
 
 from sp_core import fitting
 from sp_core.errors import ReductionError
@@ -20,6 +19,8 @@ from sp_core.reweighting import worst_first_weights
 from sp_core.session import AnalysisCancelled, CancelToken, Session
 from sp_core.standalone import StandaloneHost
 from sp_core.tree_jacobian import TreeLayout, pose, world_normal_blocks
+
+from strategies import clips
 
 DATA = Path(__file__).parent / "data"
 

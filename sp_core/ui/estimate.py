@@ -51,7 +51,7 @@ class ErrorEstimator(QtCore.QObject):
         self.session = session
         self.runner = runner
         self.cache: dict[Request, Metrics] = {}
-        self.exact: dict[tuple[Request, str], Metrics] = {}
+        self.exact: dict[tuple[Request, str, str], Metrics] = {}  # (request, space, objective)
         self._task: Task | None = None
         self._pending: Request | None = None
         self._running: Request | None = None

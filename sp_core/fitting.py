@@ -522,12 +522,12 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             errors = errors_of(result.slopes)
         if minimax:
             result, errors, rounds = _reweighted_rounds(
-                lambda start, weights, r: _world_iterations(
+                lambda start, joint_weight, r: _world_iterations(
                     clip, basis, start, q, lam, columns, target, weight, bend,
                     (c_diag, c_upper, c_rhs), kinematics, blocks, solve, MINIMAX_ITERATIONS,
                     tolerance,
                     lambda f, m: report(share + (1 - share) * (r + f) / MINIMAX_ROUNDS, m),
-                    weights, f"minimax round {r + 1} of at most {MINIMAX_ROUNDS}")[0],
+                    joint_weight, f"minimax round {r + 1} of at most {MINIMAX_ROUNDS}")[0],
                 errors_of, result, errors, q)
             result.info["minimax_rounds"] = rounds
     result.info["world_iterations"] = done

@@ -13,8 +13,8 @@ from numba import njit, prange
 def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
              rotation: np.ndarray, pivot: np.ndarray, node_ptr: np.ndarray,
              node_chan: np.ndarray, pair_a: np.ndarray, pair_b: np.ndarray, w_out: np.ndarray,
-             w_in: np.ndarray, bounds: np.ndarray, q: int, diagonal: np.ndarray,
-             upper: np.ndarray, rhs: np.ndarray) -> None:
+             w_in: np.ndarray, bounds: np.ndarray, q: int, node_weight: np.ndarray,
+             diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray) -> None:
     """Add segment s's rows to the blocks of its keys s (out slots) and s + 1 (in slots)."""
     n_free = axes.shape[1]
     n_nodes = positions.shape[1]
@@ -29,9 +29,12 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
         for n in range(n_nodes):
             lo = node_ptr[n]
             m = node_ptr[n + 1] - lo
-            rx = miss[f, n, 0]
-            ry = miss[f, n, 1]
-            rz = miss[f, n, 2]
+            h = node_weight[f, n]
+            if h == 0.0:
+                continue
+            rx = h * miss[f, n, 0]
+            ry = h * miss[f, n, 1]
+            rz = h * miss[f, n, 2]
             for t in range(m):
                 c = node_chan[lo + t]
                 ax = axes[f, c, 0]
@@ -56,8 +59,8 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
                 y1 = jac[t1, 1]
                 z1 = jac[t1, 2]
                 for t2 in range(t1, m):
-                    gram[c1, node_chan[lo + t2]] += (x1 * jac[t2, 0] + y1 * jac[t2, 1]
-                                                     + z1 * jac[t2, 2])
+                    gram[c1, node_chan[lo + t2]] += h * (x1 * jac[t2, 0] + y1 * jac[t2, 1]
+                                                         + z1 * jac[t2, 2])
         for c in range(n_free):
             rhs[s, o + c] -= w_out[f, c] * grad[c]
             rhs[s + 1, c] -= w_in[f, c] * grad[c]
@@ -82,7 +85,8 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
 def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
                           rotation: np.ndarray, pivot: np.ndarray, node_ptr: np.ndarray,
                           node_chan: np.ndarray, pair_a: np.ndarray, pair_b: np.ndarray,
-                          w_out: np.ndarray, w_in: np.ndarray, bounds: np.ndarray, q: int):
+                          w_out: np.ndarray, w_in: np.ndarray, bounds: np.ndarray, q: int,
+                          node_weight: np.ndarray):
     """Gauss–Newton normal equations of the world fit, in key blocks.
 
     Parameters
@@ -102,16 +106,18 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
         Row bounds of the S = K - 1 segments.
     q : int
         Slots per channel and key: 1 (one slope) or 2 (in, then out).
+    node_weight : (F, n_nodes) float64
+        Weight of every node's squared error on every frame (ones: plain least squares).
 
     Returns
     -------
     diagonal : (K, q Cf, q Cf) float64
-        Σ_f diag(w) G_f diag(w) (G_f = J_fᵀ J_f) in each key's out slots from the segment
-        after it and in slots from the segment before it.
+        Σ_f diag(w) G_f diag(w) (G_f = J_fᵀ H_f J_f, H_f the node weights) in each key's
+        out slots from the segment after it and in slots from the segment before it.
     upper : (K - 1, q Cf, q Cf) float64
         Σ_f diag(w_out) G_f diag(w_in) in the (out of key k, in of key k + 1) quadrant.
     rhs : (K, q Cf) float64
-        Minus the gradient, Σ_f w ∘ J_fᵀ r_f, in the same slots.
+        Minus the gradient, Σ_f w ∘ J_fᵀ H_f r_f, in the same slots.
 
     Notes
     -----
@@ -127,7 +133,8 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
     for parity in range(2):
         for half in prange((n_segments - parity + 1) // 2):
             _segment(2 * half + parity, positions, miss, axes, rotation, pivot, node_ptr,
-                     node_chan, pair_a, pair_b, w_out, w_in, bounds, q, diagonal, upper, rhs)
+                     node_chan, pair_a, pair_b, w_out, w_in, bounds, q, node_weight,
+                     diagonal, upper, rhs)
     for k in prange(n_segments + 1):
         for a in range(size):
             for b in range(a + 1, size):

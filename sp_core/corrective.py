@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sp_core.clip import Clip
+from sp_core.reweighting import worst_first_weights
 from sp_core.tree_jacobian import TreeLayout, pose
 
 #: Channels tried per greedy step (the best by their Gauss–Newton gain at the worst frame).
@@ -287,7 +288,7 @@ def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndar
         positions, axes = pose(clip, layout, reduced + correction)
         miss = (positions.reshape(n_frames, -1) - target)
         frame_max = current.max(axis=1)
-        weight = 1.0 + (frame_max / max(float(frame_max.mean()), 1e-300)) ** 4
+        weight = worst_first_weights(frame_max, 4.0)
         data, row_index, col_index = [], [], []
         width = miss.shape[1]
         for j, ((rows, h), c) in enumerate(zip(hats, columns, strict=True)):

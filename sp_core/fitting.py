@@ -20,6 +20,11 @@ Fitting spaces
     node's reach, :func:`channel_distance_scale`); a small weight on channel errors (``ANCHOR``)
     stops channels that barely move the body (fingers, twists) from overshooting.
 
+Fit objectives (world space)
+    ``least-squares``: the sum of squared joint errors (the lowest mean). ``minimax``: then a few
+    iteratively reweighted rounds in which the worst joints weigh most, kept only while they
+    lower the largest error and keep the mean within 5 % (:func:`_reweighted_rounds`).
+
 Tangents nothing constrains (the first key's in, the last key's out, segments without
 in-betweens) take the slope of the dense motion at the key: a tiny ridge term pulls every slope
 towards that finite-difference slope, so the systems stay positive definite without visibly
@@ -38,6 +43,7 @@ from sp_core.blocks import solve_block_tridiagonal
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves, bernstein, solve_parameter
 from sp_core.errors import ReductionError
+from sp_core.reweighting import worst_first_weights
 from sp_core.threads import single_threaded_blas
 
 TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
@@ -59,6 +65,22 @@ RIDGE = 1e-9
 ANCHOR = 0.01
 #: Shortest weighted handle, as a fraction of its segment.
 MIN_HANDLE = 0.02
+#: Objectives of the world fit: squared errors, or squared errors then rounds reweighted
+#: towards the worst joints (see :func:`_reweighted_rounds`).
+FIT_OBJECTIVES = ("least-squares", "minimax")
+#: Most reweighted rounds of the minimax objective, and Levenberg–Marquardt iterations in each.
+MINIMAX_ROUNDS = 5
+MINIMAX_ITERATIONS = 3
+#: Exponent and first cap of the minimax rounds' joint weights (see sp_core.reweighting);
+#: a rejected round divides the cap by MINIMAX_SOFTEN for the next.
+MINIMAX_POWER = 1.0
+MINIMAX_CAP = 100.0
+MINIMAX_SOFTEN = 4.0
+#: Largest rise of the mean joint error the minimax rounds accept, a fraction of the
+#: least-squares fit's mean.
+MINIMAX_MEAN_BOUND = 0.05
+#: The norm of the joint errors a minimax round must lower (besides not raising the max).
+MINIMAX_NORM = 8.0
 
 
 @dataclass
@@ -448,7 +470,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                  tolerance: float = 1e-4, free: np.ndarray | None = None,
                  anchor: float = ANCHOR, jacobian: str = "tree",
                  progress: Callable[[float, str], None] | None = None,
-                 key_values: str = "captured") -> Fit:
+                 key_values: str = "captured",
+                 objective: str = "least-squares") -> Fit:
     """Refine a channel-space fit to minimise the world position error of every node.
 
     Parameters
@@ -481,11 +504,17 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         ``fitted``: after the slopes, alternate world fits of the key values (slopes held)
         and of the slopes (values held), :data:`VALUE_ROUNDS` times :data:`ROUND_ITERATIONS`
         iterations. Otherwise the key values stay those of ``fit``.
+    objective : {"least-squares", "minimax"}
+        ``minimax``: after the least-squares iterations (and key-value rounds), up to
+        :data:`MINIMAX_ROUNDS` rounds reweighted towards the worst joints
+        (:func:`_reweighted_rounds`).
 
     Returns
     -------
     Fit
-        Never has a larger mean joint error than ``fit``.
+        Never has a larger mean joint error than ``fit`` (least-squares); with ``minimax``,
+        never a larger max joint error than the least-squares result nor a mean more than
+        :data:`MINIMAX_MEAN_BOUND` above it (``info["minimax_rounds"]``: rounds kept).
     """
     t0 = time.perf_counter()
     _check_key_values(key_values)
@@ -522,11 +551,12 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             return pose(clip, layout, channels)
 
         def blocks(basis: _Basis, q: int, channels: np.ndarray, positions: np.ndarray,
-                   miss: np.ndarray, axes: np.ndarray | None
+                   miss: np.ndarray, axes: np.ndarray | None,
+                   node_weight: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             assert axes is not None
             return world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in,
-                                       positions, miss, axes, q)
+                                       positions, miss, axes, q, node_weight)
 
         def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
                   shift: np.ndarray, q: int) -> np.ndarray:
@@ -538,9 +568,10 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             return clip.forward_kinematics(channels), None
 
         def blocks(basis: _Basis, q: int, channels: np.ndarray, positions: np.ndarray,
-                   miss: np.ndarray, axes: np.ndarray | None
+                   miss: np.ndarray, axes: np.ndarray | None,
+                   node_weight: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            return _world_normal_blocks(clip, basis, channels, miss, q, columns)
+            return _world_normal_blocks(clip, basis, channels, miss, q, columns, node_weight)
 
         def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
                   shift: np.ndarray, q: int) -> np.ndarray:
@@ -549,15 +580,23 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             return solve_block_tridiagonal(damped, upper, rhs)
     else:
         raise ReductionError(f"unknown jacobian {jacobian!r}; choose tree or dense")
+    if objective not in FIT_OBJECTIVES:
+        raise ReductionError(f"unknown fit objective {objective!r}; choose one of "
+                             f"{', '.join(FIT_OBJECTIVES)}")
+    minimax = objective == "minimax"
     rounds = VALUE_ROUNDS if key_values == "fitted" else 0
-    # progress in iterations: the slopes' first fit, then the rounds' half-steps
-    budget = iterations + 2 * rounds * ROUND_ITERATIONS
+    # progress in iterations: the slopes' first fit, the key-value rounds' half-steps, then
+    # the minimax rounds
+    after_values = iterations + 2 * rounds * ROUND_ITERATIONS
+    budget = after_values + (MINIMAX_ROUNDS * MINIMAX_ITERATIONS if minimax else 0)
     report = progress or (lambda fraction, message: None)
 
-    def stage(index: int, what: str) -> Callable[[float, str], None]:
-        first, length = ((0, iterations) if index == 0 else
-                         (iterations + (index - 1) * ROUND_ITERATIONS, ROUND_ITERATIONS))
+    def stage(first: float, length: float, what: str = "") -> Callable[[float, str], None]:
         return lambda f, m: report((first + f * length) / budget, what or m)
+
+    def errors_of(slopes: np.ndarray) -> np.ndarray:
+        # the current basis: the key-value rounds replace it
+        return np.linalg.norm(kinematics(basis.evaluate(slopes, q))[0] - reference, axis=-1)
 
     # the block solves are small (q C unknowns per key): BLAS threads only spin against each
     # other and against the tree kernel's threads (see sp_core.threads)
@@ -565,7 +604,7 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         result, done = _world_iterations(
             clip, basis, fit, q, lam, columns, target, weight, bend,
             (c_diag, c_upper, c_rhs), kinematics, blocks, solve, iterations, tolerance,
-            stage(0, ""))
+            stage(0, iterations))
         at_keys = fit.values_at_keys(values, key_rows)
         captured = values[key_rows][:, columns]
         for r in range(rounds):
@@ -577,26 +616,102 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                                      fit.in_length), 1, 0.0, columns, captured, weight,
                 np.zeros_like(bend), tuple(b[columns] for b in v_blocks), kinematics, blocks,
                 solve, ROUND_ITERATIONS, tolerance,
-                stage(1 + 2 * r, f"world fit of the key values, round {r + 1} of {rounds}"))
+                stage(iterations + 2 * r * ROUND_ITERATIONS, ROUND_ITERATIONS,
+                      f"world fit of the key values, round {r + 1} of {rounds}"))
             at_keys = v_fit.slopes[:, 0, :]
             basis = _Basis(key_rows, values, fit.out_length, fit.in_length, at_keys)
-            s_blocks = _normal_blocks(basis, values - basis.base, q)
+            c_diag, c_upper, c_rhs = (b[columns] for b in
+                                      _normal_blocks(basis, values - basis.base, q))
             result, s_done = _world_iterations(
                 clip, basis, result, q, lam, columns, target, weight, bend,
-                tuple(b[columns] for b in s_blocks), kinematics, blocks, solve, ROUND_ITERATIONS,
-                tolerance, stage(2 + 2 * r, f"world fit of the tangents, round {r + 1} of "
-                                            f"{rounds}"))
+                (c_diag, c_upper, c_rhs), kinematics, blocks, solve, ROUND_ITERATIONS,
+                tolerance, stage(iterations + (2 * r + 1) * ROUND_ITERATIONS, ROUND_ITERATIONS,
+                                 f"world fit of the tangents, round {r + 1} of {rounds}"))
             done += v_done + s_done
         if rounds:
             result.key_values = at_keys
-    _tidy_ends(result, q)
-    before = joint_errors(clip, start_basis.evaluate(fit.slopes, q), reference).mean()
-    after = joint_errors(clip, basis.evaluate(result.slopes, q), reference).mean()
-    if after > before:
-        result = fit.copy()
+        _tidy_ends(result, q)
+        errors = errors_of(result.slopes)
+        if errors.mean() > joint_errors(clip, start_basis.evaluate(fit.slopes, q),
+                                        reference).mean():
+            result, basis = fit.copy(), start_basis
+            c_diag, c_upper, c_rhs = (b[columns] for b in
+                                      _normal_blocks(basis, values - basis.base, q))
+            errors = errors_of(result.slopes)
+        if minimax:
+            result, errors, kept = _reweighted_rounds(
+                lambda start, joint_weight, r: _world_iterations(
+                    clip, basis, start, q, lam, columns, target, weight, bend,
+                    (c_diag, c_upper, c_rhs), kinematics, blocks, solve, MINIMAX_ITERATIONS,
+                    tolerance,
+                    stage(after_values + r * MINIMAX_ITERATIONS, MINIMAX_ITERATIONS),
+                    joint_weight, f"minimax round {r + 1} of at most {MINIMAX_ROUNDS}")[0],
+                errors_of, result, errors, q)
+            result.info["minimax_rounds"] = kept
     result.info["world_iterations"] = done
     result.info["world_s"] = time.perf_counter() - t0
     return result
+
+
+def _reweighted_rounds(refit: Callable[[Fit, np.ndarray, int], Fit],
+                       errors_of: Callable[[np.ndarray], np.ndarray], fit: Fit,
+                       errors: np.ndarray, q: int) -> tuple[Fit, np.ndarray, int]:
+    """Iteratively reweighted rounds after the least-squares fit: (fit, errors, rounds kept).
+
+    Each round weighs every joint on every frame by its current error
+    (:func:`sp_core.reweighting.worst_first_weights`: ``1 + min(e / ē, cap)``, normalised to a
+    mean of 1) and refits the weighted squared errors from the current fit
+    (``refit(start, weights, round)``). The fixed point of such rounds minimises a norm of the
+    errors above 2 (Σ e² + Σ e³ / ē for power 1), which leans towards the worst joints.
+
+    A round is kept only when the largest joint error does not grow, the
+    :data:`MINIMAX_NORM`-norm of the joint errors falls, and the mean joint error stays within
+    :data:`MINIMAX_MEAN_BOUND` of the least-squares fit's; the refit is also tried half-way
+    (slopes halfway between the two fits). A rejected round softens the weights (a lower cap)
+    for the next; the rounds stop when the cap falls below 1.
+
+    Parameters
+    ----------
+    refit : callable
+    errors_of : callable
+        ``errors_of(slopes)``: joint errors (F, n_nodes), scene units.
+    fit : Fit
+        The least-squares fit.
+    errors : (F, n_nodes) float64
+        Its joint errors.
+    q : int
+    """
+    if not errors.size or errors.max() <= 0.0:
+        return fit, errors, 0  # nothing to lean towards
+    ceiling = (1.0 + MINIMAX_MEAN_BOUND) * float(errors.mean())
+
+    def norm(e: np.ndarray) -> float:
+        scale = max(float(e.max()), 1e-300)  # (e / scale)^8 stays finite
+        return scale * float(np.mean((e / scale) ** MINIMAX_NORM)) ** (1.0 / MINIMAX_NORM)
+
+    kept = 0
+    cap = MINIMAX_CAP
+    for r in range(MINIMAX_ROUNDS):
+        weights = worst_first_weights(errors, MINIMAX_POWER, cap)
+        trial = refit(fit, weights / weights.mean(), r)
+        _tidy_ends(trial, q)
+        accepted = False
+        for part in (1.0, 0.5):
+            slopes = trial.slopes if part == 1.0 else \
+                fit.slopes + part * (trial.slopes - fit.slopes)
+            new = errors_of(slopes)
+            if new.max() <= errors.max() and norm(new) < norm(errors) \
+                    and new.mean() <= ceiling:
+                fit = Fit(slopes, fit.out_length, fit.in_length, dict(fit.info), fit.key_values)
+                errors, accepted = new, True
+                break
+        if accepted:
+            kept += 1
+        else:
+            cap /= MINIMAX_SOFTEN
+            if cap < 1.0:
+                break
+    return fit, errors, kept
 
 
 def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
@@ -607,16 +722,19 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
                       solve: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int],
                                       np.ndarray],
                       iterations: int, tolerance: float,
-                      progress: Callable[[float, str], None] | None = None
+                      progress: Callable[[float, str], None] | None = None,
+                      node_weight: np.ndarray | None = None, label: str = "world fit"
                       ) -> tuple[Fit, int]:
     """The Levenberg–Marquardt loop of :func:`refine_world`: (refined fit, iterations run).
 
     ``kinematics(channels)`` gives positions and what ``blocks`` needs besides them (the
     channels' world axes for the tree blocks); ``blocks(basis, q, channels, positions, miss,
-    axes)`` the Gauss–Newton normal equations; ``solve(diagonal, upper, rhs, shift, q)``
-    their solution with ``shift`` (K, q C) added to the diagonal (the damping). The
-    unknowns are ``fit.slopes`` (K, q, C) as ``basis`` sees them: slopes, or key values
-    (q = 1) through :meth:`_Basis.of_key_values`.
+    axes, node_weight)`` the Gauss–Newton normal equations; ``solve(diagonal, upper, rhs,
+    shift, q)`` their solution with ``shift`` (K, q C) added to the diagonal (the damping).
+    The unknowns are ``fit.slopes`` (K, q, C) as ``basis`` sees them: slopes, or key values
+    (q = 1) through :meth:`_Basis.of_key_values`. ``node_weight`` (F, n_nodes), optional,
+    weighs every node's squared position error on every frame (the channel anchor, ridge and
+    smooth terms are not weighted); ``label`` starts the progress messages.
     """
     values = clip.channels
     reference = clip.positions
@@ -627,13 +745,15 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
         channels = basis.evaluate(slopes, q)
         positions, axes = kinematics(channels)
         miss = positions - reference
-        total = float(np.sum(miss * miss))
+        squared = miss * miss
+        total = float(np.sum(squared if node_weight is None
+                             else node_weight * np.sum(squared, axis=-1)))
         drift = (channels - values)[:, columns]
         total += float(np.sum(weight * np.sum(drift * drift, axis=0)))
         if lam:
             bent = slopes[1:-1, 0, columns] - slopes[1:-1, 1, columns]
             total += float(np.sum(bend * bent * bent))
-        return total, (channels, positions, miss, axes)
+        return total, (channels, positions, miss, axes, node_weight)
 
     slopes = fit.slopes.copy()
     current, state = objective(slopes)
@@ -643,7 +763,7 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
     report = progress or (lambda fraction, message: None)
     for iteration in range(1, iterations + 1):
         here = ((iteration - 1) / iterations,
-                f"world fit, iteration {iteration} of at most {iterations}")
+                f"{label}, iteration {iteration} of at most {iterations}")
         report(*here)
         done = iteration
         diagonal, upper, rhs = blocks(basis, q, *state)
@@ -727,13 +847,15 @@ def _add_channel_term(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
 
 
 def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: np.ndarray,
-                         q: int, columns: np.ndarray
+                         q: int, columns: np.ndarray, node_weight: np.ndarray | None = None
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gauss–Newton normal equations for the slopes in world space.
 
     Per row f the position Jacobian J_f (3 n_nodes × C) gives G_f = J_fᵀ J_f and g_f = J_fᵀ r_f;
     a slope of channel c moves only channel c's values, scaled by the basis weights, so the key
     blocks are segment sums of w_c G_f[c, c'] w_c' (blocks of size q C, key order in, out).
+    ``node_weight`` (F, n_nodes), optional, weighs every node's squared error on every row
+    (J_f's three rows of node n and r_f's are scaled by its square root).
     """
     n_rows = channels.shape[0]
     n_channels = len(columns)
@@ -745,6 +867,9 @@ def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: 
     fixed[columns] = False
     w_out = np.where(fixed, 0.0, basis.w_out)
     w_in = np.where(fixed, 0.0, basis.w_in)
+    root = None if node_weight is None else np.repeat(np.sqrt(node_weight), 3, axis=1)
+    if root is not None:
+        miss = miss * np.sqrt(node_weight)[:, :, None]
     pick = np.ix_(columns, columns)
     diagonal = np.zeros((n_keys, size, size))
     upper = np.zeros((n_keys - 1, size, size))
@@ -762,6 +887,8 @@ def _world_normal_blocks(clip: Clip, basis: _Basis, channels: np.ndarray, miss: 
         hi = basis.starts[last] if last < n_keys - 1 else n_rows
         _, jac = clip.position_jacobian(channels[lo:hi])
         jac = jac.reshape(hi - lo, -1, channels.shape[1])
+        if root is not None:
+            jac = jac * root[lo:hi, :, None]
         grad = np.einsum("fnc,fn->fc", jac, miss[lo:hi].reshape(hi - lo, -1))
         # J_f diag(w_f) stacked over a segment's rows: its Gram matrix is the block
         jo = jac * w_out[lo:hi, None, :]

@@ -33,6 +33,7 @@ COMPOSITIONS = ("max", "sum")
 TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
 FIT_SPACES = ("channel", "world")
 KEY_VALUES = ("fitted", "captured")
+FIT_OBJECTIVES = ("least-squares", "minimax")
 WAND_MODES = ("local", "global")
 #: The default choice of K: mean and max joint error, mm at 1.7 m (see docs/guide.md).
 DEFAULT_TOLERANCE = (2.0, 20.0)
@@ -237,6 +238,11 @@ class FitOptions:
     key_values: str = option("fitted", "choice", "key values fitted with the tangents (least "
                              "squares over every frame, lower error) or the captured values at "
                              "the keyframes", choices=KEY_VALUES)
+    objective: str = option("least-squares", "choice", "what the world fit minimises: "
+                            "least-squares (the sum of squared joint errors, the lowest mean) "
+                            "or minimax (then rounds that weigh the worst joint errors most: "
+                            "a lower max, the mean at most 5% higher)", choices=FIT_OBJECTIVES,
+                            flag="--fit-objective")
     corrective_budget: str | None = option(
         None, "budget", "corrective keys on single channels where the pose-key result is "
         "worst, written into an additive layer: N keys or P% of the original keys (default: "

@@ -22,9 +22,14 @@ from sp_core.corrective import CorrectiveKeys, budget_keys, correct
 from sp_core.curves import KeyedCurves
 from sp_core.errors import ClipError, ReductionError
 from sp_core.fitting import (
+    FIT_OBJECTIVES,
     FIT_SPACES,
+    MINIMAX_ITERATIONS,
+    MINIMAX_ROUNDS,
+    ROUND_ITERATIONS,
     SMOOTHNESS,
     TANGENT_MODES,
+    VALUE_ROUNDS,
     fit_channels,
     refine_world,
 )
@@ -143,7 +148,8 @@ def _key_rows(clip: Clip, frames: Iterable[int]) -> np.ndarray:
 
 def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
            smoothness: float = SMOOTHNESS, space: str = "world",
-           world_iterations: int = 12, labels: Mapping[int, str] | None = None,
+           world_iterations: int = 12, objective: str = "least-squares",
+           labels: Mapping[int, str] | None = None,
            corrective_budget: str | int | None = None,
            corrective_stop_mm: float | None = None,
            progress: Callable[[float, str], None] | None = None,
@@ -161,6 +167,8 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     space : {"world", "channel"}
         ``world`` (default) refines the channel fit on world joint positions.
     world_iterations : int
+    objective : {"least-squares", "minimax"}
+        What the world fit minimises (see :func:`sp_core.fitting.refine_world`).
     labels : mapping of int to str, optional
         ``"keypose"`` / ``"breakdown"`` per keyframe (from :mod:`sp_core.layered`); carried by
         the curves into host writes and files.
@@ -191,6 +199,9 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     if space not in FIT_SPACES:
         raise ReductionError(f"unknown fitting space {space!r}; choose one of "
                              f"{', '.join(FIT_SPACES)}")
+    if objective not in FIT_OBJECTIVES:
+        raise ReductionError(f"unknown fit objective {objective!r}; choose one of "
+                             f"{', '.join(FIT_OBJECTIVES)}")
     if isinstance(world_iterations, bool) or not isinstance(world_iterations, (int, np.integer)) \
             or world_iterations < 1:
         raise ReductionError(f"world_iterations must be a whole number >= 1, got "
@@ -215,7 +226,10 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     timings = {"channel_s": 0.0, "world_s": 0.0}
     notes: list[str] = []
     if space == "world" and len(rows) > 1:
-        flops = world_fit_flops(work, len(rows), len(values), animated, world_iterations)
+        # the key-value and minimax rounds are more iterations of (at most) the same size
+        flops = world_fit_flops(work, len(rows), len(values), animated, world_iterations + (
+            2 * VALUE_ROUNDS * ROUND_ITERATIONS if key_values == "fitted" else 0) + (
+            MINIMAX_ROUNDS * MINIMAX_ITERATIONS if objective == "minimax" else 0))
         if flops > WORLD_FIT_FLOP_LIMIT:
             space = "channel"
             notes.append(f"fitted in channel space: a world fit of {int(animated.sum())} "
@@ -235,6 +249,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
             report(0.02, f"fitting {len(rows)} keys in world space")
             fit = refine_world(work, rows, fit, tangents, smoothness,
                                iterations=world_iterations, free=animated,
+                               objective=objective,
                                progress=lambda f, m: report(0.02 + (fitting_share - 0.02) * f,
                                                             m),
                                key_values=key_values)

@@ -457,7 +457,8 @@ class Session:
             if known is not None:
                 return known
         return reduce(self.motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
-                      space=fit.space, world_iterations=fit.world_iterations, labels=labels,
+                      space=fit.space, world_iterations=fit.world_iterations,
+                      objective=fit.objective, labels=labels,
                       corrective_budget=budget, corrective_stop_mm=stop, progress=progress,
                       key_values=fit.key_values)
 

@@ -83,8 +83,8 @@ class ToleranceSearch:
         fit = self.fit
         return reduce(self.motion, self.space.keyframes(k), tangents=fit.tangents,
                       smoothness=fit.smoothness, space=fit_space,
-                      world_iterations=fit.world_iterations, progress=progress,
-                      key_values=fit.key_values)
+                      world_iterations=fit.world_iterations, objective=fit.objective,
+                      progress=progress, key_values=fit.key_values)
 
     def pose_error(self, k: int, fit_space: str) -> tuple[float, float]:
         """(mean, max) mm of the pose keys alone at ``k`` with the fit in ``fit_space``."""

@@ -184,7 +184,7 @@ def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray
 
 def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarray,
                         w_in: np.ndarray, positions: np.ndarray, miss: np.ndarray,
-                        axes: np.ndarray, q: int
+                        axes: np.ndarray, q: int, node_weight: np.ndarray | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gauss–Newton normal equations for the slopes of the free channels in world space.
 
@@ -201,6 +201,8 @@ def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarra
         The free channels' world directions (:func:`pose` or :func:`channel_axes`).
     q : int
         1 (one slope per key) or 2 (in, out).
+    node_weight : (F, n_nodes) float64, optional
+        Weight of every node's squared error on every frame (default: all 1).
 
     Returns
     -------
@@ -213,12 +215,14 @@ def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarra
 
     columns = layout.columns
     bounds = np.append(np.asarray(starts, dtype=np.int64), positions.shape[0])
+    if node_weight is None:
+        node_weight = np.ones(positions.shape[:2])
     return segment_normal_blocks(
         np.ascontiguousarray(positions), np.ascontiguousarray(miss),
         np.ascontiguousarray(axes), layout.rotation, layout.pivot, layout.node_ptr,
         layout.node_chan, layout.pair_a, layout.pair_b,
         np.ascontiguousarray(w_out[:, columns]), np.ascontiguousarray(w_in[:, columns]),
-        bounds, q)
+        bounds, q, np.ascontiguousarray(node_weight, dtype=np.float64))
 
 
 def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray, q: int,

@@ -155,6 +155,7 @@ def test_cli_preset_then_flags(tmp_path, capsys):
     assert record["options"]["keys"]["ratio"] == 0.05
     assert record["options"]["fit"] == {"tangents": "weighted", "smoothness": 1.0,
                                         "space": "channel", "world_iterations": 12,
+                                        "objective": "least-squares",
                                         "key_values": "fitted", "corrective_budget": None}
 
 

@@ -44,6 +44,7 @@ class ApplyBox(QtWidgets.QGroupBox):
         space = binder.generate("space")
         form.addRow("fit in", space)
         form.addRow("world iterations", binder.generate("world_iterations"))
+        form.addRow("world fit minimises", binder.generate("objective"))
         form.addRow("key values", binder.generate("key_values"))
         form.addRow("corrective keys", binder.generate("corrective_budget"))
         self.layer_edit = binder.generate("layer")

@@ -52,7 +52,7 @@ class ErrorEstimator(QtCore.QObject):
         self.session = session
         self.runner = runner
         self.cache: dict[Request, Metrics] = {}
-        self.exact: dict[tuple[Request, str], Metrics] = {}
+        self.exact: dict[tuple[Request, str, str], Metrics] = {}  # (request, space, objective)
         self._task: Task | None = None
         self._pending: Request | None = None
         self._running: Request | None = None
@@ -87,9 +87,10 @@ class ErrorEstimator(QtCore.QObject):
         wanted = self.request_for(k)
         if wanted is None:
             return
-        space = self.session.options.fit.space
-        if (wanted, space) in self.exact:
-            self.ready.emit(k, describe(k, self.exact[wanted, space],
+        fit = self.session.options.fit
+        space = fit.space
+        if (wanted, space, fit.objective) in self.exact:
+            self.ready.emit(k, describe(k, self.exact[wanted, space, fit.objective],
                                         f"{space} fit, as applied"))
             return
         if wanted in self.cache:
@@ -103,7 +104,8 @@ class ErrorEstimator(QtCore.QObject):
         """The exact figures of a reduction Apply wrote at ``k`` with the current options."""
         wanted = self.request_for(k)
         if wanted is not None:
-            self.exact[wanted, self.session.options.fit.space] = metrics
+            fit = self.session.options.fit
+            self.exact[wanted, fit.space, fit.objective] = metrics
 
     def _text(self, request: Request, metrics: Metrics) -> str:
         if self.session.options.fit.space == "channel":

@@ -207,6 +207,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         fit = options.fit
         self.widget("smoothness").setEnabled(fit.tangents == "smooth")
         self.widget("world_iterations").setEnabled(fit.space == "world")
+        self.widget("objective").setEnabled(fit.space == "world")
         self.widget("residual_weight").setEnabled(options.layer.residual_layer)
         self._show_summary()
         if self.session.k is not None and self.session.space is not None and not self.busy:

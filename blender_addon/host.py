@@ -29,7 +29,7 @@ docs/blender.md):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -41,7 +41,7 @@ from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import SalientPosesError
 from sp_core.euler import unwrap_euler
-from sp_core.host import HostError, LayerHandle, LazyModule, host_step
+from sp_core.host import HostError, LayerHandle, LazyModule, host_step, sparse_keys
 from sp_core.tangents import to_blender
 
 bpy: Any = LazyModule("bpy")
@@ -526,12 +526,14 @@ class BlenderHost:
         return action, track, data
 
     def _finish_strip(self, obj: Any, track: Any, action: Any, first: int, blend: str,
-                      influence: float) -> None:
+                      influence: float, extrapolation: str = "NOTHING") -> None:
         strip = track.strips.new(action.name, int(first), action)
         if hasattr(strip, "action_slot") and len(action.slots):
             strip.action_slot = action.slots[0]
         strip.blend_type = blend
-        strip.extrapolation = "NOTHING"  # outside the reduced range the original shows
+        # NOTHING: outside the reduced range the original shows; HOLD (the only strip of its
+        # track): the strip's first and last frames are held before and after it
+        strip.extrapolation = extrapolation
         if influence != 1.0:
             strip.use_animated_influence = True
             strip.influence = influence
@@ -593,6 +595,33 @@ class BlenderHost:
                 points.foreach_set("interpolation", np.full(len(times), _LINEAR, np.int32))
                 fcurve.update()
             self._finish_strip(obj, track, action, first, "ADD", float(weight))
+        return LayerHandle(track.name, "additive", token=(obj.name, track.name, action.name))
+
+    def write_sparse(self, keys: Mapping[str, tuple[np.ndarray, np.ndarray]], layer: str,
+                     weight: float) -> LayerHandle:
+        """Each channel's few keys (host frames, engine units) as a linear F-curve (constant
+        extrapolation) in a new action on an Add strip that holds its ends, so every channel
+        holds its first and last key's value outside its keys."""
+        sparse = sparse_keys(keys)
+        channels = list(sparse)
+        targets = self._targets(channels, None)
+        obj = self.object()
+        first = int(min(sparse[channels[c]][0][0] for c, *_ in targets))
+        with host_step(f"creating the NLA track of layer {layer!r}"):
+            action, track, _data = self._new_layer(obj, layer, "additive", first)
+        with host_step(f"writing the corrective curves of layer {action.name!r}"):
+            bag = _Channels(action, obj)
+            for c, bone, prop, index in targets:
+                scale = np.pi / 180.0 if prop == "rotation_euler" else 1.0
+                frames, values = sparse[channels[c]]
+                fcurve = bag.new(data_path(bone, prop), index, bone)
+                points = fcurve.keyframe_points
+                points.add(len(frames))
+                points.foreach_set("co", np.stack([frames, values * scale], axis=1).ravel())
+                points.foreach_set("interpolation", np.full(len(frames), _LINEAR, np.int32))
+                fcurve.extrapolation = "CONSTANT"
+                fcurve.update()
+            self._finish_strip(obj, track, action, first, "ADD", float(weight), "HOLD")
         return LayerHandle(track.name, "additive", token=(obj.name, track.name, action.name))
 
     def remove_layer(self, handle: LayerHandle) -> None:

@@ -22,7 +22,7 @@ How it talks to Maya (every call is backed in tests/fake_maya/FACTS.md):
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +34,7 @@ from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import SalientPosesError
 from sp_core.euler import unwrap_euler_from
-from sp_core.host import HostError, LayerHandle, LazyModule, host_step
+from sp_core.host import HostError, LayerHandle, LazyModule, host_step, sparse_keys
 from sp_core.tangents import to_maya_xy
 
 if TYPE_CHECKING:  # mypy checks every call against maya-stubs
@@ -471,10 +471,8 @@ class MayaHost:
             self._write(jobs)
         return LayerHandle(created, "override", token=created)
 
-    def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
-                       layer: str, weight: float) -> LayerHandle:
-        _unit, _fps, cm = self._units()
-        targets = self._plugs_to_write(channels, None)
+    def _additive_layer(self, layer: str, weight: float) -> str:
+        """A new additive layer that accumulates rotations per component (Euler)."""
         with host_step(f"creating additive layer {layer!r}"):
             self._changed = True
             created = str(cmds.animLayer(layer, override=False))
@@ -482,6 +480,13 @@ class MayaHost:
             cmds.setAttr(f"{created}.rotationAccumulationMode", 0)  # type: ignore[arg-type]
             # (maya-stubs types every setAttr value as str; Maya takes the number)
             cmds.animLayer(created, edit=True, weight=float(weight))
+        return created
+
+    def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
+                       layer: str, weight: float) -> LayerHandle:
+        _unit, _fps, cm = self._units()
+        targets = self._plugs_to_write(channels, None)
+        created = self._additive_layer(layer, weight)
         with host_step(f"creating the curves of layer {created!r}"):
             names = self._layer_curves(created, [p for _, p in targets], float(frames[0]))
         jobs = []
@@ -490,6 +495,30 @@ class MayaHost:
             jobs.append({"curve": name, "plug": plug, "frames": np.asarray(frames, float),
                          "values": residual[:, c] * scale, "tangents": "linear"})
         with host_step(f"writing the residual curves of layer {created!r}"):
+            self._write(jobs)
+        return LayerHandle(created, "additive", token=created)
+
+    def write_sparse(self, keys: Mapping[str, tuple[np.ndarray, np.ndarray]], layer: str,
+                     weight: float) -> LayerHandle:
+        """Each channel's few keys (host frames, engine units) as linear keys of its own curve
+        in a new additive layer; Maya's curves hold their end values outside the keys
+        (constant pre/post infinity is the default)."""
+        _unit, _fps, cm = self._units()
+        sparse = sparse_keys(keys)
+        channels = list(sparse)
+        targets = self._plugs_to_write(channels, None)
+        created = self._additive_layer(layer, weight)
+        first = min(float(sparse[channels[c]][0][0]) for c, _ in targets)
+        with host_step(f"creating the curves of layer {created!r}"):
+            # the first key _layer_curves sets is replaced by addKeys (keepExistingKeys=False)
+            names = self._layer_curves(created, [p for _, p in targets], first)
+        jobs = []
+        for (c, plug), name in zip(targets, names, strict=True):
+            scale = np.pi / 180.0 if ".rotate" in plug else cm
+            frames, values = sparse[channels[c]]
+            jobs.append({"curve": name, "plug": plug, "frames": frames,
+                         "values": values * scale, "tangents": "linear"})
+        with host_step(f"writing the corrective curves of layer {created!r}"):
             self._write(jobs)
         return LayerHandle(created, "additive", token=created)
 

@@ -144,6 +144,37 @@ class SparseLayers(Protocol):
         outside its keys) into a new additive layer named ``layer``."""
 
 
+def sparse_keys(keys: Mapping[str, tuple[np.ndarray, np.ndarray]]
+                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The keys of :meth:`SparseLayers.write_sparse` checked and as float64 arrays.
+
+    Parameters
+    ----------
+    keys : mapping of str to (frames, values)
+        Channel → host frames (strictly increasing) and values (channel units), one value per
+        frame, at least one key.
+
+    Returns
+    -------
+    dict of str to ((n_keys,) float64, (n_keys,) float64)
+        Same channels and order.
+    """
+    if not keys:
+        raise HostError("writing sparse keys: no channel has keys")
+    out = {}
+    for channel, (frames, values) in keys.items():
+        f = np.asarray(frames, dtype=np.float64).ravel()
+        v = np.asarray(values, dtype=np.float64).ravel()
+        if f.size == 0 or f.shape != v.shape:
+            raise HostError(f"writing the keys of {channel}: {f.size} frames and {v.size} "
+                            "values; give one value per frame and at least one key")
+        if not (np.isfinite(f).all() and np.isfinite(v).all()) or np.any(np.diff(f) <= 0):
+            raise HostError(f"writing the keys of {channel}: frames must be increasing and "
+                            "frames and values finite")
+        out[channel] = (f, v)
+    return out
+
+
 @runtime_checkable
 class SkipReport(Protocol):
     """Optional: a host that leaves some animated channels alone and says why."""

@@ -117,6 +117,27 @@ def test_residual_layer_restores_the_original_and_undo_removes_everything(sample
     session.applied.clear()
 
 
+def test_corrective_keys_are_linear_keys_written_by_the_undoable_command(sample_clip):
+    build_scene(sample_clip)
+    host = MayaHost()
+    keys = {"Hips.Xposition": (np.array([1005, 1009]), np.array([0.0, 0.8])),
+            "LeftKnee.Xrotation": (np.array([1012]), np.array([3.0]))}
+    cmds.undoInfo(openChunk=True, chunkName="corrective")
+    handle = host.write_sparse(keys, "corrective", 1.0)
+    cmds.undoInfo(closeChunk=True)
+    assert not STATE.unrecorded_api_edits  # every curve edit is in the command's change cache
+    layer = next(la for la in STATE.scene.layers if la.name == handle.token)
+    assert (layer.override, layer.accumulation) == (False, 0)
+    assert sorted(layer.curves) == ["Hips.translateX", "LeftKnee.rotateX"]
+    hips = STATE.scene.curves[layer.curves["Hips.translateX"]]
+    knee = STATE.scene.curves[layer.curves["LeftKnee.rotateX"]]
+    np.testing.assert_allclose(hips.times * STATE.scene.fps, [1005, 1009])
+    assert set(hips.in_type) | set(hips.out_type) == {2}  # kTangentLinear
+    np.testing.assert_allclose(knee.values, [np.radians(3.0)])  # radians inside Maya
+    cmds.undo()
+    assert [la.name for la in STATE.scene.layers] == []
+
+
 def test_analysing_again_after_apply_reads_the_layered_composite(sample_clip):
     part, times = build_scene(sample_clip, frames=60)
     host = MayaHost()

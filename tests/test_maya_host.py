@@ -356,6 +356,23 @@ def test_selftest_passes_on_the_fake_and_fails_when_apply_is_wrong(monkeypatch):
     assert lines[-1] == "Salient Poses self-test: FAIL"
 
 
+def test_selftest_catches_corrections_written_on_every_frame(monkeypatch):
+    from maya_plugin import selftest
+
+    def dense(self, keys, layer, weight):  # the same motion, a key on every frame
+        frames = np.arange(selftest.FIRST, selftest.FIRST + selftest.FRAMES)
+        values = np.column_stack([np.interp(frames, f, v) for f, v in keys.values()])
+        return self.write_residual(list(keys), frames, values, layer, weight)
+
+    monkeypatch.setattr(selftest, "MODES", ("unified",))
+    monkeypatch.setattr(MayaHost, "write_sparse", dense)
+    testing.reset("film")
+    lines: list[str] = []
+    assert not selftest.run(lines.append)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert len(failed) == 1 and "corrective curves hold" in failed[0], failed
+
+
 def test_panel_reports_the_channels_maya_left_alone(sample_clip, qtbot, tmp_path):
     from PySide6 import QtCore
 

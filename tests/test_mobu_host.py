@@ -426,6 +426,7 @@ def test_selftest_passes_on_the_fake_and_catches_a_wrong_residual(monkeypatch):
     assert fb.FBPlayerControl().GetTransportFpsValue() == 30.0
     assert any(line.startswith("PASS  apply weighted") for line in lines)
     assert any(line.startswith("PASS  undo") for line in lines)
+    assert any(line.startswith("PASS  corrective keys") for line in lines)
     real = MobuHost._rotation_residual
 
     def wrong(self, *args):
@@ -437,6 +438,20 @@ def test_selftest_passes_on_the_fake_and_catches_a_wrong_residual(monkeypatch):
     lines.clear()
     assert not selftest.run(lines.append)
     assert any(line.startswith("FAIL  residual") for line in lines)
+
+
+def test_selftest_catches_corrections_keyed_as_plain_euler_offsets(monkeypatch):
+    from mobu_plugin import selftest
+
+    monkeypatch.setattr(selftest, "FRAMES", 30)
+    monkeypatch.setattr(selftest, "TANGENTS", ("unified",))
+    # a writer that adds the Euler corrections to a per layer (quaternion) layer as they are
+    monkeypatch.setattr(MobuHost, "_turn_keys", lambda self, sparse: sparse)
+    fb.reset(30.0)
+    lines: list[str] = []
+    assert not selftest.run(lines.append)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert len(failed) == 1 and "off its corrected rotation" in failed[0], failed
 
 
 def test_mobupy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):

@@ -21,8 +21,9 @@ docs/blender.md):
 - **Writing**: the armature's active action is pushed down onto an NLA track of its own (as
   Blender's *Push Down* does; the action itself is never edited); each layer is a **new action
   on a new NLA track** above it, one strip over the reduced range: Replace blending for the
-  reduction, Add blending with the residual weight as influence for the residual. Keys are
-  Bézier with the engine's handles (aligned for one tangent per key, free when broken), type
+  reduction, Add blending for the residual (the residual weight as influence) and for the
+  corrective keys (linear F-curves with only their few keys, the strip holding its ends). The
+  reduction's keys are Bézier with the engine's handles (aligned for one tangent per key, free when broken), type
   ``BREAKDOWN`` for breakdown keys. All of it is one ``ed.undo_push``; if anything fails the
   data made so far is deleted again.
 """

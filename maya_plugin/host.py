@@ -16,7 +16,10 @@ How it talks to Maya (every call is backed in tests/fake_maya/FACTS.md):
   curve for a plug); then the registered command ``salientPosesWriteCurves`` (plug-in file
   ``module/plug-ins/salientPoses.py``) writes every curve in bulk with ``MFnAnimCurve`` and an
   ``MAnimCurveChange``, so it is undoable. All of it runs inside one ``undoInfo`` chunk: one
-  undo step, and on any failure the chunk is undone (nothing left behind).
+  undo step, and on any failure the chunk is undone (nothing left behind). Residual and
+  corrective layers are additive with per-component rotation accumulation; their curves get
+  linear keys (the residual on every frame, each corrective curve on its own few frames, held
+  outside them by Maya's default constant infinity).
 """
 
 from __future__ import annotations

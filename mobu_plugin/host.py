@@ -25,7 +25,9 @@ public code making the same call). In short:
 - **Layers** compose rotations per layer (quaternions) by default and
   ``FBAnimationLayer.LayerRotationMode`` is read only, so the residual layer holds each joint's
   turn from the reduced to the original pose (R_reduced⁻¹ · R_original); translations are per
-  channel.
+  channel. The corrective layer holds a few Linear keys per channel (constant extrapolation);
+  in a per-layer rotation layer a corrected joint's rotation keys are the turn from the pose
+  below to the corrected one at the union of its key frames (exact there, linear between).
 
 ``pyfbsdk`` is imported lazily so that ``import mobu_plugin`` works outside MotionBuilder.
 """

@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -207,7 +207,8 @@ class SelfTest:
             engine = motion.forward_kinematics(reduction.reduced + corrections.dense())
             miss = np.linalg.norm(self.shown(motion.node_names, motion.frames) - engine,
                                   axis=-1).max()
-            action = self.bpy.data.actions[session.applied[1].token[2]]
+            _object, _track, name = cast(tuple[str, str, str], session.applied[1].token)
+            action = self.bpy.data.actions[name]
             points = [p for f in _action_fcurves(action, None) for p in f.keyframe_points]
             linear = {p.interpolation for p in points} == {"LINEAR"}
         finally:

@@ -24,8 +24,8 @@ docs/blender.md):
   reduction, Add blending for the residual (the residual weight as influence) and for the
   corrective keys (linear F-curves with only their few keys, the strip holding its ends). The
   reduction's keys are Bézier with the engine's handles (aligned for one tangent per key, free
-  when broken), type ``BREAKDOWN`` for breakdown keys. All of it is one ``ed.undo_push``; if anything fails the
-  data made so far is deleted again.
+  when broken), type ``BREAKDOWN`` for breakdown keys. All of it is one ``ed.undo_push``; if
+  anything fails the data made so far is deleted again.
 """
 
 from __future__ import annotations

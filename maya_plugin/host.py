@@ -408,12 +408,19 @@ class MayaHost:
         if not cmds.pluginInfo(str(PLUGIN_FILE), query=True, loaded=True):
             cmds.loadPlugin(str(PLUGIN_FILE), quiet=True)
 
-    def _layer_curves(self, layer: str, plugs: list[str], first: float) -> list[str]:
-        """Add ``plugs`` to ``layer`` and key each once on it: that creates the layer's own
-        curve for the plug, which ``findCurveForPlug`` then returns."""
+    def _layer_curves(self, layer: str, plugs: list[str], first: float | Sequence[float]
+                      ) -> list[str]:
+        """Add ``plugs`` to ``layer`` and key each once on it, at ``first`` (one time for all,
+        or one per plug: a time the plug's own keys start at, so the key is replaced whatever
+        ``addKeys`` does with existing keys): that creates the layer's own curve for the plug,
+        which ``findCurveForPlug`` then returns."""
         cmds.animLayer(layer, edit=True, attribute=plugs)
-        # maya-stubs types -time as int; Maya takes any time in the UI unit
-        cmds.setKeyframe(*plugs, animLayer=layer, time=first)  # type: ignore[arg-type]
+        times = [float(first)] * len(plugs) if isinstance(first, float | int) \
+            else [float(t) for t in first]
+        for time in sorted(set(times)):
+            # maya-stubs types -time as int; Maya takes any time in the UI unit
+            cmds.setKeyframe(*[p for p, t in zip(plugs, times, strict=True) if t == time],
+                             animLayer=layer, time=time)  # type: ignore[arg-type]
         curves = []
         for plug in plugs:
             found = _names(cmds.animLayer(layer, query=True, findCurveForPlug=plug))
@@ -511,10 +518,9 @@ class MayaHost:
         channels = list(sparse)
         targets = self._plugs_to_write(channels, None)
         created = self._additive_layer(layer, weight)
-        first = min(float(sparse[channels[c]][0][0]) for c, _ in targets)
         with host_step(f"creating the curves of layer {created!r}"):
-            # the first key _layer_curves sets is replaced by addKeys (keepExistingKeys=False)
-            names = self._layer_curves(created, [p for _, p in targets], first)
+            names = self._layer_curves(created, [p for _, p in targets],
+                                       [float(sparse[channels[c]][0][0]) for c, _ in targets])
         jobs = []
         for (c, plug), name in zip(targets, names, strict=True):
             scale = np.pi / 180.0 if ".rotate" in plug else cm

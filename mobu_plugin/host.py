@@ -665,13 +665,19 @@ class MobuHost:
         "below" is what the scene shows there, as the Euler solution nearest the motion read."""
         out = {c: fv for c, fv in sparse.items() if not c.endswith("rotation")}
         start, read = self._read
-        for node in dict.fromkeys(self._split(c)[0] for c in sparse if c.endswith("rotation")):
-            info = self._describe(node)
-            every = [f"{node}.{a}rotation" for a in info.order]
+        rotated = [c for c in sparse if c.endswith("rotation")]
+        infos = [self._describe(n) for n in dict.fromkeys(self._split(c)[0] for c in rotated)]
+        channels = [f"{i.name}.{a}rotation" for i in infos for a in i.order]
+        # one scene evaluation per frame any joint is keyed at, for all the joints
+        sampled = np.unique(np.concatenate([sparse[c][0] for c in rotated]))
+        scene = self._scene_samples(infos, channels, [int(f) for f in sampled])[0]
+        for j, info in enumerate(infos):
+            node = info.name
+            every = channels[3 * j:3 * j + 3]
             frames = np.unique(np.concatenate([sparse[c][0] for c in every if c in sparse]))
             correction = np.column_stack([np.interp(frames, *sparse[c]) if c in sparse
                                           else np.zeros(len(frames)) for c in every])
-            below = self._scene_samples([info], every, [int(f) for f in frames])[0]
+            below = scene[np.searchsorted(sampled, frames)][:, 3 * j:3 * j + 3]
             rows = frames.astype(int) - start
             if all(c in read for c in every) and rows.min() >= 0 \
                     and rows.max() < len(read[every[0]]):

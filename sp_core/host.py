@@ -135,8 +135,9 @@ class GhostPoses(Protocol):
 @runtime_checkable
 class SparseLayers(Protocol):
     """Optional: a host that keys an additive layer with a few linear keys per channel (the
-    corrective keys of :mod:`sp_core.corrective`); other hosts get those corrections on every
-    frame of their span through :meth:`Host.write_residual`."""
+    corrective keys of :mod:`sp_core.corrective`). Every shipped host has it (standalone,
+    Blender, Maya, MotionBuilder); a host without it gets those corrections on every frame of
+    their span through :meth:`Host.write_residual`."""
 
     def write_sparse(self, keys: Mapping[str, tuple[np.ndarray, np.ndarray]], layer: str,
                      weight: float) -> LayerHandle:

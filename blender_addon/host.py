@@ -21,15 +21,16 @@ docs/blender.md):
 - **Writing**: the armature's active action is pushed down onto an NLA track of its own (as
   Blender's *Push Down* does; the action itself is never edited); each layer is a **new action
   on a new NLA track** above it, one strip over the reduced range: Replace blending for the
-  reduction, Add blending with the residual weight as influence for the residual. Keys are
-  Bézier with the engine's handles (aligned for one tangent per key, free when broken), type
-  ``BREAKDOWN`` for breakdown keys. All of it is one ``ed.undo_push``; if anything fails the
-  data made so far is deleted again.
+  reduction, Add blending for the residual (the residual weight as influence) and for the
+  corrective keys (linear F-curves with only their few keys, the strip holding its ends). The
+  reduction's keys are Bézier with the engine's handles (aligned for one tangent per key, free
+  when broken), type ``BREAKDOWN`` for breakdown keys. All of it is one ``ed.undo_push``; if
+  anything fails the data made so far is deleted again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -41,7 +42,7 @@ from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import SalientPosesError
 from sp_core.euler import unwrap_euler
-from sp_core.host import HostError, LayerHandle, LazyModule, host_step
+from sp_core.host import HostError, LayerHandle, LazyModule, host_step, sparse_keys
 from sp_core.tangents import to_blender
 
 bpy: Any = LazyModule("bpy")
@@ -526,12 +527,14 @@ class BlenderHost:
         return action, track, data
 
     def _finish_strip(self, obj: Any, track: Any, action: Any, first: int, blend: str,
-                      influence: float) -> None:
+                      influence: float, extrapolation: str = "NOTHING") -> None:
         strip = track.strips.new(action.name, int(first), action)
         if hasattr(strip, "action_slot") and len(action.slots):
             strip.action_slot = action.slots[0]
         strip.blend_type = blend
-        strip.extrapolation = "NOTHING"  # outside the reduced range the original shows
+        # NOTHING: outside the reduced range the original shows; HOLD (the only strip of its
+        # track): the strip's first and last frames are held before and after it
+        strip.extrapolation = extrapolation
         if influence != 1.0:
             strip.use_animated_influence = True
             strip.influence = influence
@@ -593,6 +596,33 @@ class BlenderHost:
                 points.foreach_set("interpolation", np.full(len(times), _LINEAR, np.int32))
                 fcurve.update()
             self._finish_strip(obj, track, action, first, "ADD", float(weight))
+        return LayerHandle(track.name, "additive", token=(obj.name, track.name, action.name))
+
+    def write_sparse(self, keys: Mapping[str, tuple[np.ndarray, np.ndarray]], layer: str,
+                     weight: float) -> LayerHandle:
+        """Each channel's few keys (host frames, engine units) as a linear F-curve (constant
+        extrapolation) in a new action on an Add strip that holds its ends, so every channel
+        holds its first and last key's value outside its keys."""
+        sparse = sparse_keys(keys)
+        channels = list(sparse)
+        targets = self._targets(channels, None)
+        obj = self.object()
+        first = int(min(sparse[channels[c]][0][0] for c, *_ in targets))
+        with host_step(f"creating the NLA track of layer {layer!r}"):
+            action, track, _data = self._new_layer(obj, layer, "additive", first)
+        with host_step(f"writing the corrective curves of layer {action.name!r}"):
+            bag = _Channels(action, obj)
+            for c, bone, prop, index in targets:
+                scale = np.pi / 180.0 if prop == "rotation_euler" else 1.0
+                frames, values = sparse[channels[c]]
+                fcurve = bag.new(data_path(bone, prop), index, bone)
+                points = fcurve.keyframe_points
+                points.add(len(frames))
+                points.foreach_set("co", np.stack([frames, values * scale], axis=1).ravel())
+                points.foreach_set("interpolation", np.full(len(frames), _LINEAR, np.int32))
+                fcurve.extrapolation = "CONSTANT"
+                fcurve.update()
+            self._finish_strip(obj, track, action, first, "ADD", float(weight), "HOLD")
         return LayerHandle(track.name, "additive", token=(obj.name, track.name, action.name))
 
     def remove_layer(self, handle: LayerHandle) -> None:

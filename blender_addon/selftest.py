@@ -11,7 +11,9 @@ imports the bundled sample with Blender's own BVH importer at frame 1001, reads 
 checks the engine's kinematics against the depsgraph on every frame, analyses, applies with each
 tangent mode and once with the residual track, compares what Blender evaluates with the engine
 on every frame, checks the keys (chosen frames only, Bézier, handle types), that the original
-action is untouched, that undo and Remove restore the scene, and prints PASS or FAIL per step.
+action is untouched, that undo and Remove restore the scene, applies corrective keys and checks
+the corrective track holds the engine's few linear keys and shows the corrected motion, and
+prints PASS or FAIL per step.
 ``--screenshot`` renders the result with the Workbench engine: the original motion (grey) and
 the reduced NLA result (red) at the frame where they differ most.
 """
@@ -23,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -38,6 +40,7 @@ FRAMES = 120
 KEYS = 10
 MODES = ("unified", "broken", "weighted")
 SCREENSHOT_KEYS = 5
+CORRECTIVE = "60"  # corrective keys
 #: Fraction of the character's height (the contract's 0.01 %).
 TOLERANCE = 1e-4
 
@@ -185,6 +188,39 @@ class SelfTest:
         return None if not len(data.nla_tracks) and data.action is not None else \
             "Remove left tracks behind"
 
+    def corrective(self) -> str | None:
+        from blender_addon.host import _action_fcurves
+
+        session = self.session
+        assert session is not None and session.motion is not None
+        motion = session.motion
+        # K given (no tolerance to stop at) and evenly spaced keys leave errors to correct
+        session.set_options(tangents="unified", residual_layer=False,
+                            corrective_budget=CORRECTIVE, keys=KEYS)
+        even = np.linspace(FIRST, FIRST + FRAMES - 1, 6).round().astype(int).tolist()
+        reduction = session.reduce(frames=even)
+        corrections = reduction.corrections
+        if corrections is None or not corrections.keys:
+            return "the corrective stage found nothing to correct"
+        session.apply(reduction)
+        try:
+            engine = motion.forward_kinematics(reduction.reduced + corrections.dense())
+            miss = np.linalg.norm(self.shown(motion.node_names, motion.frames) - engine,
+                                  axis=-1).max()
+            _object, _track, name = cast(tuple[str, str, str], session.applied[1].token)
+            action = self.bpy.data.actions[name]
+            points = [p for f in _action_fcurves(action, None) for p in f.keyframe_points]
+            linear = {p.interpolation for p in points} == {"LINEAR"}
+        finally:
+            session.remove()
+            session.set_options(corrective_budget=None)
+        print(f"  {corrections.n_keys} corrective keys, {len(points)} in the track; Blender vs "
+              f"engine {miss:.2e} scene units")
+        if len(points) != corrections.n_keys or not linear:
+            return f"the corrective track holds {len(points)} keys (linear: {linear}) for " \
+                   f"the engine's {corrections.n_keys} linear keys"
+        return None if miss <= TOLERANCE * motion.height() else f"off by {miss:.3g}"
+
     def cleanup(self) -> None:
         if self.own_scene is not None:
             self.bpy.data.scenes.remove(self.own_scene)
@@ -197,7 +233,9 @@ class SelfTest:
                 ("residual track: Blender shows the original", self.residual),
                 ("original action untouched", self.untouched),
                 ("undo restores the scene", self.undo),
-                ("Remove restores the original action", self.remove)]
+                ("Remove restores the original action", self.remove),
+                ("corrective keys: a few linear keys, Blender = engine on every frame",
+                 self.corrective)]
 
 
 def _stick_mesh(bpy: Any, obj: Any, name: str, colour: tuple[float, ...], radius: float) -> Any:

@@ -16,13 +16,16 @@ How it talks to Maya (every call is backed in tests/fake_maya/FACTS.md):
   curve for a plug); then the registered command ``salientPosesWriteCurves`` (plug-in file
   ``module/plug-ins/salientPoses.py``) writes every curve in bulk with ``MFnAnimCurve`` and an
   ``MAnimCurveChange``, so it is undoable. All of it runs inside one ``undoInfo`` chunk: one
-  undo step, and on any failure the chunk is undone (nothing left behind).
+  undo step, and on any failure the chunk is undone (nothing left behind). Residual and
+  corrective layers are additive with per-component rotation accumulation; their curves get
+  linear keys (the residual on every frame, each corrective curve on its own few frames, held
+  outside them by Maya's default constant infinity).
 """
 
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +37,7 @@ from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import SalientPosesError
 from sp_core.euler import unwrap_euler_from
-from sp_core.host import HostError, LayerHandle, LazyModule, host_step
+from sp_core.host import HostError, LayerHandle, LazyModule, host_step, sparse_keys
 from sp_core.tangents import to_maya_xy
 
 if TYPE_CHECKING:  # mypy checks every call against maya-stubs
@@ -405,12 +408,19 @@ class MayaHost:
         if not cmds.pluginInfo(str(PLUGIN_FILE), query=True, loaded=True):
             cmds.loadPlugin(str(PLUGIN_FILE), quiet=True)
 
-    def _layer_curves(self, layer: str, plugs: list[str], first: float) -> list[str]:
-        """Add ``plugs`` to ``layer`` and key each once on it: that creates the layer's own
-        curve for the plug, which ``findCurveForPlug`` then returns."""
+    def _layer_curves(self, layer: str, plugs: list[str], first: float | Sequence[float]
+                      ) -> list[str]:
+        """Add ``plugs`` to ``layer`` and key each once on it, at ``first`` (one time for all,
+        or one per plug: a time the plug's own keys start at, so the key is replaced whatever
+        ``addKeys`` does with existing keys): that creates the layer's own curve for the plug,
+        which ``findCurveForPlug`` then returns."""
         cmds.animLayer(layer, edit=True, attribute=plugs)
-        # maya-stubs types -time as int; Maya takes any time in the UI unit
-        cmds.setKeyframe(*plugs, animLayer=layer, time=first)  # type: ignore[arg-type]
+        times = [float(first)] * len(plugs) if isinstance(first, float | int) \
+            else [float(t) for t in first]
+        for time in sorted(set(times)):
+            # maya-stubs types -time as int; Maya takes any time in the UI unit
+            cmds.setKeyframe(*[p for p, t in zip(plugs, times, strict=True) if t == time],
+                             animLayer=layer, time=time)  # type: ignore[arg-type]
         curves = []
         for plug in plugs:
             found = _names(cmds.animLayer(layer, query=True, findCurveForPlug=plug))
@@ -471,10 +481,8 @@ class MayaHost:
             self._write(jobs)
         return LayerHandle(created, "override", token=created)
 
-    def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
-                       layer: str, weight: float) -> LayerHandle:
-        _unit, _fps, cm = self._units()
-        targets = self._plugs_to_write(channels, None)
+    def _additive_layer(self, layer: str, weight: float) -> str:
+        """A new additive layer that accumulates rotations per component (Euler)."""
         with host_step(f"creating additive layer {layer!r}"):
             self._changed = True
             created = str(cmds.animLayer(layer, override=False))
@@ -482,6 +490,13 @@ class MayaHost:
             cmds.setAttr(f"{created}.rotationAccumulationMode", 0)  # type: ignore[arg-type]
             # (maya-stubs types every setAttr value as str; Maya takes the number)
             cmds.animLayer(created, edit=True, weight=float(weight))
+        return created
+
+    def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
+                       layer: str, weight: float) -> LayerHandle:
+        _unit, _fps, cm = self._units()
+        targets = self._plugs_to_write(channels, None)
+        created = self._additive_layer(layer, weight)
         with host_step(f"creating the curves of layer {created!r}"):
             names = self._layer_curves(created, [p for _, p in targets], float(frames[0]))
         jobs = []
@@ -490,6 +505,29 @@ class MayaHost:
             jobs.append({"curve": name, "plug": plug, "frames": np.asarray(frames, float),
                          "values": residual[:, c] * scale, "tangents": "linear"})
         with host_step(f"writing the residual curves of layer {created!r}"):
+            self._write(jobs)
+        return LayerHandle(created, "additive", token=created)
+
+    def write_sparse(self, keys: Mapping[str, tuple[np.ndarray, np.ndarray]], layer: str,
+                     weight: float) -> LayerHandle:
+        """Each channel's few keys (host frames, engine units) as linear keys of its own curve
+        in a new additive layer; Maya's curves hold their end values outside the keys
+        (constant pre/post infinity is the default)."""
+        _unit, _fps, cm = self._units()
+        sparse = sparse_keys(keys)
+        channels = list(sparse)
+        targets = self._plugs_to_write(channels, None)
+        created = self._additive_layer(layer, weight)
+        with host_step(f"creating the curves of layer {created!r}"):
+            names = self._layer_curves(created, [p for _, p in targets],
+                                       [float(sparse[channels[c]][0][0]) for c, _ in targets])
+        jobs = []
+        for (c, plug), name in zip(targets, names, strict=True):
+            scale = np.pi / 180.0 if ".rotate" in plug else cm
+            frames, values = sparse[channels[c]]
+            jobs.append({"curve": name, "plug": plug, "frames": frames,
+                         "values": values * scale, "tangents": "linear"})
+        with host_step(f"writing the corrective curves of layer {created!r}"):
             self._write(jobs)
         return LayerHandle(created, "additive", token=created)
 

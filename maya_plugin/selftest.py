@@ -6,9 +6,10 @@ Run it from the menu (Salient Poses > Run Self-Test) or from a shell::
 
 It opens a new scene (save your work first), builds joints from the bundled sample clip keyed on
 every frame from 1001 at 30 fps, analyses, applies with each tangent mode and once with the
-residual layer, checks the composite against the engine's curves on every frame, checks the
-tangent locks of each mode, undoes and checks the scene is back, times the read and the Apply,
-and prints PASS or FAIL per step with the Maya version.
+residual layer and once with corrective keys, checks the composite against the engine's curves
+on every frame, checks the tangent locks of each mode and that the corrective layer holds only
+the engine's few keys per channel, undoes and checks the scene is back, times the read and the
+Apply, and prints PASS or FAIL per step with the Maya version.
 
 Only the standard library is imported at module level, so that ``mayapy`` can start Maya
 (``maya.standalone.initialize``) before numpy, the engine or ``maya.cmds`` are imported.
@@ -28,6 +29,7 @@ FIRST = 1001
 FRAMES = 60
 KEYS = 10
 MODES = ("unified", "broken", "weighted")
+CORRECTIVE = "40"  # corrective keys
 TOLERANCE = 1e-3  # scene units / degrees: keys are stored in single precision by some paths
 
 
@@ -86,6 +88,20 @@ def tangent_locks(layer: str, plugs: list[str]) -> set[bool]:
         fn = OpenMayaAnim.MFnAnimCurve(selection.getDependNode(0))
         states.update(bool(fn.tangentsLocked(i)) for i in range(fn.numKeys))
     return states
+
+
+def key_counts(layer: str, plugs: list[str]) -> list[int]:
+    """How many keys the layer's curve of each plug holds."""
+    from maya import cmds
+    from maya.api import OpenMaya, OpenMayaAnim
+
+    counts = []
+    for plug in plugs:
+        found: Any = cmds.animLayer(layer, query=True, findCurveForPlug=plug)
+        selection = OpenMaya.MSelectionList()
+        selection.add(str(found[0]))
+        counts.append(int(OpenMayaAnim.MFnAnimCurve(selection.getDependNode(0)).numKeys))
+    return counts
 
 
 def run(report: Callable[[str], None] = print) -> bool:
@@ -154,12 +170,44 @@ def run(report: Callable[[str], None] = print) -> bool:
             return f"base + override + residual differs from the original by {error:.3g}"
         return f"layers left after undo: {left}" if left else None
 
+    def with_corrections() -> str | None:
+        session = state["session"]
+        # K given (no tolerance to stop at) and evenly spaced keys leave errors to correct
+        session.set_options(residual_layer=False, corrective_budget=CORRECTIVE, keys=KEYS)
+        even = np.linspace(FIRST, FIRST + FRAMES - 1, 4).round().astype(int).tolist()
+        reduction = session.reduce(frames=even)
+        corrections = reduction.corrections
+        if corrections is None or not corrections.keys:
+            return "the corrective stage found nothing to correct"
+        session.apply(reduction)
+        curves = reduction.curves
+        columns = [i for i, a in enumerate(curves.animated) if a]
+        plugs = [MayaHost.plug_for(curves.channel_names[i]) for i in columns]
+        frames = np.arange(FIRST, FIRST + FRAMES)
+        wanted = (curves.evaluate(frames) + corrections.dense())[:, columns]
+        error = np.abs(composite(plugs) - wanted).max()
+        corrected = sorted(corrections.keys)
+        counts = key_counts(session.applied[1].name,
+                            [MayaHost.plug_for(corrections.channel_names[c]) for c in corrected])
+        given = [len(corrections.keys[c][0]) for c in corrected]
+        cmds.undo()
+        session.applied.clear()
+        session.set_options(corrective_budget=None)
+        left = [la for la in cmds.ls(type="animLayer") or [] if "salientPoses" in la]
+        if error > TOLERANCE:
+            return f"base + override + corrective differs from the engine by {error:.3g}"
+        if counts != given:
+            return f"corrective curves hold {counts} keys, the engine wrote {given}"
+        return f"layers left after undo: {left}" if left else None
+
     steps: list[tuple[str, Callable[[], str | None]]] = [
         ("build a scene from the sample clip (30 fps, frames 1001+)", setup),
         ("analyse the selection (read in DG contexts)", analyse)]
     steps += [(f"apply {KEYS} keys, {mode} tangents: composite = engine on every frame, "
                f"locks, one undo restores the scene", apply_mode(mode)) for mode in MODES]
     steps.append(("apply with the residual layer: composite = original; undo", with_residual))
+    steps.append((f"apply {CORRECTIVE} corrective keys: a few linear keys per channel, "
+                  "composite = engine on every frame; undo", with_corrections))
     return run_self_test(steps, report, essential=2)
 
 

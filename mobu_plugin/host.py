@@ -25,7 +25,9 @@ public code making the same call). In short:
 - **Layers** compose rotations per layer (quaternions) by default and
   ``FBAnimationLayer.LayerRotationMode`` is read only, so the residual layer holds each joint's
   turn from the reduced to the original pose (R_reduced⁻¹ · R_original); translations are per
-  channel.
+  channel. The corrective layer holds a few Linear keys per channel (constant extrapolation);
+  in a per-layer rotation layer a corrected joint's rotation keys are the turn from the pose
+  below to the corrected one at the union of its key frames (exact there, linear between).
 
 ``pyfbsdk`` is imported lazily so that ``import mobu_plugin`` works outside MotionBuilder.
 """
@@ -33,7 +35,7 @@ public code making the same call). In short:
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
@@ -44,7 +46,8 @@ from scipy.spatial.transform import Rotation
 
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
-from sp_core.host import HostError, LayerHandle, LazyModule, host_step
+from sp_core.euler import unwrap_euler_from
+from sp_core.host import HostError, LayerHandle, LazyModule, host_step, sparse_keys
 from sp_core.tangents import to_mobu
 
 if TYPE_CHECKING:  # mypy checks every call against motionbuilder-stubs
@@ -610,6 +613,86 @@ class MobuHost:
                     self._key(fcurve, channel, times, curve_values, linear, user)
                     fcurve.EditEnd(len(times))
         return LayerHandle(created.Name, "additive", token=created.Name)
+
+    def write_sparse(self, keys: Mapping[str, tuple[np.ndarray, np.ndarray]], layer: str,
+                     weight: float) -> LayerHandle:
+        """Each channel's few keys (host frames, degrees / scene units) as Linear keys with
+        constant extrapolation in a new additive layer. In a layer that composes rotations per
+        layer (quaternions, MotionBuilder's default) a joint's rotation keys become the turn
+        from the pose below to the corrected pose, keyed on all three axes at the union of the
+        joint's key frames: exact on those frames, linear between them."""
+        clock = self.clock()
+        sparse = sparse_keys(keys)
+        self._refuse_driven(list(sparse))
+        with host_step(f"creating additive layer {layer!r}"):
+            created, index = self._new_layer(layer, fb.FBLayerMode.kFBLayerModeAdditive)
+            created.Weight = 100.0 * float(weight)
+            per_layer = int(created.LayerRotationMode) != int(
+                fb.FBLayerRotationMode.kFBLayerRotationModeEulerRotation)
+        if per_layer and any(c.endswith("rotation") for c in sparse):
+            with host_step(f"computing the rotation keys of layer {created.Name!r}"):
+                sparse = self._turn_keys(sparse)
+            self.notes = ["MotionBuilder composes this layer's rotations as quaternions, so the "
+                          "corrective layer holds each joint's turn from the pose below to the "
+                          "corrected one, keyed at the joint's corrective frames (exact there, "
+                          "linear between them)."]
+        linear = fb.FBInterpolation.kFBInterpolationLinear
+        user = fb.FBTangentMode.kFBTangentModeUser
+        const = fb.FBExtrapolationMode.kFCurveExtrapolationConst
+        targets = [(ch, fv) for ch, fv in sparse.items() if ch not in self.skipped]
+        animation: dict[tuple[str, str], fb.FBAnimationNode] = {}
+        with self._on_layer(index), \
+                self._progress(f"Salient Poses: keying {created.Name}", len(targets)) as step:
+            for n, (channel, (frames, values)) in enumerate(targets):
+                step(n)
+                node, kind, axis = self._split(channel)
+                with host_step(f"keying the corrections of {channel} in layer "
+                               f"{created.Name!r}"):
+                    if (node, kind) not in animation:
+                        animation[node, kind] = self._layer_curves(node, kind)
+                    fcurve = animation[node, kind].Nodes[axis].FCurve
+                    times = [fb.FBTime(clock.ticks(float(f))) for f in frames]
+                    self._key(fcurve, channel, times, values, linear, user)
+                    fcurve.EditEnd(len(times))
+                    fcurve.SetPreExtrapolationMode(const)
+                    fcurve.SetPostExtrapolationMode(const)
+        return LayerHandle(created.Name, "additive", token=created.Name)
+
+    def _turn_keys(self, sparse: dict[str, tuple[np.ndarray, np.ndarray]]
+                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """``sparse`` with each corrected joint's rotation keys replaced by Euler angles (its
+        order) of R_below⁻¹ · R(below + correction) at the union of its rotation key frames;
+        "below" is what the scene shows there, as the Euler solution nearest the motion read."""
+        out = {c: fv for c, fv in sparse.items() if not c.endswith("rotation")}
+        start, read = self._read
+        rotated = [c for c in sparse if c.endswith("rotation")]
+        infos = [self._describe(n) for n in dict.fromkeys(self._split(c)[0] for c in rotated)]
+        channels = [f"{i.name}.{a}rotation" for i in infos for a in i.order]
+        # one scene evaluation per frame any joint is keyed at, for all the joints
+        sampled = np.unique(np.concatenate([sparse[c][0] for c in rotated]))
+        scene = self._scene_samples(infos, channels, [int(f) for f in sampled])[0]
+        for j, info in enumerate(infos):
+            node = info.name
+            every = channels[3 * j:3 * j + 3]
+            frames = np.unique(np.concatenate([sparse[c][0] for c in every if c in sparse]))
+            correction = np.column_stack([np.interp(frames, *sparse[c]) if c in sparse
+                                          else np.zeros(len(frames)) for c in every])
+            below = scene[np.searchsorted(sampled, frames)][:, 3 * j:3 * j + 3]
+            rows = frames.astype(int) - start
+            if all(c in read for c in every) and rows.min() >= 0 \
+                    and rows.max() < len(read[every[0]]):
+                reference = np.column_stack([read[c][rows] for c in every])
+                below = np.array([unwrap_euler_from(b[None], r)[0]
+                                  for b, r in zip(below, reference, strict=True)])
+            turn = Rotation.from_euler(info.order, below, degrees=True).inv() \
+                * Rotation.from_euler(info.order, below + correction, degrees=True)
+            angles = turn.as_euler(info.order, degrees=True)
+            if any(c in self.skipped for c in every):
+                # the turn needs all three angles; a locked axis cannot take its share
+                self.skipped[f"{node}.rotation corrections"] = "inexact: a rotation axis is " \
+                    "locked"
+            out.update({c: (frames, angles[:, j]) for j, c in enumerate(every)})
+        return out
 
     def _rotation_residual(self, node: str, columns: dict[str, int], residual: np.ndarray,
                            first: int, last: int) -> dict[str, np.ndarray]:

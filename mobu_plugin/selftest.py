@@ -6,19 +6,23 @@ It replaces the open scene (save your work first): a skeleton is built from the 
 30 fps, keyed on every frame from 1001; the tool analyses it, applies each tangent mode and
 compares what the override layer evaluates to with the engine's curves on every frame, applies
 with the residual and compares the scene's world positions with the original ones on every
-frame, then removes the layers and checks the scene is back. It prints PASS or FAIL per step and
-the time the read and each Apply took.
+frame, then removes the layers and checks the scene is back; last it applies corrective keys and
+checks that the corrective layer holds a few keys, not one per frame, and that the corrected
+channels show base + corrections (rotations exactly on their key frames: in MotionBuilder's
+default per layer rotation mode the layer holds turns, linear between the keys). It prints PASS
+or FAIL per step and the time the read and each Apply took.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from mobu_plugin.host import ROTATE_ORDERS, MobuHost, fb
 from sp_core.host import run_self_test
@@ -31,6 +35,7 @@ FRAMES = 90
 KEYS = 12
 TANGENTS = ("unified", "broken", "smooth", "weighted")
 TOLERANCE = 1e-3  # scene units / degrees
+CORRECTIVE = "60"  # corrective keys
 #: The engine's Euler order → the FBModelRotationOrder member of the same rotation.
 ORDER_NAMES = {"ZYX": "kFBEulerXYZ", "YZX": "kFBEulerXZY", "XZY": "kFBEulerYZX",
                "ZXY": "kFBEulerYXZ", "YXZ": "kFBEulerZXY", "XYZ": "kFBEulerZYX"}
@@ -70,6 +75,25 @@ def build_scene(host: MobuHost) -> list[str]:
         model.Selected = False
     models[clip.node_names[0]].Selected = True
     return list(clip.node_names)
+
+
+def _layer_keys(layer: str, nodes: Sequence[str]) -> int:
+    """Keys the layer named ``layer`` holds on the Translation and Rotation of ``nodes``."""
+    take = fb.FBSystem().CurrentTake
+    current = take.GetCurrentLayer()
+    take.SetCurrentLayer(next(i for i in range(take.GetLayerCount())
+                              if take.GetLayer(i).Name == layer))
+    held = 0
+    try:  # GetAnimationNode answers for the current layer
+        for name in nodes:
+            model = fb.FBFindModelByLabelName(name)
+            for prop in (model.Translation, model.Rotation):
+                animation = prop.GetAnimationNode() if prop.IsAnimated() else None
+                if animation is not None:
+                    held += sum(len(animation.Nodes[a].FCurve.Keys) for a in range(3))
+    finally:
+        take.SetCurrentLayer(current)
+    return held
 
 
 def run(report: Callable[[str], None] = print) -> bool:
@@ -126,6 +150,57 @@ def run(report: Callable[[str], None] = print) -> bool:
                        - state["positions"]).max()
         return None if error < TOLERANCE else f"joints moved by up to {error:.4g} units"
 
+    def with_corrections() -> str | None:
+        session = state["session"]
+        # K given (no tolerance to stop at) and evenly spaced keys leave errors to correct
+        session.set_options(tangents="unified", residual_layer=False,
+                            corrective_budget=CORRECTIVE, keys=KEYS)
+        even = np.linspace(FIRST, FIRST + FRAMES - 1, 5).round().astype(int).tolist()
+        reduction = session.reduce(frames=even)
+        corrections = reduction.corrections
+        if corrections is None or not corrections.keys:
+            return "the corrective stage found nothing to correct"
+        motion = session.motion
+        wanted = reduction.reduced + corrections.dense()
+        corrected = {corrections.channel_names[c]: fv for c, fv in corrections.keys.items()}
+        joints = sorted({c.rpartition(".")[0] for c in corrected if c.endswith("rotation")})
+        session.apply(reduction)
+        try:
+            held = _layer_keys(session.applied[1].token, motion.node_names)
+            names = [c for c in corrected if c.endswith("position")] + [
+                f"{j}.{a}rotation" for j in joints
+                for a in motion.rotation_orders[motion.node_index(j)]]
+            got = host.channel_values(names, FIRST, FIRST + FRAMES - 1)
+            shown = host.world_positions(motion.node_names, frames)
+        finally:
+            session.remove()
+            session.set_options(corrective_budget=None)
+        off = float(np.linalg.norm(shown - motion.forward_kinematics(wanted), axis=-1).max())
+        report(f"      {corrections.n_keys} corrective keys, the layer holds {held}; joints "
+               f"within {off:.3g} units of the engine's corrected motion on every frame")
+        if not 0 < held <= 3 * corrections.n_keys:  # a turn keys a joint's three axes
+            return f"the corrective layer holds {held} keys for the engine's " \
+                   f"{corrections.n_keys}"
+        for c, name in enumerate(names):
+            if name.endswith("position"):
+                error = np.abs(got[:, c] - wanted[:, motion.channel_names.index(name)]).max()
+                if error > TOLERANCE:
+                    return f"{name} differs from base + corrections by {error:.4g}"
+        for joint in joints:
+            order = motion.rotation_orders[motion.node_index(joint)]
+            mine = [names.index(f"{joint}.{a}rotation") for a in order]
+            theirs = [motion.channel_names.index(f"{joint}.{a}rotation") for a in order]
+            rows = sorted({int(f) - FIRST for c, (keyed, _v) in corrected.items()
+                           if c.startswith(joint + ".") and c.endswith("rotation")
+                           for f in keyed})
+            turn = Rotation.from_euler(order, got[rows][:, mine], degrees=True).inv() \
+                * Rotation.from_euler(order, wanted[rows][:, theirs], degrees=True)
+            error = float(np.degrees(turn.magnitude()).max())
+            if error > TOLERANCE:
+                return f"{joint} is {error:.4g} degrees off its corrected rotation on its " \
+                       "corrective frames"
+        return None
+
     def undo() -> str | None:
         state["session"].remove()
         error = np.abs(host.world_positions(state["names"], frames) - state["positions"]).max()
@@ -140,7 +215,10 @@ def run(report: Callable[[str], None] = print) -> bool:
               for t in TANGENTS]
     steps += [("residual: base + override + residual = original joints on every frame",
                with_residual),
-              ("undo: removing the layers restores the scene", undo)]
+              ("undo: removing the layers restores the scene", undo),
+              (f"corrective keys ({CORRECTIVE}): a few linear keys; translations = base + "
+               "corrections on every frame, rotations on their key frames (turns in a per "
+               "layer rotation layer); removed again", with_corrections)]
     return run_self_test(steps, report, essential=2)
 
 

@@ -135,13 +135,45 @@ class GhostPoses(Protocol):
 @runtime_checkable
 class SparseLayers(Protocol):
     """Optional: a host that keys an additive layer with a few linear keys per channel (the
-    corrective keys of :mod:`sp_core.corrective`); other hosts get those corrections on every
-    frame of their span through :meth:`Host.write_residual`."""
+    corrective keys of :mod:`sp_core.corrective`). Every shipped host has it (standalone,
+    Blender, Maya, MotionBuilder); a host without it gets those corrections on every frame of
+    their span through :meth:`Host.write_residual`."""
 
     def write_sparse(self, keys: Mapping[str, tuple[np.ndarray, np.ndarray]], layer: str,
                      weight: float) -> LayerHandle:
         """Key each channel's (host frames, values) with linear interpolation (constant
         outside its keys) into a new additive layer named ``layer``."""
+
+
+def sparse_keys(keys: Mapping[str, tuple[np.ndarray, np.ndarray]]
+                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The keys of :meth:`SparseLayers.write_sparse` checked and as float64 arrays.
+
+    Parameters
+    ----------
+    keys : mapping of str to (frames, values)
+        Channel → host frames (strictly increasing) and values (channel units), one value per
+        frame, at least one key.
+
+    Returns
+    -------
+    dict of str to ((n_keys,) float64, (n_keys,) float64)
+        Same channels and order.
+    """
+    if not keys:
+        raise HostError("writing sparse keys: no channel has keys")
+    out = {}
+    for channel, (frames, values) in keys.items():
+        f = np.asarray(frames, dtype=np.float64).ravel()
+        v = np.asarray(values, dtype=np.float64).ravel()
+        if f.size == 0 or f.shape != v.shape:
+            raise HostError(f"writing the keys of {channel}: {f.size} frames and {v.size} "
+                            "values; give one value per frame and at least one key")
+        if not (np.isfinite(f).all() and np.isfinite(v).all()) or np.any(np.diff(f) <= 0):
+            raise HostError(f"writing the keys of {channel}: frames must be increasing and "
+                            "frames and values finite")
+        out[channel] = (f, v)
+    return out
 
 
 @runtime_checkable

@@ -18,7 +18,7 @@ import numpy as np
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import ClipError
-from sp_core.host import HostError, LayerHandle
+from sp_core.host import HostError, LayerHandle, sparse_keys
 from sp_core.io.bvh import write_bvh
 from sp_core.io.readers import read_clip
 
@@ -151,17 +151,16 @@ class StandaloneHost:
                      weight: float) -> LayerHandle:
         """Linear keys per channel in an additive layer (see :class:`sp_core.host.SparseLayers`);
         evaluated on every frame of the clip."""
-        names = list(keys)
+        sparse = sparse_keys(keys)
+        names = list(sparse)
         columns = np.array([self._column(n) for n in names], dtype=int)
         rows = np.arange(self.clip.n_frames)
         values = np.zeros((len(rows), len(names)))
         for i, name in enumerate(names):
-            frames, key_values = (np.asarray(a, dtype=np.float64) for a in keys[name])
-            values[:, i] = np.interp(self.clip.frames, frames, key_values)
+            values[:, i] = np.interp(self.clip.frames, *sparse[name])
         handle = LayerHandle(self._unique(layer), "additive", token=object())
         self._layers.append(_Layer(handle, columns, rows, values, weight=float(weight)))
-        self.sparse_keys[handle.name] = {n: (np.asarray(f), np.asarray(v))
-                                         for n, (f, v) in keys.items()}
+        self.sparse_keys[handle.name] = sparse
         self._notify("layers")
         return handle
 

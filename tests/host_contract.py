@@ -98,6 +98,15 @@ class ContractScene:
     def undo(self) -> None:
         raise NotImplementedError
 
+    def layer_keys(self, handle: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Engine channel → (frames, values) of the keys the application holds in the layer of
+        ``handle`` (degrees, scene units), read from the application's own data."""
+        raise NotImplementedError
+
+    def per_channel_layers(self) -> None:
+        """Make new additive layers compose rotations per channel (Euler), where the
+        application lets the user choose (the default elsewhere)."""
+
 
 # ----------------------------------------------------------------------------- standalone
 class StandaloneScene(ContractScene):
@@ -124,6 +133,9 @@ class StandaloneScene(ContractScene):
 
     def undo(self) -> None:
         self._host.undo()
+
+    def layer_keys(self, handle: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        return self._host.sparse_keys[handle.name]
 
 
 # ----------------------------------------------------------------------------- Maya (fake)
@@ -189,6 +201,18 @@ class MayaScene(ContractScene):
 
         cmds.undo()
 
+    def layer_keys(self, handle: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        scene = self.state_module.scene
+        layer = next(la for la in scene.layers if la.name == handle.token)
+        engine = {v: k for k, v in MAYA_ATTRIBUTES.items()}
+        out = {}
+        for plug, name in layer.curves.items():
+            node, _, attribute = plug.rpartition(".")
+            curve = scene.curves[name]
+            scale = 180.0 / np.pi if attribute.startswith("rotate") else 1.0  # scene in cm
+            out[f"{node}.{engine[attribute]}"] = (curve.times * scene.fps, curve.values * scale)
+        return out
+
 
 # ----------------------------------------------------------------------------- MotionBuilder
 class MobuScene(ContractScene):
@@ -201,6 +225,8 @@ class MobuScene(ContractScene):
             "the fake's FBUndoManager.Undo does not take back layer creation: no documented "
             "call records object creation (tests/fake_mobu/FACTS.md, 'Undo, progress'); "
             "mobu_plugin/selftest.py checks undo in MotionBuilder itself",
+        "test_undo_takes_the_corrective_layer_away_in_one_step":
+            "the fake's FBUndoManager.Undo does not take back layer creation (as above)",
     }
 
     def build(self) -> None:
@@ -257,6 +283,25 @@ class MobuScene(ContractScene):
 
     def undo(self) -> None:
         self.fb.FBUndoManager().Undo()
+
+    def layer_keys(self, handle: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        fb = self.fb
+        layer = fb.scene.take.GetLayerByName(handle.token)
+        out = {}
+        for model in fb.scene.models:
+            for prop, kind in ((model.Translation, "position"), (model.Rotation, "rotation")):
+                node = prop._nodes.get(layer)  # noqa: SLF001 - the fake's own record
+                for axis, child in enumerate(node.Nodes if node is not None else []):
+                    keys = child.FCurve.Keys
+                    if keys:
+                        out[f"{model.Name}.{'XYZ'[axis]}{kind}"] = (
+                            np.array([k.Time.Get() / fb.frame_ticks(1) for k in keys]),
+                            np.array([k.Value for k in keys]))
+        return out
+
+    def per_channel_layers(self) -> None:
+        # the user's default for new layers (Animation Layers: Per Channel)
+        self.fb.scene.layer_rotation_default = 0
 
 
 # ----------------------------------------------------------------------------- Blender
@@ -333,6 +378,19 @@ class BlenderScene(ContractScene):
 
     def undo(self) -> None:
         self.bpy.ops.ed.undo()
+
+    def layer_keys(self, handle: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        action = self.bpy.data.actions[handle.token[2]]
+        fcurves = [f for layer in action.layers for strip in layer.strips
+                   for bag in strip.channelbags for f in bag.fcurves]
+        out = {}
+        for fcurve in fcurves:
+            bone = fcurve.data_path.split('"')[1]
+            rotation = fcurve.data_path.endswith("rotation_euler")
+            points = np.array([tuple(p.co) for p in fcurve.keyframe_points])
+            out[f"{bone}.{'XYZ'[fcurve.array_index]}{'rotation' if rotation else 'position'}"] \
+                = (points[:, 0], np.degrees(points[:, 1]) if rotation else points[:, 1])
+        return out
 
 
 SCENES = {scene.name: scene for scene in (StandaloneScene, MayaScene, MobuScene, BlenderScene)}

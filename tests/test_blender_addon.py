@@ -105,6 +105,28 @@ def test_breakdowns_are_breakdown_keyframes_and_markers(scene):
     assert scene.host.preview() == []
 
 
+def test_corrective_keys_are_linear_f_curves_on_a_held_add_strip(scene):
+    host = scene.host
+    keys = {"Hips.Xposition": (np.array([FIRST + 5, FIRST + 9]), np.array([0.0, 0.8])),
+            "LeftKnee.Xrotation": (np.array([FIRST + 12]), np.array([3.0]))}
+    with host.undo_chunk("corrective"):
+        handle = host.write_sparse(keys, "corrective", 0.5)
+    obj_name, track_name, action_name = handle.token
+    action = bpy.data.actions[action_name]
+    assert action[MADE] == "additive"
+    fcurves = {(f.data_path, f.array_index): f for f in _action_fcurves(action, None)}
+    assert sorted(fcurves) == [('pose.bones["Hips"].location', 0),
+                               ('pose.bones["LeftKnee"].rotation_euler', 0)]
+    for fcurve in fcurves.values():
+        assert fcurve.extrapolation == "CONSTANT"
+        assert {p.interpolation for p in fcurve.keyframe_points} == {"LINEAR"}
+    knee = fcurves['pose.bones["LeftKnee"].rotation_euler', 0].keyframe_points
+    assert len(knee) == 1 and tuple(knee[0].co) == pytest.approx((FIRST + 12, np.radians(3.0)))
+    strip = bpy.data.objects[obj_name].animation_data.nla_tracks[track_name].strips[0]
+    assert (strip.blend_type, strip.extrapolation) == ("ADD", "HOLD")
+    assert strip.influence == pytest.approx(0.5)
+
+
 def test_the_original_action_is_pushed_down_untouched_and_comes_back(scene):
     obj = bpy.data.objects[scene.object_name]
     original = obj.animation_data.action

@@ -7,6 +7,8 @@ itself evaluates with what the engine expects, to :data:`TOLERANCE` × the chara
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from host_contract import (
@@ -147,3 +149,110 @@ def test_bad_input_gets_the_hosts_message(scene):
     with pytest.raises(SalientPosesError, match="keyframe 900 is outside the clip"):
         analysed(scene).reduce(frames=[900, FIRST + 10])
     assert scene.state() == before
+
+
+#: Corrective keys written straight into each host: channels keyed on their own frames, a hat,
+#: a single key (constant everywhere) and non-zero end keys (held outside them).
+SPARSE = {"Hips.Xposition": ([FIRST + 5, FIRST + 9, FIRST + 14], [0.0, 0.8, 0.0]),
+          "LeftKnee.Xrotation": ([FIRST + 3, FIRST + 20, FIRST + 30], [1.5, -4.0, 2.0]),
+          "lowerback.Yrotation": ([FIRST + 12], [3.0]),
+          "RightHip.Zrotation": ([FIRST + 7, FIRST + 8, FIRST + 9], [0.0, 6.0, 0.0]),
+          "RightHip.Xrotation": ([FIRST + 1, FIRST + 25], [-2.0, 2.0])}
+
+
+def sparse_expected(motion, keys) -> np.ndarray:
+    """The motion's channels plus each channel's keys interpolated linearly on every frame
+    (constant outside its keys)."""
+    values = motion.channels.copy()
+    for channel, (frames, key_values) in keys.items():
+        c = motion.channel_names.index(channel)
+        values[:, c] += np.interp(motion.frames, frames, key_values)
+    return values
+
+
+def test_sparse_layer_is_the_linear_keys_added_on_every_frame(scene):
+    from sp_core.host import SparseLayers
+
+    host = scene.host
+    assert isinstance(host, SparseLayers)
+    scene.per_channel_layers()
+    motion = host.motion(host.selected_nodes(), FIRST, FIRST + FRAMES - 1)
+    keys = {c: (np.array(f), np.array(v)) for c, (f, v) in SPARSE.items()}
+    with host.undo_chunk("sparse"):
+        handle = host.write_sparse(keys, "corrective", 1.0)
+    assert handle.kind == "additive"
+    held = scene.layer_keys(handle)
+    assert sorted(held) == sorted(SPARSE)  # only the given channels, only their keys
+    for channel, (frames, values) in SPARSE.items():
+        np.testing.assert_allclose(held[channel][0], frames, atol=1e-9, err_msg=channel)
+        np.testing.assert_allclose(held[channel][1], values, atol=1e-6, err_msg=channel)
+    shown = scene.positions(motion.node_names, motion.frames)
+    engine = motion.forward_kinematics(sparse_expected(motion, keys))
+    assert worst(shown, engine) <= TOLERANCE * motion.height()
+    # the keys change the motion well beyond the tolerance, inside and outside their frames
+    moved = np.linalg.norm(shown - motion.positions, axis=-1).max(axis=1)
+    assert moved[0] > 10 * TOLERANCE * motion.height()  # before every key: held values
+    assert moved[10] > 10 * TOLERANCE * motion.height()
+
+
+#: Evenly spaced keys leave errors the corrective stage can lower (the optimal K = 6 does not).
+EVEN = [FIRST + f for f in (0, 7, 15, 23, 31, FRAMES - 1)]
+
+
+def corrected(scene: ContractScene) -> tuple[Session, Any]:
+    """A session and its reduction at :data:`EVEN` with corrective keys."""
+    scene.per_channel_layers()
+    session = analysed(scene)
+    session.set_options(corrective_budget="40", keys=K)  # K given: no tolerance stop
+    return session, session.reduce(frames=EVEN)
+
+
+def test_apply_writes_the_corrective_keys_as_a_few_keys(scene):
+    session, reduction = corrected(scene)
+    session.apply(reduction)
+    corrections = reduction.corrections
+    assert corrections is not None and corrections.keys
+    assert [h.kind for h in session.applied] == ["override", "additive"]
+    held = scene.layer_keys(session.applied[1])
+    given = {corrections.channel_names[c]: fv for c, fv in corrections.keys.items()}
+    given.pop(scene.locked, None)
+    assert sorted(held) == sorted(given)
+    for channel, (frames, values) in given.items():
+        np.testing.assert_allclose(held[channel][0], frames, atol=1e-9, err_msg=channel)
+        np.testing.assert_allclose(held[channel][1], values, atol=1e-6, err_msg=channel)
+    # the budget's keys, not the dense fallback's key on every frame of every channel
+    assert sum(len(f) for f, _ in held.values()) <= 40 < FRAMES * len(held)
+    motion = session.motion
+    expected = expected_override(session, reduction, scene)
+    dense = corrections.dense()
+    for c, channel in enumerate(motion.channel_names):
+        if channel in given:
+            expected[:, c] += dense[:, c]
+    shown = scene.positions(motion.node_names, motion.frames)
+    engine = motion.forward_kinematics(expected)
+    assert worst(shown, engine) <= TOLERANCE * motion.height()
+
+
+def test_undo_takes_the_corrective_layer_away_in_one_step(scene):
+    session, reduction = corrected(scene)
+    before = scene.state()
+    session.apply(reduction)
+    assert len(session.applied) == 2 and scene.state() != before
+    scene.undo()
+    assert scene.state() == before
+
+
+def test_a_failed_corrective_write_leaves_nothing_behind(scene, monkeypatch):
+    session, reduction = corrected(scene)
+    before = scene.state()
+    host = scene.host
+    write = host.write_sparse
+
+    def failing(*args, **kwargs):
+        write(*args, **kwargs)
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(host, "write_sparse", failing)
+    with pytest.raises(SalientPosesError, match="corrective layer .*RuntimeError: disk full"):
+        session.apply(reduction)
+    assert scene.state() == before and session.applied == []

@@ -117,6 +117,27 @@ def test_residual_layer_restores_the_original_and_undo_removes_everything(sample
     session.applied.clear()
 
 
+def test_corrective_keys_are_linear_keys_written_by_the_undoable_command(sample_clip):
+    build_scene(sample_clip)
+    host = MayaHost()
+    keys = {"Hips.Xposition": (np.array([1005, 1009]), np.array([0.0, 0.8])),
+            "LeftKnee.Xrotation": (np.array([1012]), np.array([3.0]))}
+    cmds.undoInfo(openChunk=True, chunkName="corrective")
+    handle = host.write_sparse(keys, "corrective", 1.0)
+    cmds.undoInfo(closeChunk=True)
+    assert not STATE.unrecorded_api_edits  # every curve edit is in the command's change cache
+    layer = next(la for la in STATE.scene.layers if la.name == handle.token)
+    assert (layer.override, layer.accumulation) == (False, 0)
+    assert sorted(layer.curves) == ["Hips.translateX", "LeftKnee.rotateX"]
+    hips = STATE.scene.curves[layer.curves["Hips.translateX"]]
+    knee = STATE.scene.curves[layer.curves["LeftKnee.rotateX"]]
+    np.testing.assert_allclose(hips.times * STATE.scene.fps, [1005, 1009])
+    assert set(hips.in_type) | set(hips.out_type) == {2}  # kTangentLinear
+    np.testing.assert_allclose(knee.values, [np.radians(3.0)])  # radians inside Maya
+    cmds.undo()
+    assert [la.name for la in STATE.scene.layers] == []
+
+
 def test_analysing_again_after_apply_reads_the_layered_composite(sample_clip):
     part, times = build_scene(sample_clip, frames=60)
     host = MayaHost()
@@ -333,6 +354,23 @@ def test_selftest_passes_on_the_fake_and_fails_when_apply_is_wrong(monkeypatch):
     assert not selftest.run(lines.append)
     assert any(line.startswith("FAIL") for line in lines)
     assert lines[-1] == "Salient Poses self-test: FAIL"
+
+
+def test_selftest_catches_corrections_written_on_every_frame(monkeypatch):
+    from maya_plugin import selftest
+
+    def dense(self, keys, layer, weight):  # the same motion, a key on every frame
+        frames = np.arange(selftest.FIRST, selftest.FIRST + selftest.FRAMES)
+        values = np.column_stack([np.interp(frames, f, v) for f, v in keys.values()])
+        return self.write_residual(list(keys), frames, values, layer, weight)
+
+    monkeypatch.setattr(selftest, "MODES", ("unified",))
+    monkeypatch.setattr(MayaHost, "write_sparse", dense)
+    testing.reset("film")
+    lines: list[str] = []
+    assert not selftest.run(lines.append)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert len(failed) == 1 and "corrective curves hold" in failed[0], failed
 
 
 def test_panel_reports_the_channels_maya_left_alone(sample_clip, qtbot, tmp_path):

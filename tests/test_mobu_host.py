@@ -258,6 +258,56 @@ def test_a_per_channel_residual_layer_gets_per_channel_differences(sample_clip):
     np.testing.assert_allclose(world(names, frames), original, atol=1e-6)
 
 
+def test_corrective_rotations_in_a_per_layer_layer_are_turns_exact_on_their_frames(
+        sample_clip):
+    """MotionBuilder's default layers compose rotations as quaternions: a joint's corrective
+    rotation keys become the turn from the pose below to the corrected pose, on all three axes
+    at the union of the joint's key frames."""
+    from scipy.spatial.transform import Rotation
+
+    part, frames = build_scene(sample_clip, locked=False)
+    f0 = int(frames[0])
+    host = MobuHost()
+    motion = host.motion(host.selected_nodes(), f0, int(frames[-1]))
+    keys = {"RightHip.Zrotation": ([f0 + 7, f0 + 12, f0 + 17], [0.0, 6.0, 0.0]),
+            "RightHip.Xrotation": ([f0 + 1, f0 + 25], [-2.0, 2.0]),
+            "LeftKnee.Zrotation": ([f0 + 3, f0 + 20, f0 + 30], [1.5, -4.0, 2.0]),
+            "Hips.Xposition": ([f0 + 5, f0 + 9, f0 + 14], [0.0, 0.8, 0.0])}
+    with host.undo_chunk("corrective"):
+        handle = host.write_sparse({c: (np.array(f), np.array(v)) for c, (f, v) in keys.items()},
+                                   "corrective", 1.0)
+    assert "quaternions" in host.notes[0]
+    layer = fb.scene.take.GetLayerByName(handle.token)
+    unions = {"RightHip": [f0 + 1, f0 + 7, f0 + 12, f0 + 17, f0 + 25],
+              "LeftKnee": [f0 + 3, f0 + 20, f0 + 30]}
+    for name, union in unions.items():
+        nodes = model(name).Rotation._nodes[layer].Nodes
+        for axis in range(3):
+            keyed = [k.Time.Get() / fb.frame_ticks(1) for k in nodes[axis].FCurve.Keys]
+            assert keyed == union, (name, axis)
+    position = model("Hips").Translation._nodes[layer].Nodes[0].FCurve.Keys
+    assert [k.Value for k in position] == [0.0, 0.8, 0.0]  # translations stay per channel
+    values = motion.channels.copy()
+    for channel, (key_frames, key_values) in keys.items():
+        values[:, motion.channel_names.index(channel)] += np.interp(frames, key_frames,
+                                                                    key_values)
+    shown = local_turns(list(part.node_names), frames)
+    for name, union in unions.items():
+        order = part.rotation_orders[part.node_index(name)]
+        columns = [motion.channel_names.index(f"{name}.{a}rotation") for a in order]
+        wanted = Rotation.from_euler(order, values[:, columns], degrees=True)
+        got = Rotation.from_matrix(shown[:, part.node_index(name)])
+        angle = np.degrees((wanted.inv() * got).magnitude())
+        on_keys = np.isin(frames, union)
+        assert angle[on_keys].max() < 1e-7, name
+        # linear turns between the keys: close, not exact (4-6 degree corrections here)
+        assert 1e-4 < angle[~on_keys].max() < 0.3, name
+    # the root's world X is its Translation X: the original plus the linear keys
+    np.testing.assert_allclose(world(["Hips"], frames)[:, 0, 0],
+                               values[:, motion.channel_names.index("Hips.Xposition")],
+                               atol=1e-9)
+
+
 def test_failure_midway_removes_every_layer_and_animation_it_made(sample_clip, monkeypatch):
     build_scene(sample_clip)
     head = model("Head").Translation
@@ -376,6 +426,7 @@ def test_selftest_passes_on_the_fake_and_catches_a_wrong_residual(monkeypatch):
     assert fb.FBPlayerControl().GetTransportFpsValue() == 30.0
     assert any(line.startswith("PASS  apply weighted") for line in lines)
     assert any(line.startswith("PASS  undo") for line in lines)
+    assert any(line.startswith("PASS  corrective keys") for line in lines)
     real = MobuHost._rotation_residual
 
     def wrong(self, *args):
@@ -387,6 +438,20 @@ def test_selftest_passes_on_the_fake_and_catches_a_wrong_residual(monkeypatch):
     lines.clear()
     assert not selftest.run(lines.append)
     assert any(line.startswith("FAIL  residual") for line in lines)
+
+
+def test_selftest_catches_corrections_keyed_as_plain_euler_offsets(monkeypatch):
+    from mobu_plugin import selftest
+
+    monkeypatch.setattr(selftest, "FRAMES", 30)
+    monkeypatch.setattr(selftest, "TANGENTS", ("unified",))
+    # a writer that adds the Euler corrections to a per layer (quaternion) layer as they are
+    monkeypatch.setattr(MobuHost, "_turn_keys", lambda self, sparse: sparse)
+    fb.reset(30.0)
+    lines: list[str] = []
+    assert not selftest.run(lines.append)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert len(failed) == 1 and "off its corrected rotation" in failed[0], failed
 
 
 def test_mobupy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):

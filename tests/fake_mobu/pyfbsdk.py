@@ -82,6 +82,11 @@ FBTangentClampMode = _enum("FBTangentClampMode", kFBTangentClampModeNone=0,
 FBTangentWeightMode = _enum("FBTangentWeightMode", kFBTangentWeightModeNone=0,
                             kFBTangentWeightModeRight=1, kFBTangentWeightModeNextLeft=2,
                             kFBTangentWeightModeBoth=3)
+FBExtrapolationMode = _enum("FBExtrapolationMode", kFCurveExtrapolationConst=1,
+                            kFCurveExtrapolationRepetition=2,
+                            kFCurveExtrapolationMirrorRepetition=3,
+                            kFCurveExtrapolationKeepSlope=4,
+                            kFCurveExtrapolationRelativeRepetition=5)
 FBLayerMode = _enum("FBLayerMode", kFBLayerModeInvalidIndex=-1, kFBLayerModeAdditive=0,
                     kFBLayerModeOverride=1, kFBLayerModeOverridePassthrough=2)
 FBLayerRotationMode = _enum("FBLayerRotationMode", kFBLayerRotationModeInvalidIndex=-1,
@@ -297,13 +302,38 @@ class FBFCurveKey:
 
 
 class FBFCurve:
-    __slots__ = ("Keys", "_owner", "_editing", "_ticks")
+    __slots__ = ("Keys", "_owner", "_editing", "_ticks", "_extrapolation")
 
     def __init__(self) -> None:
         self.Keys: list[FBFCurveKey] = []
         self._ticks: list[int] = []  # key times, kept sorted with Keys
         self._owner: FBPropertyAnimatableVector3d | None = None
         self._editing = 0
+        # pre, post: a new curve holds its end values (FACTS.md)
+        const = FBExtrapolationMode.kFCurveExtrapolationConst
+        self._extrapolation = [const, const]
+
+    def _set_extrapolation(self, side: int, mode: Any, where: str) -> None:
+        _expect(mode, FBExtrapolationMode, where)
+        if int(mode) != 1:
+            raise NotImplementedError(f"{where}: this fake models constant extrapolation only")
+        self._extrapolation[side] = mode
+
+    def GetPreExtrapolationMode(self) -> Any:
+        _call("FBFCurve.GetPreExtrapolationMode")
+        return self._extrapolation[0]
+
+    def GetPostExtrapolationMode(self) -> Any:
+        _call("FBFCurve.GetPostExtrapolationMode")
+        return self._extrapolation[1]
+
+    def SetPreExtrapolationMode(self, ExtrapolationMode: Any, /) -> None:
+        _call("FBFCurve.SetPreExtrapolationMode")
+        self._set_extrapolation(0, ExtrapolationMode, "FBFCurve.SetPreExtrapolationMode")
+
+    def SetPostExtrapolationMode(self, ExtrapolationMode: Any, /) -> None:
+        _call("FBFCurve.SetPostExtrapolationMode")
+        self._set_extrapolation(1, ExtrapolationMode, "FBFCurve.SetPostExtrapolationMode")
 
     def _writable(self) -> bool:
         owner = self._owner

@@ -32,6 +32,8 @@ def solve_block_tridiagonal(diagonal: np.ndarray, upper: np.ndarray,
     Schur complement stays positive definite). Leading dimensions are independent systems.
     """
     n_keys = diagonal.shape[-3]
+    if diagonal.shape[-1] == 1:
+        return _solve_tridiagonal(diagonal[..., 0, 0], upper[..., 0, 0], rhs[..., 0])[..., None]
     solve_for: list[np.ndarray] = []
     partial: list[np.ndarray] = []
     pivot = diagonal[..., 0, :, :]
@@ -52,4 +54,26 @@ def solve_block_tridiagonal(diagonal: np.ndarray, upper: np.ndarray,
     x[..., n_keys - 1, :] = partial[n_keys - 1]
     for k in range(n_keys - 2, -1, -1):
         x[..., k, :] = partial[k] - (solve_for[k] @ x[..., k + 1, :][..., None])[..., 0]
+    return x
+
+
+def _solve_tridiagonal(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """The q = 1 case with scalar blocks: Thomas elimination by division, (..., K) arrays.
+
+    One slope or one key value per key is the common case (unified tangents, fitted key
+    values); batched ``np.linalg.solve`` on 1 × 1 blocks costs a LAPACK call per key.
+    """
+    n_keys = diagonal.shape[-1]
+    factor = np.empty_like(diagonal)
+    partial = np.empty_like(rhs)
+    pivot = diagonal[..., 0]
+    partial[..., 0] = rhs[..., 0] / pivot
+    for k in range(1, n_keys):
+        factor[..., k - 1] = upper[..., k - 1] / pivot
+        pivot = diagonal[..., k] - upper[..., k - 1] * factor[..., k - 1]
+        partial[..., k] = (rhs[..., k] - upper[..., k - 1] * partial[..., k - 1]) / pivot
+    x = np.empty_like(rhs)
+    x[..., -1] = partial[..., -1]
+    for k in range(n_keys - 2, -1, -1):
+        x[..., k] = partial[..., k] - factor[..., k] * x[..., k + 1]
     return x

@@ -176,7 +176,9 @@ def test_reduce_writes_keys_bvh_and_residual(sample_path, tmp_path, capsys):
     np.testing.assert_allclose(reduced.channels + residual, original.channels, atol=2e-6)
     hips = original.channel_names.index("Hips.Xrotation")
     key = animated[[c["name"] for c in animated].index("Hips.Xrotation")]["keys"][3]
-    assert key[1] == pytest.approx(original.channels[key[0] - 1001, hips])
+    # the file's keys are the BVH's curves; fitted key values stay near the capture
+    assert key[1] == pytest.approx(reduced.channels[key[0] - 1001, hips], abs=2e-6)
+    assert key[1] == pytest.approx(original.channels[key[0] - 1001, hips], abs=0.5)
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -99,17 +99,21 @@ def blender_decimate(path: Path, keeps: list[float], mm_per_unit: float) -> list
 # ----------------------------------------------------------------------------- ours
 def salient_poses(path: Path, keeps: list[float], pose_share: float = POSE_SHARE,
                   selection: dict | None = None) -> list[dict]:
-    """Salient Poses (default fit) at each ``keep`` fraction: pose keys + corrective keys.
-    ``selection``: keyword arguments of the selection space besides the defaults (``cost``,
-    ``compose``, ``max_span``)."""
+    """Salient Poses (the default options' selection and fit) at each ``keep`` fraction: pose
+    keys + corrective keys. ``selection``: keyword arguments of the selection space instead of
+    the defaults (``cost``, ``compose``, ``max_span``)."""
     from sp_core.io.readers import read_clip
+    from sp_core.options import Options
     from sp_core.reduction import constant_channels, reduce
     from sp_core.selection import SelectionSpace
 
     clip = read_clip(str(path))
     started = time.perf_counter()
+    defaults = Options()
+    chosen = {"cost": defaults.analysis.cost, "compose": defaults.analysis.compose,
+              **(selection or {})}
     space = SelectionSpace.from_clip(clip, max_keys=max(3, int(max(keeps) * clip.n_frames) + 2),
-                                     **(selection or {}))
+                                     **chosen)
     analysis_s = time.perf_counter() - started
     animated = int(np.count_nonzero(~constant_channels(clip.unwrapped().channels)))
     rows = []

@@ -577,14 +577,17 @@ class SelectionSpace:
 
         K is a cliff when going from K - 1 to K cuts the error by at least 10 % and by at least
         ``ratio`` times the average cut of the ``window`` steps on either side (measured in log
-        error, so the test is the same at every scale), and by more than either neighbour.
+        error, so the test is the same at every scale), and by more than either neighbour. The
+        error is the normalised one (:meth:`normalised_errors`): a distance, also for costs in
+        squared units, whose raw drops would be twice as steep and find "cliffs" in the noise
+        of large K.
 
         Returns
         -------
         list of int
             Up to ``count`` K values, strongest first.
         """
-        e = self.errors
+        e = self.normalised_errors()
         finite = np.isfinite(e)
         if finite.sum() < 3:
             return []

@@ -156,7 +156,8 @@ def test_what_to_expect_quotes_the_engine(sample_clip):
 
     text = (ROOT / "docs" / "guide.md").read_text()
     section = text[text.index("### What to expect"):text.index("## 2. Command line")]
-    space = SelectionSpace.from_clip(sample_clip)
+    analysis = Options().analysis  # the CLI's defaults, not the engine API's
+    space = SelectionSpace.from_clip(sample_clip, cost=analysis.cost, compose=analysis.compose)
     k = space.suggestions()["threshold"]
     metrics = reduce(sample_clip, space.keyframes(k), space="channel").metrics
     assert f"| `--suggested` (threshold rule) | {k} " in section

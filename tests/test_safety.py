@@ -441,7 +441,7 @@ def _longer(clip, times: int):
     (["--frames", "0,100,239", "--layered"], "--frames gives the keys itself: --layered"),
     (["--layered", "--leading", "Head", "--pins", "50"],
      "--pins is not supported with --layered"),
-    (["--layered", "--leading", "Head", "--cost", "line-sse"],
+    (["--layered", "--leading", "Head", "--cost", "line-max"],
      "--cost is not supported with --layered"),
     (["--world-iterations", "-1"], "--world-iterations must be a whole number in [1, 100]"),
     (["--time-scale", "nan"], "--time-scale must be a number >= 0, got nan"),

@@ -226,7 +226,8 @@ def test_progress_reports_real_fractions_between_blocks_and_may_abort():
 # ------------------------------------------------------------------ session, jobs, CLI
 def test_session_tolerance_search_and_notes_with_a_capped_space(sample_clip):
     # an explicit max_span and a small budget: K is capped
-    options = Options().replace(max_span=240, time_budget=0.05, space="channel")
+    options = Options().replace(max_span=240, time_budget=0.05, space="channel",
+                                cost="line-max")
     session = Session(StandaloneHost(sample_clip), options)
     analysis = session.compute_analysis(choose=False)
     session.adopt_analysis(analysis)

@@ -28,7 +28,7 @@ USEFUL_OVER_SUGGESTED = 3
 
 def useful_range(space: SelectionSpace, suggested: int, cliffs: list[int]) -> tuple[int, int]:
     """K from the fewest keys to where the cost has mostly fallen (and past the suggestions)."""
-    keys, errors = space.key_counts, space.errors
+    keys, errors = space.key_counts, space.normalised_errors()  # distances, for any cost
     finite = np.isfinite(errors)
     high = space.max_keys
     if finite.any():

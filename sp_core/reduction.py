@@ -29,6 +29,7 @@ from sp_core.fitting import (
     refine_world,
 )
 from sp_core.metrics import Metrics, measure
+from sp_core.rotation_metric import rotation_triplets
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,8 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
                              animated, tangents)
     else:
         report(0.0, f"fitting {len(rows)} keys in channel space")
-        fit = fit_channels(values, rows, tangents, smoothness)
+        fit = fit_channels(values, rows, tangents, smoothness,
+                           rotations=rotation_triplets(work))
         fit.slopes[:, :, ~animated] = 0.0
         timings["channel_s"] = fit.info["channel_s"]
         if space == "world" and animated.any():

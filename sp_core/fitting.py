@@ -38,7 +38,7 @@ from sp_core.blocks import solve_block_tridiagonal
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves, bernstein, solve_parameter
 from sp_core.errors import ReductionError
-from sp_core.rotation_metric import fit_metric
+from sp_core.gimbal import fit_metric
 from sp_core.threads import single_threaded_blas
 
 TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
@@ -248,7 +248,7 @@ def _solve_rotations(basis: _Basis, values: np.ndarray, target: np.ndarray, q: i
     """Replace the slopes of three-channel rotations by the fit measured with their metric.
 
     Near gimbal lock a node's channel errors misjudge how far it turns (see
-    :mod:`sp_core.rotation_metric`), so its three channels are fitted together, minimising
+    :mod:`sp_core.gimbal`), so its three channels are fitted together, minimising
     sum over rows of rᵀ W r (r the node's three channel errors, W the row's metric). The normal
     equations stay block tridiagonal with 3 q unknowns per key (index j * 3 + c for slope j of
     channel c); the smooth term and the ridge are the per-channel ones.
@@ -296,11 +296,14 @@ def _solve_rotations(basis: _Basis, values: np.ndarray, target: np.ndarray, q: i
     rhs[:, 1:, inn] += ri
     idx = np.arange(3)
     if q == 2 and smoothness > 0:
+        # the kink (in - out) measured like the errors it trades against: with the metric at
+        # the key, so turning both swinging angles at a key near the lock is no kink at all
+        bend = smoothness * weight[:, basis.starts[1:]]  # (T, K - 2, 3, 3)
         inner = diagonal[:, 1:-1]
-        inner[..., idx, idx] += smoothness
-        inner[..., 3 + idx, 3 + idx] += smoothness
-        inner[..., idx, 3 + idx] -= smoothness
-        inner[..., 3 + idx, idx] -= smoothness
+        inner[..., :3, :3] += bend
+        inner[..., 3:, 3:] += bend
+        inner[..., :3, 3:] -= bend
+        inner[..., 3:, :3] -= bend
     # the ridge as in _add_penalties: relative to each channel's own weights
     own = np.stack([diagonal[..., j * 3 + idx, j * 3 + idx] for j in range(q)], axis=-1)
     scale = np.maximum(own.sum(axis=-1).mean(axis=1), 1e-12)  # (T, 3)
@@ -329,7 +332,7 @@ def fit_channels(values: np.ndarray, key_rows: np.ndarray, tangents: str = "unif
 
     With ``rotations``, the three channels of a node that comes near gimbal lock are fitted
     together, their errors measured as the angle the node turns by near the lock
-    (:mod:`sp_core.rotation_metric`); far from it nothing changes.
+    (:mod:`sp_core.gimbal`); far from it nothing changes.
 
     Parameters
     ----------
@@ -344,7 +347,7 @@ def fit_channels(values: np.ndarray, key_rows: np.ndarray, tangents: str = "unif
         ``weighted`` only: rounds of alternating slope and handle-length updates.
     rotations : sequence of (str, (3,) int), optional
         Nodes with three rotation channels: intrinsic order and columns in that order
-        (:func:`sp_core.rotation_metric.rotation_triplets`). Default: every channel alone.
+        (:func:`sp_core.gimbal.rotation_triplets`). Default: every channel alone.
 
     Returns
     -------

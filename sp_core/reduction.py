@@ -28,8 +28,8 @@ from sp_core.fitting import (
     fit_channels,
     refine_world,
 )
+from sp_core.gimbal import rotation_triplets
 from sp_core.metrics import Metrics, measure
-from sp_core.rotation_metric import rotation_triplets
 
 
 @dataclass(frozen=True)

@@ -126,3 +126,4 @@ def fit_metric(order: str, angles: np.ndarray, zone: float | None = None,
         return None
     metric = euler_metric(order, angles)
     return (1.0 - weight)[:, None, None] * np.eye(3) + weight[:, None, None] * metric
+

@@ -18,10 +18,14 @@ middle angle is 0 and becomes singular at ±90°.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from sp_core.clip import Clip
+from sp_core.errors import ClipError
+from sp_core.euler import unwrap_euler
 
 #: Where the fit starts measuring on the rotation: middle angles closer than this to ±90°
 #: (degrees). Farther away channel and rotation errors agree to within a factor 1 ± sin θ₂ and
@@ -127,3 +131,52 @@ def fit_metric(order: str, angles: np.ndarray, zone: float | None = None,
     metric = euler_metric(order, angles)
     return (1.0 - weight)[:, None, None] * np.eye(3) + weight[:, None, None] * metric
 
+
+
+def turn_clip(clip: Clip, turn: Rotation) -> Clip:
+    """The same motion seen turned by a fixed rotation: every root's rotation pre-multiplied by
+    ``turn`` and its position turned about the origin, re-expressed in the root's own Euler
+    order (continuous, :func:`sp_core.euler.unwrap_euler`).
+
+    Distances between joints are unchanged, so any fit that measures on poses gives the same
+    errors on both; turning a take so that its root passes near gimbal lock is how the tests and
+    ``benchmarks/bench_gimbal.py`` measure a fit's dependence on the Euler angles.
+
+    Parameters
+    ----------
+    clip : Clip
+        Every root needs three position and three rotation channels (a BVH root) and no joint
+        orient.
+    turn : scipy.spatial.transform.Rotation
+        One rotation.
+
+    Returns
+    -------
+    Clip
+
+    Raises
+    ------
+    ClipError
+        A root without three position and three rotation channels, or a clip with orients.
+    """
+    if clip.orients is not None or clip.translation_space != "parent":
+        raise ClipError("only clips without joint orients (BVH-like) can be turned")
+    values = np.array(clip.channels)
+    rotation = clip.is_rotation_channel()
+    for root in np.flatnonzero(clip.parents < 0):
+        mine = clip.channel_nodes == root
+        turns, moves = np.flatnonzero(mine & rotation), np.flatnonzero(mine & ~rotation)
+        order = clip.rotation_orders[root]
+        if len(order) != 3 or len(moves) != 3:
+            raise ClipError(f"root {clip.node_names[root]!r} needs three position and three "
+                            "rotation channels to be turned")
+        axes = [clip.channel_names[c].rpartition(".")[2][0] for c in moves]
+        moves = moves[np.argsort(axes)]  # X, Y, Z
+        turned = turn * Rotation.from_euler(order, values[:, turns], degrees=True)
+        with warnings.catch_warnings():
+            # a frame exactly at the lock: scipy sets the third angle to 0, the same rotation
+            warnings.simplefilter("ignore", UserWarning)
+            angles = turned.as_euler(order, degrees=True)
+        values[:, turns] = unwrap_euler(angles)
+        values[:, moves] = turn.apply(values[:, moves])
+    return clip.with_channels(values)

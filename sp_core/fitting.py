@@ -51,6 +51,8 @@ RIDGE = 1e-9
 ANCHOR = 0.01
 #: Shortest weighted handle, as a fraction of its segment.
 MIN_HANDLE = 0.02
+#: Rows (frames × nodes) per batch of the rotation-measured fit near gimbal lock.
+ROTATION_BATCH_ROWS = 200_000
 
 
 @dataclass
@@ -251,7 +253,8 @@ def _solve_rotations(basis: _Basis, values: np.ndarray, target: np.ndarray, q: i
     :mod:`sp_core.gimbal`), so its three channels are fitted together, minimising
     sum over rows of rᵀ W r (r the node's three channel errors, W the row's metric). The normal
     equations stay block tridiagonal with 3 q unknowns per key (index j * 3 + c for slope j of
-    channel c); the smooth term and the ridge are the per-channel ones.
+    channel c); the ridge is the per-channel one, the smooth term's kink is measured with the
+    metric at its key.
 
     Parameters
     ----------
@@ -265,8 +268,18 @@ def _solve_rotations(basis: _Basis, values: np.ndarray, target: np.ndarray, q: i
         The per-channel solution (modified in place and returned).
     metrics : sequence of ((3,) int columns, (F, 3, 3) metric)
     """
-    if not metrics:
-        return slopes
+    # a few nodes at a time bound the (nodes, F, 3, 3) temporaries on long takes
+    batch = max(1, int(ROTATION_BATCH_ROWS // max(values.shape[0], 1)))
+    for first in range(0, len(metrics), batch):
+        _solve_rotation_batch(basis, values, target, q, smoothness, slopes,
+                              metrics[first:first + batch])
+    return slopes
+
+
+def _solve_rotation_batch(basis: _Basis, values: np.ndarray, target: np.ndarray, q: int,
+                          smoothness: float, slopes: np.ndarray,
+                          metrics: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+    """:func:`_solve_rotations` for some of the nodes, into ``slopes``."""
     n_keys = len(basis.starts) + 1
     columns = np.stack([cols for cols, _ in metrics])  # (T, 3)
     weight = np.stack([w for _, w in metrics])  # (T, F, 3, 3)
@@ -313,7 +326,6 @@ def _solve_rotations(basis: _Basis, values: np.ndarray, target: np.ndarray, q: i
     rhs += ridge[:, None, :] * aims
     solved = solve_block_tridiagonal(diagonal, upper, rhs).reshape(n, n_keys, q, 3)
     slopes[:, :, columns] = np.moveaxis(solved, 0, 2)
-    return slopes
 
 
 def _target(values: np.ndarray, key_rows: np.ndarray, q: int) -> np.ndarray:
@@ -391,7 +403,10 @@ def _fit_lengths(values: np.ndarray, key_rows: np.ndarray, fit: Fit, target: np.
     each segment's two handle lengths (slopes fixed; segments and channels are independent).
 
     Every accepted change lowers the channel's squared error, so the result is never worse than
-    the one-third-handle (unified) start.
+    the one-third-handle (unified) start. Rotations near gimbal lock (``metrics``, see
+    :func:`_solve_rotations`) are the exception: their slopes are always the exact fit in their
+    metric for the current lengths, which their channel errors cannot judge; their lengths
+    still move only when their channel errors drop.
     """
     lengths = np.diff(key_rows).astype(np.float64)[:, None]
     low = MIN_HANDLE * lengths

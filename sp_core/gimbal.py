@@ -126,10 +126,13 @@ def fit_metric(order: str, angles: np.ndarray, zone: float | None = None,
     (F, 3, 3) float64 or None
     """
     weight = gimbal_weight(angles[:, 1], zone, core)
-    if not np.any(weight > 0):
+    near = np.flatnonzero(weight > 0)
+    if not len(near):
         return None
-    metric = euler_metric(order, angles)
-    return (1.0 - weight)[:, None, None] * np.eye(3) + weight[:, None, None] * metric
+    metric = np.tile(np.eye(3), (len(angles), 1, 1))
+    blend = weight[near, None, None]
+    metric[near] = (1.0 - blend) * np.eye(3) + blend * euler_metric(order, angles[near])
+    return metric
 
 
 

@@ -34,7 +34,7 @@ biasing slopes that the data determines.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +43,7 @@ from sp_core.blocks import solve_block_tridiagonal
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves, bernstein, solve_parameter
 from sp_core.errors import ReductionError
+from sp_core.gimbal import fit_metric
 from sp_core.reweighting import worst_first_weights
 from sp_core.threads import single_threaded_blas
 
@@ -81,6 +82,8 @@ MINIMAX_SOFTEN = 4.0
 MINIMAX_MEAN_BOUND = 0.05
 #: The norm of the joint errors a minimax round must lower (besides not raising the max).
 MINIMAX_NORM = 8.0
+#: Rows (frames × nodes) per batch of the rotation-measured fit near gimbal lock.
+ROTATION_BATCH_ROWS = 200_000
 
 
 @dataclass
@@ -294,6 +297,102 @@ def _solve_channel(basis: _Basis, values: np.ndarray, target: np.ndarray, q: int
     return np.moveaxis(slopes, 0, -1)
 
 
+def _rotation_metrics(values: np.ndarray, rotations: Sequence[tuple[str, np.ndarray]] | None
+                      ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(columns, (F, 3, 3) metric) of the rotations that come near gimbal lock."""
+    metrics = []
+    for order, columns in rotations or ():
+        columns = np.asarray(columns, dtype=np.int64)
+        metric = fit_metric(order, values[:, columns])
+        if metric is not None:
+            metrics.append((columns, metric))
+    return metrics
+
+
+def _solve_rotations(basis: _Basis, values: np.ndarray, target: np.ndarray, q: int,
+                     smoothness: float, slopes: np.ndarray,
+                     metrics: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Replace the slopes of three-channel rotations by the fit measured with their metric.
+
+    Near gimbal lock a node's channel errors misjudge how far it turns (see
+    :mod:`sp_core.gimbal`), so its three channels are fitted together, minimising
+    sum over rows of rᵀ W r (r the node's three channel errors, W the row's metric). The normal
+    equations stay block tridiagonal with 3 q unknowns per key (index j * 3 + c for slope j of
+    channel c); the ridge is the per-channel one, the smooth term's kink is measured with the
+    metric at its key.
+
+    Parameters
+    ----------
+    basis : _Basis
+    values : (F, C) float64
+    target : (K, q, C) float64
+        Ridge targets.
+    q : int
+    smoothness : float
+    slopes : (K, q, C) float64
+        The per-channel solution (modified in place and returned).
+    metrics : sequence of ((3,) int columns, (F, 3, 3) metric)
+    """
+    # a few nodes at a time bound the (nodes, F, 3, 3) temporaries on long takes
+    batch = max(1, int(ROTATION_BATCH_ROWS // max(values.shape[0], 1)))
+    for first in range(0, len(metrics), batch):
+        _solve_rotation_batch(basis, values, target, q, smoothness, slopes,
+                              metrics[first:first + batch])
+    return slopes
+
+
+def _solve_rotation_batch(basis: _Basis, values: np.ndarray, target: np.ndarray, q: int,
+                          smoothness: float, slopes: np.ndarray,
+                          metrics: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+    """:func:`_solve_rotations` for some of the nodes, into ``slopes``."""
+    n_keys = len(basis.starts) + 1
+    columns = np.stack([cols for cols, _ in metrics])  # (T, 3)
+    weight = np.stack([w for _, w in metrics])  # (T, F, 3, 3)
+    residual = np.moveaxis((values - basis.base)[:, columns], 1, 0)  # (T, F, 3)
+    w_out = np.moveaxis(basis.w_out[:, columns], 1, 0)
+    w_in = np.moveaxis(basis.w_in[:, columns], 1, 0)
+
+    def sums(a: np.ndarray) -> np.ndarray:  # (T, F, ...) -> (T, K - 1, ...)
+        return np.add.reduceat(a, basis.starts, axis=1)
+
+    oo = sums(w_out[..., :, None] * weight * w_out[..., None, :])
+    ii = sums(w_in[..., :, None] * weight * w_in[..., None, :])
+    oi = sums(w_out[..., :, None] * weight * w_in[..., None, :])
+    pulled = np.einsum("tfcd,tfd->tfc", weight, residual)
+    ro = sums(w_out * pulled)
+    ri = sums(w_in * pulled)
+    n = len(columns)
+    size = 3 * q
+    out, inn = slice(3 * (q - 1), 3 * q), slice(0, 3)
+    diagonal = np.zeros((n, n_keys, size, size))
+    upper = np.zeros((n, n_keys - 1, size, size))
+    rhs = np.zeros((n, n_keys, size))
+    diagonal[:, :-1, out, out] += oo
+    diagonal[:, 1:, inn, inn] += ii
+    upper[:, :, out, inn] += oi
+    rhs[:, :-1, out] += ro
+    rhs[:, 1:, inn] += ri
+    idx = np.arange(3)
+    if q == 2 and smoothness > 0:
+        # the kink (in - out) measured like the errors it trades against: with the metric at
+        # the key, so turning both swinging angles at a key near the lock is no kink at all
+        bend = smoothness * weight[:, basis.starts[1:]]  # (T, K - 2, 3, 3)
+        inner = diagonal[:, 1:-1]
+        inner[..., :3, :3] += bend
+        inner[..., 3:, 3:] += bend
+        inner[..., :3, 3:] -= bend
+        inner[..., 3:, :3] -= bend
+    # the ridge as in _add_penalties: relative to each channel's own weights
+    own = np.stack([diagonal[..., j * 3 + idx, j * 3 + idx] for j in range(q)], axis=-1)
+    scale = np.maximum(own.sum(axis=-1).mean(axis=1), 1e-12)  # (T, 3)
+    ridge = RIDGE * np.tile(scale, q)  # (T, 3 q), index j * 3 + c
+    diagonal[..., np.arange(size), np.arange(size)] += ridge[:, None, :]
+    aims = np.moveaxis(target[:, :, columns], 2, 0).reshape(n, n_keys, size)
+    rhs += ridge[:, None, :] * aims
+    solved = solve_block_tridiagonal(diagonal, upper, rhs).reshape(n, n_keys, q, 3)
+    slopes[:, :, columns] = np.moveaxis(solved, 0, 2)
+
+
 def _target(values: np.ndarray, key_rows: np.ndarray, q: int) -> np.ndarray:
     return np.repeat(difference_slopes(values, key_rows)[:, None, :], q, axis=1)
 
@@ -305,8 +404,13 @@ def _third_lengths(key_rows: np.ndarray, n_channels: int) -> tuple[np.ndarray, n
 
 def fit_channels(values: np.ndarray, key_rows: np.ndarray, tangents: str = "unified",
                  smoothness: float = SMOOTHNESS, rounds: int = 8,
-                 key_values: str = "captured") -> Fit:
+                 key_values: str = "captured",
+                 rotations: Sequence[tuple[str, np.ndarray]] | None = None) -> Fit:
     """Channel-space fit: every channel's own least squares.
+
+    With ``rotations``, the three channels of a node that comes near gimbal lock are fitted
+    together, their errors measured as the angle the node turns by near the lock
+    (:mod:`sp_core.gimbal`); far from it nothing changes.
 
     Parameters
     ----------
@@ -321,6 +425,9 @@ def fit_channels(values: np.ndarray, key_rows: np.ndarray, tangents: str = "unif
         ``weighted`` only: rounds of alternating slope and handle-length updates.
     key_values : {"captured", "fitted"}
         Keys hold the values at their rows, or values fitted with the slopes.
+    rotations : sequence of (str, (3,) int), optional
+        Nodes with three rotation channels: intrinsic order and columns in that order
+        (:func:`sp_core.gimbal.rotation_triplets`). Default: every channel alone.
 
     Returns
     -------
@@ -334,13 +441,15 @@ def fit_channels(values: np.ndarray, key_rows: np.ndarray, tangents: str = "unif
     target = _target(values, key_rows, q)
     out_length, in_length = _third_lengths(key_rows, values.shape[1])
     basis = _Basis(key_rows, values, out_length, in_length)
-    slopes = _solve_channel(basis, values, target, q, smoothness if tangents == "smooth" else 0)
+    lam = smoothness if tangents == "smooth" else 0
+    metrics = _rotation_metrics(values, rotations)
+    slopes = _solve_channel(basis, values, target, q, lam)
+    slopes = _solve_rotations(basis, values, target, q, lam, slopes, metrics)
     fit = Fit(slopes, out_length, in_length)
     if tangents == "weighted":
-        fit = _fit_lengths(values, key_rows, fit, target, rounds)
+        fit = _fit_lengths(values, key_rows, fit, target, rounds, metrics)
     if key_values == "fitted":
-        fit = _fit_values_channel(values, key_rows, fit, target, q,
-                                  smoothness if tangents == "smooth" else 0)
+        fit = _fit_values_channel(values, key_rows, fit, target, q, lam, metrics)
     _tidy_ends(fit, q)
     fit.info["channel_s"] = time.perf_counter() - t0
     return fit
@@ -353,8 +462,11 @@ def _check_key_values(key_values: str) -> None:
 
 
 def _fit_values_channel(values: np.ndarray, key_rows: np.ndarray, fit: Fit, target: np.ndarray,
-                        q: int, smoothness: float) -> Fit:
-    """Alternate exact key values (slopes held) and exact slopes (values held), per channel.
+                        q: int, smoothness: float,
+                        metrics: Sequence[tuple[np.ndarray, np.ndarray]] = ()) -> Fit:
+    """Alternate exact key values (slopes held) and exact slopes (values held), per channel
+    (rotations near gimbal lock, ``metrics``: per node, measured on the rotation, see
+    :func:`_solve_rotations`).
 
     Each half-step is the least-squares optimum given the other, so the squared error never
     rises; the ridge pulls key values towards the captured ones only where nothing else
@@ -364,10 +476,13 @@ def _fit_values_channel(values: np.ndarray, key_rows: np.ndarray, fit: Fit, targ
     slopes, at_keys = fit.slopes, fit.values_at_keys(values, key_rows)
     basis = fit.basis(values, key_rows)
     for _ in range(VALUE_ROUNDS):
-        at_keys = _solve_channel(basis.of_key_values(slopes, q), values, captured, 1,
-                                 0.0)[:, 0, :]
+        of_values = basis.of_key_values(slopes, q)
+        solved = _solve_channel(of_values, values, captured, 1, 0.0)
+        at_keys = _solve_rotations(of_values, values, captured, 1, 0.0, solved,
+                                   metrics)[:, 0, :]
         basis = _Basis(key_rows, values, fit.out_length, fit.in_length, at_keys)
-        slopes = _solve_channel(basis, values, target, q, smoothness)
+        slopes = _solve_rotations(basis, values, target, q, smoothness,
+                                  _solve_channel(basis, values, target, q, smoothness), metrics)
     return Fit(slopes, fit.out_length, fit.in_length, fit.info, at_keys)
 
 
@@ -385,12 +500,15 @@ def _segment_errors(basis: _Basis, values: np.ndarray, slopes: np.ndarray, q: in
 
 
 def _fit_lengths(values: np.ndarray, key_rows: np.ndarray, fit: Fit, target: np.ndarray,
-                 rounds: int) -> Fit:
+                 rounds: int, metrics: Sequence[tuple[np.ndarray, np.ndarray]] = ()) -> Fit:
     """``weighted``: alternate exact slopes (lengths fixed) and damped Gauss–Newton steps on
     each segment's two handle lengths (slopes fixed; segments and channels are independent).
 
     Every accepted change lowers the channel's squared error, so the result is never worse than
-    the one-third-handle (unified) start.
+    the one-third-handle (unified) start. Rotations near gimbal lock (``metrics``, see
+    :func:`_solve_rotations`) are the exception: their slopes are always the exact fit in their
+    metric for the current lengths, which their channel errors cannot judge; their lengths
+    still move only when their channel errors drop.
     """
     lengths = np.diff(key_rows).astype(np.float64)[:, None]
     low = MIN_HANDLE * lengths
@@ -432,8 +550,15 @@ def _fit_lengths(values: np.ndarray, key_rows: np.ndarray, fit: Fit, target: np.
         # slopes: exact for the new lengths; keep them per channel only if better
         basis = _Basis(key_rows, values, fit.out_length, fit.in_length)
         slopes = _solve_channel(basis, values, target, 1, 0.0)
+        slopes = _solve_rotations(basis, values, target, 1, 0.0, slopes, metrics)
         new_errors = _segment_errors(basis, values, slopes, 1)
         better = new_errors.sum(axis=0) <= errors.sum(axis=0)
+        for columns, _ in metrics:
+            # Exact in their metric for these lengths, which channel errors cannot judge. Judging
+            # the lengths with the metric too was measured (benchmarks/bench_reduction.py): means
+            # 1-5 % lower on 3 of its 4 cases, but the thumb's max error at 110 keys on the
+            # 1,100-frame clip 36 mm instead of 19 mm; the lengths stay judged per channel.
+            better[columns] = True
         fit.slopes = np.where(better[None, None, :], slopes, fit.slopes)
         errors = np.where(better[None, :], new_errors, errors)
     fit.info["weighted_rounds"] = rounds

@@ -12,6 +12,7 @@ from sp_core.blocks import solve_block_tridiagonal
 from sp_core.curves import KeyedCurves, solve_parameter
 from sp_core.errors import ReductionError
 from sp_core.fitting import difference_slopes, fit_channels, joint_errors
+from sp_core.gimbal import fit_metric, rotation_triplets
 from sp_core.reduction import reduce
 from sp_core.selection import SelectionSpace
 
@@ -329,10 +330,15 @@ def test_fitted_key_values_never_fit_worse_than_captured_ones(sample_clip, tange
         np.testing.assert_allclose(fitted.curves.dense(), fitted.reduced, atol=1e-9)
         if space == "channel":
             # each half-step is a channel's exact least squares given the other: no channel's
-            # squared error grows
-            # (the joint error need not follow: a channel's squared error ignores its reach)
+            # squared error grows (the joint error need not follow: a channel's squared error
+            # ignores its reach), except the rotations fitted on the rotation near gimbal lock
+            work = clip.unwrapped()
+            coupled = [c for order, columns in rotation_triplets(work)
+                       if fit_metric(order, work.channels[:, columns]) is not None
+                       for c in columns]
             sse = [np.sum(r.residual ** 2, axis=0) for r in (captured, fitted)]
-            assert np.all(sse[1] <= sse[0] * (1 + 1e-9) + 1e-12)
+            alone = np.setdiff1d(np.arange(clip.n_channels), coupled)
+            assert np.all(sse[1][alone] <= sse[0][alone] * (1 + 1e-9) + 1e-12)
         else:
             assert fitted.metrics.mean_mm < captured.metrics.mean_mm
         # the key poses stay near the captured ones: on average no further off than the

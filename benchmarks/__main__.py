@@ -89,7 +89,7 @@ def bench_reduce(repeat: int) -> None:
     finally:
         undo()
     m, r = result.reduction.metrics, reference.reduction.metrics
-    row("`reduce --suggested` on the sample (994 frames, K = 15), warm", "≤ 1.0 s",
+    row(f"`reduce --suggested` on the sample (994 frames, K = {result.keys}), warm", "≤ 1.0 s",
         f"{fast:.2f} s", f"dense-Jacobian world fit {slow:.2f} s", f"{slow / fast:.1f}× faster")
     row("… its errors (mean / max mm)", "no worse than the dense fit",
         f"{m.mean_mm:.2f} / {m.max_mm:.1f}", f"{r.mean_mm:.2f} / {r.max_mm:.1f}",
@@ -109,24 +109,28 @@ def bench_world_fit(n_frames: int, repeat: int) -> None:
     free = ~constant_channels(clip.channels)
     rows = np.linspace(0, n_frames - 1, round(0.05 * n_frames)).round().astype(np.int64)
     per_iteration = {}
+    key_values = Options().fit.key_values  # the default fit, key-value rounds included
     for mode in TANGENT_MODES:
-        def world(mode: str = mode, jacobian: str = "tree", iterations: int = 12) -> object:
-            fit = fit_channels(clip.channels, rows, mode)
+        def world(mode: str = mode, jacobian: str = "tree", iterations: int = 12,
+                  key_values: str = key_values) -> object:
+            fit = fit_channels(clip.channels, rows, mode, key_values=key_values)
             fit.slopes[:, :, ~free] = 0.0
             return refine_world(clip, rows, fit, mode, iterations=iterations, free=free,
-                                jacobian=jacobian)
+                                jacobian=jacobian, key_values=key_values)
         seconds = median_time(world, repeat)
         if mode in ("unified", "broken"):
-            # one iteration of each path: the dense one takes minutes for 12
-            tree_one = median_time(functools.partial(world, iterations=1), repeat)
-            dense_one = median_time(functools.partial(world, jacobian="dense", iterations=1), 1)
+            # one slope iteration of each path (no key-value rounds): the dense one takes
+            # minutes for 12
+            one = functools.partial(world, iterations=1, key_values="captured")
+            tree_one = median_time(one, repeat)
+            dense_one = median_time(functools.partial(one, jacobian="dense"), 1)
             per_iteration[mode] = (tree_one, dense_one)
             reference = f"1 iteration: dense {dense_one:.2f} s, tree {tree_one:.2f} s"
             ratio = f"{dense_one / tree_one:.1f}× per iteration"
         else:
             reference, ratio = "—", "—"
         row(f"world fit, {n_frames:,} frames, {len(rows)} keys, {mode} (channel start "
-            "included)", "≤ 5 s", f"{seconds:.2f} s", reference, ratio)
+            f"included, {key_values} key values)", "≤ 5 s", f"{seconds:.2f} s", reference, ratio)
 
 
 def largest_gap(work: Callable[[], object]) -> tuple[float, float]:

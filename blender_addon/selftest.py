@@ -30,7 +30,7 @@ from typing import Any, cast
 import numpy as np
 
 from blender_addon.host import HANDLE_TYPES, MADE, BlenderHost
-from sp_core.host import run_self_test
+from sp_core.host import corrected_reduction, run_self_test
 from sp_core.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,14 +194,10 @@ class SelfTest:
         session = self.session
         assert session is not None and session.motion is not None
         motion = session.motion
-        # K given (no tolerance to stop at) and evenly spaced keys leave errors to correct
-        session.set_options(tangents="unified", residual_layer=False,
-                            corrective_budget=CORRECTIVE, keys=KEYS)
-        even = np.linspace(FIRST, FIRST + FRAMES - 1, 6).round().astype(int).tolist()
-        reduction = session.reduce(frames=even)
-        corrections = reduction.corrections
-        if corrections is None or not corrections.keys:
+        reduction = corrected_reduction(session, FIRST, FRAMES, 6, CORRECTIVE, KEYS)
+        if reduction is None:
             return "the corrective stage found nothing to correct"
+        corrections = reduction.corrections
         session.apply(reduction)
         try:
             engine = motion.forward_kinematics(reduction.reduced + corrections.dense())

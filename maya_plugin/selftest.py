@@ -110,7 +110,7 @@ def run(report: Callable[[str], None] = print) -> bool:
     from maya import cmds
 
     from maya_plugin.host import LOCKED_MODES, MayaHost
-    from sp_core.host import run_self_test
+    from sp_core.host import corrected_reduction, run_self_test
     from sp_core.session import Session
 
     report(f"Maya {cmds.about(version=True)}, Salient Poses self-test")
@@ -172,13 +172,10 @@ def run(report: Callable[[str], None] = print) -> bool:
 
     def with_corrections() -> str | None:
         session = state["session"]
-        # K given (no tolerance to stop at) and evenly spaced keys leave errors to correct
-        session.set_options(residual_layer=False, corrective_budget=CORRECTIVE, keys=KEYS)
-        even = np.linspace(FIRST, FIRST + FRAMES - 1, 4).round().astype(int).tolist()
-        reduction = session.reduce(frames=even)
-        corrections = reduction.corrections
-        if corrections is None or not corrections.keys:
+        reduction = corrected_reduction(session, FIRST, FRAMES, 4, CORRECTIVE, KEYS)
+        if reduction is None:
             return "the corrective stage found nothing to correct"
+        corrections = reduction.corrections
         session.apply(reduction)
         curves = reduction.curves
         columns = [i for i, a in enumerate(curves.animated) if a]

@@ -597,22 +597,34 @@ class MobuHost:
             self.notes = ["The residual layer composes rotations per channel: it holds "
                           "original − reduced for every channel."]
         times = [fb.FBTime(clock.ticks(int(f))) for f in frames]
+        self._key_linear(created, index, "residual",
+                         [(ch, times, v) for ch, v in values.items() if ch not in self.skipped],
+                         constant=False)
+        return LayerHandle(created.Name, "additive", token=created.Name)
+
+    def _key_linear(self, created: fb.FBAnimationLayer, index: int, what: str,
+                    targets: list[tuple[str, list[fb.FBTime], np.ndarray]],
+                    constant: bool) -> None:
+        """Key each (channel, times, values) of ``targets`` with Linear keys into the layer
+        ``created`` (its ``index``); ``constant``: constant extrapolation on both sides."""
         linear = fb.FBInterpolation.kFBInterpolationLinear
         user = fb.FBTangentMode.kFBTangentModeUser
-        targets = [(ch, v) for ch, v in values.items() if ch not in self.skipped]
         animation: dict[tuple[str, str], fb.FBAnimationNode] = {}
         with self._on_layer(index), \
                 self._progress(f"Salient Poses: keying {created.Name}", len(targets)) as step:
-            for n, (channel, curve_values) in enumerate(targets):
+            for n, (channel, times, values) in enumerate(targets):
                 step(n)
                 node, kind, axis = self._split(channel)
-                with host_step(f"keying the residual of {channel} in layer {created.Name!r}"):
+                with host_step(f"keying the {what} of {channel} in layer {created.Name!r}"):
                     if (node, kind) not in animation:
                         animation[node, kind] = self._layer_curves(node, kind)
                     fcurve = animation[node, kind].Nodes[axis].FCurve
-                    self._key(fcurve, channel, times, curve_values, linear, user)
+                    self._key(fcurve, channel, times, values, linear, user)
                     fcurve.EditEnd(len(times))
-        return LayerHandle(created.Name, "additive", token=created.Name)
+                    if constant:
+                        const = fb.FBExtrapolationMode.kFCurveExtrapolationConst
+                        fcurve.SetPreExtrapolationMode(const)
+                        fcurve.SetPostExtrapolationMode(const)
 
     def write_sparse(self, keys: Mapping[str, tuple[np.ndarray, np.ndarray]], layer: str,
                      weight: float) -> LayerHandle:
@@ -636,26 +648,10 @@ class MobuHost:
                           "corrective layer holds each joint's turn from the pose below to the "
                           "corrected one, keyed at the joint's corrective frames (exact there, "
                           "linear between them)."]
-        linear = fb.FBInterpolation.kFBInterpolationLinear
-        user = fb.FBTangentMode.kFBTangentModeUser
-        const = fb.FBExtrapolationMode.kFCurveExtrapolationConst
-        targets = [(ch, fv) for ch, fv in sparse.items() if ch not in self.skipped]
-        animation: dict[tuple[str, str], fb.FBAnimationNode] = {}
-        with self._on_layer(index), \
-                self._progress(f"Salient Poses: keying {created.Name}", len(targets)) as step:
-            for n, (channel, (frames, values)) in enumerate(targets):
-                step(n)
-                node, kind, axis = self._split(channel)
-                with host_step(f"keying the corrections of {channel} in layer "
-                               f"{created.Name!r}"):
-                    if (node, kind) not in animation:
-                        animation[node, kind] = self._layer_curves(node, kind)
-                    fcurve = animation[node, kind].Nodes[axis].FCurve
-                    times = [fb.FBTime(clock.ticks(float(f))) for f in frames]
-                    self._key(fcurve, channel, times, values, linear, user)
-                    fcurve.EditEnd(len(times))
-                    fcurve.SetPreExtrapolationMode(const)
-                    fcurve.SetPostExtrapolationMode(const)
+        self._key_linear(created, index, "corrections",
+                         [(ch, [fb.FBTime(clock.ticks(float(f))) for f in frames], values)
+                          for ch, (frames, values) in sparse.items() if ch not in self.skipped],
+                         constant=True)
         return LayerHandle(created.Name, "additive", token=created.Name)
 
     def _turn_keys(self, sparse: dict[str, tuple[np.ndarray, np.ndarray]]

@@ -25,7 +25,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from mobu_plugin.host import ROTATE_ORDERS, MobuHost, fb
-from sp_core.host import run_self_test
+from sp_core.host import corrected_reduction, run_self_test
 from sp_core.io.bvh import read_bvh
 from sp_core.session import Session
 
@@ -152,14 +152,10 @@ def run(report: Callable[[str], None] = print) -> bool:
 
     def with_corrections() -> str | None:
         session = state["session"]
-        # K given (no tolerance to stop at) and evenly spaced keys leave errors to correct
-        session.set_options(tangents="unified", residual_layer=False,
-                            corrective_budget=CORRECTIVE, keys=KEYS)
-        even = np.linspace(FIRST, FIRST + FRAMES - 1, 5).round().astype(int).tolist()
-        reduction = session.reduce(frames=even)
-        corrections = reduction.corrections
-        if corrections is None or not corrections.keys:
+        reduction = corrected_reduction(session, FIRST, FRAMES, 5, CORRECTIVE, KEYS)
+        if reduction is None:
             return "the corrective stage found nothing to correct"
+        corrections = reduction.corrections
         motion = session.motion
         wanted = reduction.reduced + corrections.dense()
         corrected = {corrections.channel_names[c]: fv for c, fv in corrections.keys.items()}

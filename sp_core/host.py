@@ -206,6 +206,20 @@ class LazyModule:
 Check = Callable[[], "str | None"]
 
 
+def corrected_reduction(session: Any, first: int, n_frames: int, n_keys: int, budget: str,
+                        k: int) -> Any:
+    """For the in-host self-tests: the session's reduction at ``n_keys`` evenly spaced keys of
+    frames ``first`` .. ``first + n_frames - 1`` with a corrective ``budget`` (K given as ``k``,
+    so no tolerance stops the corrective stage), or None if that stage found nothing to
+    correct. ``session`` is a :class:`sp_core.session.Session` (a layer above this module)."""
+    session.set_options(tangents="unified", residual_layer=False, corrective_budget=budget,
+                        keys=k)
+    even = np.linspace(first, first + n_frames - 1, n_keys).round().astype(int).tolist()
+    reduction = session.reduce(frames=even)
+    corrections = reduction.corrections
+    return None if corrections is None or not corrections.keys else reduction
+
+
 def run_self_test(steps: Sequence[tuple[str, Check]], report: Callable[[str], None],
                   essential: int) -> bool:
     """Run an in-host self-test: each check returns None (pass) or what went wrong.

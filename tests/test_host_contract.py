@@ -125,17 +125,21 @@ def test_remove_takes_the_layers_away(scene):
     assert scene.state() == before
 
 
-def test_a_failed_apply_leaves_nothing_behind(scene, monkeypatch):
-    session = analysed(scene, residual=True)
-    before = scene.state()
-    host = scene.host
-    write = host.write_residual
+def fail_after_writing(host, method: str, monkeypatch) -> None:
+    """Make ``host.method`` write, then raise (a failure half-way through Apply)."""
+    write = getattr(host, method)
 
     def failing(*args, **kwargs):
         write(*args, **kwargs)
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(host, "write_residual", failing)
+    monkeypatch.setattr(host, method, failing)
+
+
+def test_a_failed_apply_leaves_nothing_behind(scene, monkeypatch):
+    session = analysed(scene, residual=True)
+    before = scene.state()
+    fail_after_writing(scene.host, "write_residual", monkeypatch)
     with pytest.raises(SalientPosesError, match="residual layer .*RuntimeError: disk full"):
         session.apply()
     assert scene.state() == before and session.applied == []
@@ -245,14 +249,7 @@ def test_undo_takes_the_corrective_layer_away_in_one_step(scene):
 def test_a_failed_corrective_write_leaves_nothing_behind(scene, monkeypatch):
     session, reduction = corrected(scene)
     before = scene.state()
-    host = scene.host
-    write = host.write_sparse
-
-    def failing(*args, **kwargs):
-        write(*args, **kwargs)
-        raise RuntimeError("disk full")
-
-    monkeypatch.setattr(host, "write_sparse", failing)
+    fail_after_writing(scene.host, "write_sparse", monkeypatch)
     with pytest.raises(SalientPosesError, match="corrective layer .*RuntimeError: disk full"):
         session.apply(reduction)
     assert scene.state() == before and session.applied == []

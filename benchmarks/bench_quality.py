@@ -1,9 +1,10 @@
 """Quality at equal key budgets: Salient Poses (pose keys + corrective keys) against Blender's
-Graph Editor Decimate, and the default choice of K on each clip.
+Graph Editor Decimate and the published plug-in's method, and the default choice of K on each
+clip.
 
 Prints one line per clip and budget (see ``bench_quality_decimate.py`` for how each side is
 run and counted), the default-K table, and with ``--plot`` saves mean and max error against the
-key budget for both methods (pyqtgraph, offscreen) — the figure of docs/quality.md.
+key budget for the three methods (pyqtgraph, offscreen) — the figure of docs/quality.md.
 
 Usage::
 
@@ -63,14 +64,15 @@ def save_plot(table: list[dict], path: Path) -> None:
         legend = plot.addLegend(offset=(-10, 10))
         for i, clip in enumerate(clips):
             rows = sorted((r for r in table if r["clip"] == clip), key=lambda r: r["keep"])
-            for method, colour in (("ours", (40, 90, 160)), ("blender", (220, 120, 20))):
+            for method, colour in (("ours", (40, 90, 160)), ("blender", (220, 120, 20)),
+                                   ("plugin", (110, 170, 80))):
                 sides = [r[method] for r in rows if r.get(method)]
                 if not sides:
                     continue
                 x = [100 * s["keys"] / s["original_keys"] for s in sides]
                 y = [s[measure] for s in sides]
-                name = ("Salient Poses" if method == "ours" else "Blender Decimate") \
-                    + f" ({clip})"
+                name = {"ours": "Salient Poses", "blender": "Blender Decimate",
+                        "plugin": "published plug-in"}[method] + f" ({clip})"
                 plot.plot(x, y, pen=pg.mkPen(colour, width=2, style=styles[i % 3]),
                           symbol="o", symbolBrush=colour, name=name)
         del legend

@@ -133,6 +133,32 @@ def salient_poses(path: Path, keeps: list[float], pose_share: float = POSE_SHARE
     return rows
 
 
+def published_plugin(path: Path, keeps: list[float]) -> list[dict]:
+    """The published plug-in's method at each ``keep`` fraction: the whole budget as pose keys
+    (K = keep × frames) chosen by ``line-max`` composed by ``max`` (the published Maya tool),
+    the captured values at the keys and slopes from central differences, no fit
+    (:func:`bench_reduction.baseline_errors`)."""
+    from bench_reduction import baseline_errors
+
+    from sp_core.io.readers import read_clip
+    from sp_core.reduction import constant_channels
+    from sp_core.selection import SelectionSpace
+
+    clip = read_clip(str(path))
+    space = SelectionSpace.from_clip(clip, cost="line-max", compose="max",
+                                     max_keys=max(3, int(max(keeps) * clip.n_frames) + 2))
+    animated = int(np.count_nonzero(~constant_channels(clip.unwrapped().channels)))
+    scale = clip.mm_per_unit()
+    rows = []
+    for keep in keeps:
+        k = max(2, int(keep * clip.n_frames))
+        errors = baseline_errors(clip.unwrapped(), space.keyframes(k)) * scale
+        rows.append({"keep": keep, "k": k, "keys": k * animated,
+                     "original_keys": clip.n_frames * animated,
+                     "mean_mm": float(errors.mean()), "max_mm": float(errors.max())})
+    return rows
+
+
 def compare(clips: list[Path], keeps: list[float], selection: dict | None = None
             ) -> list[dict]:
     """Both methods on every clip and budget: one row per (clip, keep)."""
@@ -143,15 +169,18 @@ def compare(clips: list[Path], keeps: list[float], selection: dict | None = None
         scale = read_clip(str(path)).mm_per_unit()
         theirs = blender_decimate(path, keeps, scale)
         ours = salient_poses(path, keeps, selection=selection)
-        for a, b in zip(ours, theirs, strict=True):
-            table.append({"clip": path.name, "keep": a["keep"], "ours": a, "blender": b})
+        plugin = published_plugin(path, keeps)
+        for a, b, c in zip(ours, theirs, plugin, strict=True):
+            table.append({"clip": path.name, "keep": a["keep"], "ours": a, "blender": b,
+                          "plugin": c})
             print(f"{path.name:24s} {100 * a['keep']:4.0f} %  ours {a['keys']:6d} keys "
                   f"({a['pose_keys']} pose + {a['corrective_keys']} corrective) mean "
                   f"{a['mean_mm']:6.2f} max {a['max_mm']:6.1f} mm {a['seconds']:6.1f} s | "
                   f"Blender {b['keys']:6d} keys mean {b['mean_mm']:6.2f} max "
                   f"{b['max_mm']:6.1f} mm {b['seconds']:5.1f} s | ratio mean "
-                  f"{a['mean_mm'] / b['mean_mm']:.2f} max {a['max_mm'] / b['max_mm']:.2f}",
-                  flush=True)
+                  f"{a['mean_mm'] / b['mean_mm']:.2f} max {a['max_mm'] / b['max_mm']:.2f} | "
+                  f"published plug-in {c['keys']:6d} keys mean {c['mean_mm']:6.2f} max "
+                  f"{c['max_mm']:6.1f} mm", flush=True)
     return table
 
 

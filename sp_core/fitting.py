@@ -44,14 +44,11 @@ from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves, bernstein, solve_parameter
 from sp_core.errors import ReductionError
 from sp_core.gimbal import fit_metric
+from sp_core.options import FIT_OBJECTIVES, FIT_SPACES, KEY_VALUES, TANGENT_MODES
 from sp_core.reweighting import worst_first_weights
 from sp_core.threads import single_threaded_blas
 
-TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
-FIT_SPACES = ("channel", "world")
-#: ``captured``: keys hold the capture's values at their frames; ``fitted``: key values are
-#: fitted with the tangents (least squares over every frame).
-KEY_VALUES = ("fitted", "captured")
+__all__ = ["FIT_OBJECTIVES", "FIT_SPACES", "KEY_VALUES", "TANGENT_MODES"]  # the schema's choices
 #: Alternations of key values and tangents when key values are fitted (block coordinate
 #: descent: each half-step improves one given the other), and Gauss–Newton iterations per
 #: half-step. Many short rounds converge faster than a few long ones: on the sample at K = 44,
@@ -66,9 +63,6 @@ RIDGE = 1e-9
 ANCHOR = 0.01
 #: Shortest weighted handle, as a fraction of its segment.
 MIN_HANDLE = 0.02
-#: Objectives of the world fit: squared errors, or squared errors then rounds reweighted
-#: towards the worst joints (see :func:`_reweighted_rounds`).
-FIT_OBJECTIVES = ("least-squares", "minimax")
 #: Most reweighted rounds of the minimax objective, and Levenberg–Marquardt iterations in each.
 MINIMAX_ROUNDS = 5
 MINIMAX_ITERATIONS = 3
@@ -207,6 +201,16 @@ class _Basis:
         """Sum of per-row arrays (F, ...) over each segment's rows: (K - 1, ...)."""
         return np.add.reduceat(rows, self.starts, axis=0)
 
+    def _sharing(self, base: np.ndarray, w_out: np.ndarray, w_in: np.ndarray) -> _Basis:
+        """A basis on the same rows and curve parameters with other base and weights (the
+        Bézier parameters need not be solved again)."""
+        other = object.__new__(_Basis)
+        other.segment, other.u, other.length = self.segment, self.u, self.length
+        other.starts = self.starts
+        other.w_first, other.w_second = self.w_first, self.w_second
+        other.base, other.w_out, other.w_in = base, w_out, w_in
+        return other
+
     def of_key_values(self, slopes: np.ndarray, q: int) -> _Basis:
         """The same curves as a linear function of the key values, ``slopes`` (K, q, C) held.
 
@@ -214,13 +218,13 @@ class _Basis:
         B0 + B1 in the segment it starts, B2 + B3 in the one it ends), so the returned basis,
         evaluated with values (K, 1, C) as its "slopes", reuses every slope solver.
         """
-        other = object.__new__(_Basis)
-        other.segment, other.u, other.length = self.segment, self.u, self.length
-        other.starts = self.starts
-        other.w_first, other.w_second = self.w_first, self.w_second
-        other.base = self.evaluate(slopes, q) - self.base
-        other.w_out, other.w_in = self.w_first, self.w_second
-        return other
+        return self._sharing(self.evaluate(slopes, q) - self.base, self.w_first, self.w_second)
+
+    def with_key_values(self, key_values: np.ndarray) -> _Basis:
+        """This basis for other key values (K, C): the same as building it anew with them."""
+        return self._sharing(self.w_first * key_values[self.segment]
+                             + self.w_second * key_values[self.segment + 1],
+                             self.w_out, self.w_in)
 
 
 def difference_slopes(values: np.ndarray, key_rows: np.ndarray) -> np.ndarray:
@@ -234,10 +238,14 @@ def difference_slopes(values: np.ndarray, key_rows: np.ndarray) -> np.ndarray:
     return np.gradient(values, axis=0)[key_rows]
 
 
+def check_choice(what: str, value: str, choices: Sequence[str]) -> None:
+    """Refuse ``value`` unless it is one of ``choices`` (``what`` names it in the message)."""
+    if value not in choices:
+        raise ReductionError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
+
+
 def _check(values: np.ndarray, key_rows: np.ndarray, tangents: str) -> None:
-    if tangents not in TANGENT_MODES:
-        raise ReductionError(f"unknown tangent mode {tangents!r}; choose one of "
-                             f"{', '.join(TANGENT_MODES)}")
+    check_choice("tangent mode", tangents, TANGENT_MODES)
     if not np.all(np.isfinite(values)):
         raise ReductionError("channel values contain NaN or infinity; clean the motion first")
     if len(key_rows) < 2 or key_rows[0] != 0 or key_rows[-1] != values.shape[0] - 1 \
@@ -435,7 +443,7 @@ def fit_channels(values: np.ndarray, key_rows: np.ndarray, tangents: str = "unif
     """
     key_rows = np.asarray(key_rows, dtype=np.int64)
     _check(values, key_rows, tangents)
-    _check_key_values(key_values)
+    check_choice("key values", key_values, KEY_VALUES)
     t0 = time.perf_counter()
     q = _mode_width(tangents)
     target = _target(values, key_rows, q)
@@ -453,12 +461,6 @@ def fit_channels(values: np.ndarray, key_rows: np.ndarray, tangents: str = "unif
     _tidy_ends(fit, q)
     fit.info["channel_s"] = time.perf_counter() - t0
     return fit
-
-
-def _check_key_values(key_values: str) -> None:
-    if key_values not in KEY_VALUES:
-        raise ReductionError(f"unknown key values {key_values!r}; choose one of "
-                             f"{', '.join(KEY_VALUES)}")
 
 
 def _fit_values_channel(values: np.ndarray, key_rows: np.ndarray, fit: Fit, target: np.ndarray,
@@ -480,7 +482,7 @@ def _fit_values_channel(values: np.ndarray, key_rows: np.ndarray, fit: Fit, targ
         solved = _solve_channel(of_values, values, captured, 1, 0.0)
         at_keys = _solve_rotations(of_values, values, captured, 1, 0.0, solved,
                                    metrics)[:, 0, :]
-        basis = _Basis(key_rows, values, fit.out_length, fit.in_length, at_keys)
+        basis = basis.with_key_values(at_keys)
         slopes = _solve_rotations(basis, values, target, q, smoothness,
                                   _solve_channel(basis, values, target, q, smoothness), metrics)
     return Fit(slopes, fit.out_length, fit.in_length, fit.info, at_keys)
@@ -642,7 +644,7 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         :data:`MINIMAX_MEAN_BOUND` above it (``info["minimax_rounds"]``: rounds kept).
     """
     t0 = time.perf_counter()
-    _check_key_values(key_values)
+    check_choice("key values", key_values, KEY_VALUES)
     values = clip.channels
     key_rows = np.asarray(key_rows, dtype=np.int64)
     q = _mode_width(tangents)
@@ -660,8 +662,13 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     weight = anchor * distance
     # the smooth term is measured like the errors it trades against: slopes as distances
     bend = lam * distance
-    c_diag, c_upper, c_rhs = _normal_blocks(basis, values - basis.base, q)
-    c_diag, c_upper, c_rhs = c_diag[columns], c_upper[columns], c_rhs[columns]
+
+    def channel_blocks(basis: _Basis, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The free channels' channel-space normal blocks for ``basis`` (the anchor term)."""
+        diagonal, upper, rhs = _normal_blocks(basis, values - basis.base, q)
+        return diagonal[columns], upper[columns], rhs[columns]
+
+    c_diag, c_upper, c_rhs = channel_blocks(basis, q)
     if jacobian == "tree":
         from sp_core.tree_jacobian import (
             TreeLayout,
@@ -705,9 +712,7 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             return solve_block_tridiagonal(damped, upper, rhs)
     else:
         raise ReductionError(f"unknown jacobian {jacobian!r}; choose tree or dense")
-    if objective not in FIT_OBJECTIVES:
-        raise ReductionError(f"unknown fit objective {objective!r}; choose one of "
-                             f"{', '.join(FIT_OBJECTIVES)}")
+    check_choice("fit objective", objective, FIT_OBJECTIVES)
     minimax = objective == "minimax"
     rounds = VALUE_ROUNDS if key_values == "fitted" else 0
     # progress in iterations: the slopes' first fit, the key-value rounds' half-steps, then
@@ -735,18 +740,16 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         for r in range(rounds):
             # key values, slopes held: the same solver with the values as one-slope keys
             of_values = basis.of_key_values(result.slopes, q)
-            v_blocks = _normal_blocks(of_values, values - of_values.base, 1)
             v_fit, v_done = _world_iterations(
                 clip, of_values, Fit(at_keys[:, None, :].copy(), fit.out_length,
                                      fit.in_length), 1, 0.0, columns, captured, weight,
-                np.zeros_like(bend), tuple(b[columns] for b in v_blocks), kinematics, blocks,
+                np.zeros_like(bend), channel_blocks(of_values, 1), kinematics, blocks,
                 solve, ROUND_ITERATIONS, tolerance,
                 stage(iterations + 2 * r * ROUND_ITERATIONS, ROUND_ITERATIONS,
                       f"world fit of the key values, round {r + 1} of {rounds}"))
             at_keys = v_fit.slopes[:, 0, :]
-            basis = _Basis(key_rows, values, fit.out_length, fit.in_length, at_keys)
-            c_diag, c_upper, c_rhs = (b[columns] for b in
-                                      _normal_blocks(basis, values - basis.base, q))
+            basis = basis.with_key_values(at_keys)
+            c_diag, c_upper, c_rhs = channel_blocks(basis, q)
             result, s_done = _world_iterations(
                 clip, basis, result, q, lam, columns, target, weight, bend,
                 (c_diag, c_upper, c_rhs), kinematics, blocks, solve, ROUND_ITERATIONS,
@@ -760,8 +763,7 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         if errors.mean() > joint_errors(clip, start_basis.evaluate(fit.slopes, q),
                                         reference).mean():
             result, basis = fit.copy(), start_basis
-            c_diag, c_upper, c_rhs = (b[columns] for b in
-                                      _normal_blocks(basis, values - basis.base, q))
+            c_diag, c_upper, c_rhs = channel_blocks(basis, q)
             errors = errors_of(result.slopes)
         if minimax:
             result, errors, kept = _reweighted_rounds(

@@ -32,7 +32,11 @@ POSE_SPACES = ("positions", "channels")
 COMPOSITIONS = ("max", "sum")
 TANGENT_MODES = ("unified", "broken", "smooth", "weighted")
 FIT_SPACES = ("channel", "world")
+#: ``fitted``: key values fitted with the tangents (least squares over every frame);
+#: ``captured``: keys hold the capture's values at their frames.
 KEY_VALUES = ("fitted", "captured")
+#: The world fit's objectives: squared errors, or squared errors then rounds reweighted towards
+#: the worst joints (see :func:`sp_core.fitting.refine_world`).
 FIT_OBJECTIVES = ("least-squares", "minimax")
 WAND_MODES = ("local", "global")
 #: The default choice of K: mean and max joint error, mm at 1.7 m (see docs/guide.md).

@@ -24,8 +24,7 @@ import numpy as np
 
 from sp_core.clip import Clip
 from sp_core.errors import ClipError, SelectionError
-
-POSE_SPACES = ("positions", "channels")
+from sp_core.options import POSE_SPACES
 
 
 def node_reach(clip: Clip) -> np.ndarray:

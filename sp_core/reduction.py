@@ -30,6 +30,7 @@ from sp_core.fitting import (
     SMOOTHNESS,
     TANGENT_MODES,
     VALUE_ROUNDS,
+    check_choice,
     fit_channels,
     refine_world,
 )
@@ -194,15 +195,9 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     ReductionError
         Unknown mode or space, keyframes outside the clip, non-finite channel values.
     """
-    if tangents not in TANGENT_MODES:
-        raise ReductionError(f"unknown tangent mode {tangents!r}; choose one of "
-                             f"{', '.join(TANGENT_MODES)}")
-    if space not in FIT_SPACES:
-        raise ReductionError(f"unknown fitting space {space!r}; choose one of "
-                             f"{', '.join(FIT_SPACES)}")
-    if objective not in FIT_OBJECTIVES:
-        raise ReductionError(f"unknown fit objective {objective!r}; choose one of "
-                             f"{', '.join(FIT_OBJECTIVES)}")
+    check_choice("tangent mode", tangents, TANGENT_MODES)
+    check_choice("fitting space", space, FIT_SPACES)
+    check_choice("fit objective", objective, FIT_OBJECTIVES)
     if isinstance(world_iterations, bool) or not isinstance(world_iterations, (int, np.integer)) \
             or world_iterations < 1:
         raise ReductionError(f"world_iterations must be a whole number >= 1, got "

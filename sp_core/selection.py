@@ -21,9 +21,9 @@ from sp_core.clip import Clip
 from sp_core.costs import Cost, get_cost
 from sp_core.costs.base import fill_in_blocks
 from sp_core.errors import CapacityError, SelectionError
+from sp_core.options import COMPOSITIONS
 from sp_core.poses import pose_matrix
 
-COMPOSITIONS = ("max", "sum")
 #: Default memory allowed for one analysis (tables, Gram bands, DP arrays), bytes.
 DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 #: Steps of the selection DP (one composition of a previous key) per second on the reference

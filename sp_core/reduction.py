@@ -155,7 +155,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
            corrective_budget: str | int | None = None,
            corrective_stop_mm: float | None = None,
            progress: Callable[[float, str], None] | None = None,
-           key_values: str = "fitted") -> Reduction:
+           key_values: str = "fitted", start_only: bool = False) -> Reduction:
     """Rebuild the clip's animation from keys at ``frames`` only.
 
     Parameters
@@ -185,6 +185,12 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     key_values : {"fitted", "captured"}
         Key values fitted with the tangents (least squares over every frame), or the
         captured values at the keyframes.
+    start_only : bool
+        With ``space="world"``: stop at the channel fit the world fit starts from (no world
+        iterations; rotations fitted per channel, as the world fit starts, not on the gimbal
+        metric of a channel-space reduction). The world fit never has a larger mean error,
+        which makes this a cheap bound for :mod:`sp_core.tolerance`. The result says
+        ``space="channel"``.
 
     Returns
     -------
@@ -246,7 +252,9 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
                            rotations=rotation_triplets(work) if space == "channel" else None)
         fit.slopes[:, :, ~animated] = 0.0
         timings["channel_s"] = fit.info["channel_s"]
-        if space == "world" and animated.any():
+        if space == "world" and start_only:
+            space = "channel"
+        elif space == "world" and animated.any():
             report(0.02, f"fitting {len(rows)} keys in world space")
             fit = refine_world(work, rows, fit, tangents, smoothness,
                                iterations=world_iterations, free=animated,

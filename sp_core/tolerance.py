@@ -4,12 +4,18 @@ What K buys is mostly the *mean* error: the corrective keys (:mod:`sp_core.corre
 worst frames down to the tolerance's max for a few keys, but lower the mean only a little. So the
 search spends its fits where they are cheap:
 
-1. a bisection with the channel fit (milliseconds per K), pose keys alone: the world fit never
-   has a larger mean than the channel fit it starts from, so the K found there bounds the
-   answer from above;
-2. a bisection with the real fit (the world fit, tenths of a second) below that bound, pose keys
-   alone, on the mean (and on the max too when no corrective keys may be spent);
+1. a bisection with the channel fit the world fit starts from (hundredths of a second per K),
+   pose keys alone: the world fit never has a larger mean than its start, so the K found
+   there bounds the answer from above;
+2. a search with the real fit (the world fit, tenths of a second) below that bound, pose keys
+   alone, on the mean (and on the max too when no corrective keys may be spent). With
+   corrective keys the search tries where the fits predict the mean is met: first where the
+   start fits' means times :data:`RATIO_PRIOR` are, then where a power law through the
+   latest two real fits is (the mean falls about as K^-2), keeping a bracket and halving it
+   when the predictions stop narrowing it (3 world fits instead of 6 on the sample);
 3. that K checked with the corrective keys (seconds), raised until it meets the tolerance;
+   the K below it is checked first when its pose keys miss the mean by at most
+   :data:`NEAR_MISS`;
 4. one or two smaller K tried with the corrective keys, where the mean the pose keys leave,
    lowered as much as the corrective keys lowered it at the K found, is within the tolerance.
 
@@ -21,6 +27,7 @@ with K closely but not strictly.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable
 
 from sp_core.clip import Clip
@@ -31,8 +38,26 @@ from sp_core.selection import SelectionSpace
 
 #: Shares of the search's progress: the channel bisection, the fitted bisection, the checks.
 STAGES = (0.05, 0.35, 0.60)
+#: The fit stages 1 and 2 bound and predict with: the channel fit the world fit starts from
+#: (:func:`~sp_core.reduction.reduce`'s ``start_only``).
+START = "start"
+#: The real fit's mean over its start's, assumed before the first real fit: 0.63-0.89 on the
+#: shared takes near their default K (it is replaced by the latest measured one).
+RATIO_PRIOR = 0.75
+#: d log(mean) / d log(K) of the real fit assumed while one K is fitted (the mean falls about
+#: as K^-2 near the default K on the shared takes); measured ones are kept within
+#: [2, 1/4] times it.
+SLOPE_PRIOR = -2.0
 #: Smaller K tried with the corrective keys after the first K that meets the tolerance.
 TRIES_BELOW = 2
+#: A K whose pose keys miss the mean by at most this fraction is checked with the corrective
+#: keys first (before the smallest K whose pose keys meet it): the corrective keys lowered
+#: the mean by 2-4 % on the shared takes, so such a K often meets the tolerance, and checking
+#: it first saves the larger K's check (a corrective stage, seconds).
+NEAR_MISS = 0.03
+#: Pose-key reductions in the real fit kept for the checks (the latest ones: the checks
+#: follow the search closely; each holds two dense (frames, channels) arrays).
+KEPT_FITS = 4
 
 
 class ToleranceSearch:
@@ -67,7 +92,7 @@ class ToleranceSearch:
         self.fitted: dict[tuple[int, ...], Reduction] = {}
         self._pose: dict[tuple[int, str], tuple[float, float]] = {}
         self._full: dict[int, tuple[float, float]] = {}
-        self._last: tuple[int, Reduction] | None = None  # the latest pose-key world fit
+        self._kept: OrderedDict[int, Reduction] = OrderedDict()  # latest real pose-key fits
         self._fraction = 0.0
         self._message = "choosing K"
         self.tolerance = (math.inf, math.inf)
@@ -81,10 +106,11 @@ class ToleranceSearch:
     def _reduce(self, k: int, fit_space: str,
                 progress: Callable[[float, str], None] | None = None) -> Reduction:
         fit = self.fit
+        start = fit_space == START
         return reduce(self.motion, self.space.keyframes(k), tangents=fit.tangents,
-                      smoothness=fit.smoothness, space=fit_space,
+                      smoothness=fit.smoothness, space=fit.space if start else fit_space,
                       world_iterations=fit.world_iterations, objective=fit.objective,
-                      progress=progress, key_values=fit.key_values)
+                      progress=progress, key_values=fit.key_values, start_only=start)
 
     def pose_error(self, k: int, fit_space: str) -> tuple[float, float]:
         """(mean, max) mm of the pose keys alone at ``k`` with the fit in ``fit_space``."""
@@ -95,10 +121,13 @@ class ToleranceSearch:
                                  lambda f, m: self._progress(self._fraction, f"K = {k}: {m}"))
             metrics = plain.metrics
             self._pose[k, fit_space] = (metrics.mean_mm, metrics.max_mm)
-            if fit_space == self.fit.space:
-                self._last = (k, plain)  # error() checks it next, and keeps what it checks
+            if fit_space == self.fit.space:  # error() may check it next
+                self._kept[k] = plain
+                while len(self._kept) > KEPT_FITS:
+                    self._kept.popitem(last=False)
+            label = "channel" if fit_space == START else fit_space
             self._progress(self._fraction, f"K = {k}: pose keys alone mean {metrics.mean_mm:.2f}"
-                                           f" mm, max {metrics.max_mm:.1f} mm ({fit_space} fit)")
+                                           f" mm, max {metrics.max_mm:.1f} mm ({label} fit)")
         return self._pose[k, fit_space]
 
     def error(self, k: int, start: float, stop: float) -> tuple[float, float]:
@@ -108,7 +137,7 @@ class ToleranceSearch:
         if k in self._full:
             return self._full[k]
         mean_mm, max_mm = self.tolerance
-        plain = self._last[1] if self._last is not None and self._last[0] == k else None
+        plain = self._kept.get(k)
         if plain is None:
             plain = self._reduce(k, self.fit.space,
                                  lambda f, m: self._progress(start + 0.3 * (stop - start) * f,
@@ -149,6 +178,66 @@ class ToleranceSearch:
             self._progress(start + (stop - start) * min(done / steps, 1.0))
         return high
 
+    def _guided(self, low: int, high: int, good: Callable[[int], bool], start: float,
+                stop: float) -> int:
+        """Stage 2: the smallest K in [low, high] for which ``good`` (the real fit's mean
+        within the tolerance) holds, given that it holds at ``high``, found by trying where
+        the fits predict it (see the module docstring); the K returned holds and ``K - 1``
+        (if at least ``low``) does not, as the bisection's would."""
+        mean_mm = self.tolerance[0]
+        passed, failed = high, low - 1  # the bracket: holds at `passed`, not at `failed`
+        steps = max(1, math.ceil(math.log2(high - low + 1)))
+        done = 0
+        edge = 0  # tries in a row that moved the bracket by one K only
+        tried: list[int] = []
+        while passed - failed > 1:
+            if edge >= 2:  # the predictions creep: halve the bracket instead
+                guess = (failed + 1 + passed) // 2
+            elif not tried:  # the start fits, scaled by a typical ratio
+                guess = self._gallop(failed + 1, passed - 1, lambda j: self.pose_error(
+                    j, START)[0] * RATIO_PRIOR <= mean_mm)
+            else:
+                guess = self._power_law(tried, mean_mm)
+            k = min(max(guess, failed + 1), passed - 1)
+            width = passed - failed
+            if good(k):
+                passed = k
+            else:
+                failed = k
+            tried.append(k)
+            edge = edge + 1 if passed - failed == width - 1 else 0
+            done += 1
+            self._progress(start + (stop - start) * min(done / steps, 1.0))
+        return passed
+
+    def _power_law(self, tried: list[int], mean_mm: float) -> int:
+        """The smallest K whose real-fit mean a power law through the latest two real fits
+        (one: with the exponent :data:`SLOPE_PRIOR`) puts within ``mean_mm``."""
+        k = tried[-1]
+        mean = self.pose_error(k, self.fit.space)[0]
+        slope = SLOPE_PRIOR
+        if len(tried) > 1 and tried[-2] != k:
+            other = self.pose_error(tried[-2], self.fit.space)[0]
+            if mean > 0 and other > 0:
+                slope = math.log(mean / other) / math.log(k / tried[-2])
+        slope = min(max(slope, SLOPE_PRIOR * 2.0), SLOPE_PRIOR / 4.0)  # a falling error
+        if mean <= 0 or mean_mm <= 0:
+            return k
+        return math.ceil(k * (mean_mm / mean) ** (1.0 / slope) - 1e-9)
+
+    def _gallop(self, low: int, top: int, expected: Callable[[int], bool]) -> int:
+        """The smallest K in [low, top] where ``expected`` holds, searched down from ``top``
+        with doubling steps and then bisected (the answer is usually a K or two below the
+        top; fewer cheap fits than bisecting from ``low``); ``top`` when it does not hold
+        there."""
+        if top <= low or not expected(top):
+            return max(top, low)
+        good, step = top, 1
+        while good - step >= low and expected(good - step):
+            good, step = good - step, 2 * step
+        return self._bisect(max(low, good - step + 1), good, expected, self._fraction,
+                            self._fraction)
+
     def smallest_k(self, mean_mm: float, max_mm: float) -> int:
         """The smallest K within mean ``mean_mm`` and max ``max_mm`` (mm at 1.7 m) found by
         the stages of the module docstring.
@@ -169,14 +258,17 @@ class ToleranceSearch:
             return mean <= mean_mm and (corrected or worst <= max_mm)
 
         one, two, _three = STAGES
-        bound = high
-        if fit.space == "world" and pose_ok(high, "channel"):
-            bound = self._bisect(low, high, lambda k: pose_ok(k, "channel"), 0.0, one)
+        bound, bounded = high, False
+        if fit.space == "world" and pose_ok(high, START):
+            bound = self._bisect(low, high, lambda k: pose_ok(k, START), 0.0, one)
+            bounded = corrected  # the world fit's mean is at most its start's
         self._progress(one, f"K at most {bound} (channel fit)")
-        if pose_ok(bound, fit.space):
-            k = self._bisect(low, bound, lambda k: pose_ok(k, fit.space), one, one + two)
-        else:
+        if corrected and fit.space == "world" and (bounded or pose_ok(bound, fit.space)):
+            k = self._guided(low, bound, lambda k: pose_ok(k, fit.space), one, one + two)
+        elif not pose_ok(bound, fit.space):
             k = bound
+        else:  # the max too: the channel fit's means predict nothing of it
+            k = self._bisect(low, bound, lambda k: pose_ok(k, fit.space), one, one + two)
         self._progress(one + two, f"checking K = {k} with the {fit.space} fit")
         checks = 0
 
@@ -188,6 +280,10 @@ class ToleranceSearch:
             checks += 1
             return start, one + two + left * (1.0 - 0.5 ** checks)
 
+        below = self._pose.get((k - 1, fit.space))
+        if corrected and k > low and below is not None \
+                and below[0] <= mean_mm * (1.0 + NEAR_MISS) and self.meets(k - 1, *span()):
+            k -= 1  # the corrective keys made up the pose keys' near miss of the mean
         while not self.meets(k, *span()):
             mean, worst = self._full[k]
             if k == high:
@@ -220,12 +316,7 @@ class ToleranceSearch:
 
             if not expected(k - 1):
                 return k
-            # gallop down from k - 1 (the answer is usually a K or two below), then bisect
-            good, step = k - 1, 1
-            while good - step >= low and expected(good - step):
-                good, step = good - step, 2 * step
-            first = self._bisect(max(low, good - step + 1), good, expected, self._fraction,
-                                 self._fraction)
+            first = self._gallop(low, k - 1, expected)
             untried = [j for j in range(first, k) if j not in self._full]
             if not untried:
                 return k

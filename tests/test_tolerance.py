@@ -88,3 +88,26 @@ def test_a_fit_reports_its_stages_and_stops_when_its_progress_raises(sample_clip
     with pytest.raises(Stop):
         reduce(clip, frames, progress=stop_at_third_iteration)
     assert calls[-1].startswith("world fit, iteration 3")
+
+
+@pytest.mark.parametrize("k", [4, 6, 9])
+def test_the_start_fit_bounds_the_world_fit(k):
+    """The search's stage-1 bound: the channel fit the world fit starts from (``start_only``)
+    never has a smaller mean than the world fit, and it is that fit, not the channel-space
+    reduction (which fits rotations near gimbal lock on their own metric)."""
+    from sp_core.fitting import fit_channels
+    from sp_core.selection import SelectionSpace
+
+    clip = read_bvh(DATA / "cmu_131_01_stop.bvh")
+    frames = SelectionSpace.from_clip(clip, cost="line-sse").keyframes(k)
+    start = reduce(clip, frames, start_only=True)
+    world = reduce(clip, frames)
+    assert start.space == "channel" and start.timings["world_s"] == 0.0
+    assert world.metrics.mean_mm <= start.metrics.mean_mm
+    assert world.metrics.mean_mm < 0.95 * start.metrics.mean_mm  # the refinement did work
+    work = clip.sub_range(int(frames[0]), int(frames[-1])).unwrapped()
+    rows = frames - frames[0]
+    plain = fit_channels(work.channels, rows, "unified", key_values="fitted")
+    animated = start.curves.animated
+    assert start.reduced[rows][:, animated] == pytest.approx(
+        plain.values_at_keys(work.channels, rows)[:, animated], abs=1e-9)

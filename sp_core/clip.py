@@ -355,6 +355,27 @@ class Clip:
             start += len(columns)
         return result
 
+    def channel_turns(self, angles: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """(n, 3, 3) float64: the single-axis rotation matrix of rotation channel
+        ``columns[i]`` at ``angles[i]`` degrees, as :meth:`axis_rotations` makes it (one
+        ``from_euler`` call per axis).
+
+        Parameters
+        ----------
+        angles : (n,) float64, degrees
+        columns : (n,) int
+            Rotation channels (indices into :attr:`channel_names`).
+        """
+        angles = np.asarray(angles, dtype=np.float64)
+        columns = np.asarray(columns, dtype=np.int64)
+        out = np.empty((len(angles), 3, 3))
+        for axis, of_axis in self._axis_columns.items():
+            here = np.flatnonzero(np.isin(columns, of_axis))
+            if len(here):
+                out[here] = Rotation.from_euler(axis, angles[here].reshape(-1, 1),
+                                                degrees=True).as_matrix()
+        return out
+
     def _kinematics_block(self, channels: np.ndarray, out: np.ndarray) -> None:
         """Forward kinematics of a block of frames into ``out`` (n, n_nodes, 3)."""
         n_frames = channels.shape[0]

@@ -182,7 +182,7 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     residual = clip.channels - reduced
     anchors = np.unique(np.asarray(key_rows, dtype=np.int64))
     channels = {c: _Channel(anchors) for c in np.flatnonzero(animated)}
-    fk = _kinematics(clip)
+    fk = _Kinematics(clip, reduced)
     errors = np.linalg.norm(fk(reduced) - target, axis=-1)
     base_max, base_mean = errors.max(axis=1), errors.mean(axis=1)
     slack = SLACK * max(float(np.ptp(target)), 1.0)
@@ -216,6 +216,7 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         for c, knots, c_lo, c_hi, column in changes:
             channels[c].knots = knots
             correction[c_lo:c_hi + 1, c] = column
+        fk.update(reduced + correction, lo, hi)
         errors[lo:hi + 1] = new_errors
         frame_max[lo:hi + 1] = new_errors.max(axis=1)
         used += cost
@@ -231,18 +232,50 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     return result, result.dense()
 
 
-def _kinematics(clip: Clip) -> Callable[[np.ndarray], np.ndarray]:
-    """``fk(channels (F, C)) -> positions (F, n_nodes, 3)``: the clip's forward kinematics in
-    one numba pass (the greedy search evaluates hundreds of small blocks, where the per-node
-    numpy calls of :meth:`Clip.forward_kinematics` cost more than the arithmetic)."""
-    layout = TreeLayout.of(clip, np.zeros(0, dtype=np.int64))
+class _Kinematics:
+    """The greedy search's forward kinematics (numba, one pass over the chain).
 
-    def fk(channels: np.ndarray) -> np.ndarray:
-        return pose(clip, layout, channels)[0]
-    return fk
+    ``fk(channels (F, C)) -> positions (F, n_nodes, 3)`` computes everything;
+    :meth:`patched` computes blocks of rows of the current motion with a few channels changed
+    on some rows, taking the other channels' rotation matrices from those kept for the current
+    motion: making the single-axis matrices of every channel (scipy) cost more than the chain
+    itself on the hundreds of candidate rows of a greedy step, where one or a few channels
+    differ from the current motion.
+
+    Parameters
+    ----------
+    clip : Clip
+    current : (F, C) float64
+        The motion the kept matrices are of (:meth:`update` follows its changes).
+    """
+
+    def __init__(self, clip: Clip, current: np.ndarray) -> None:
+        self.clip = clip
+        self.layout = TreeLayout.of(clip, np.zeros(0, dtype=np.int64))
+        self.turns = clip.axis_rotations(current)
+        self.rotation = clip.is_rotation_channel()
+
+    def __call__(self, channels: np.ndarray) -> np.ndarray:
+        return pose(self.clip, self.layout, channels)[0]
+
+    def update(self, current: np.ndarray, lo: int, hi: int) -> None:
+        """The current motion changed on rows lo..hi (inclusive)."""
+        self.turns[lo:hi + 1] = self.clip.axis_rotations(current[lo:hi + 1])
+
+    def patched(self, channels: np.ndarray, base: np.ndarray, rows: np.ndarray,
+                columns: np.ndarray) -> np.ndarray:
+        """Positions (B, n_nodes, 3) of ``channels`` (B, C), which are rows ``base`` (B,) of
+        the current motion except channel ``columns[i]`` on row ``rows[i]`` of the block."""
+        turns = self.turns[base]
+        turning = self.rotation[columns]
+        if turning.any():
+            rows, columns = rows[turning], columns[turning]
+            turns[rows, self.clip.rotation_slot[columns]] = self.clip.channel_turns(
+                channels[rows, columns], columns)
+        return pose(self.clip, self.layout, channels, turns)[0]
 
 
-def _polish(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndarray,
+def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             correction: np.ndarray,
             channels: dict[int, _Channel], base_max: np.ndarray, base_mean: np.ndarray,
             slack: float, rounds: int,
@@ -380,7 +413,7 @@ def _movers(clip: Clip, animated: np.ndarray) -> list[tuple[np.ndarray, np.ndarr
     return out
 
 
-def _best_candidate(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced: np.ndarray,
+def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                     correction: np.ndarray,
                     residual: np.ndarray, target: np.ndarray, channels: dict[int, _Channel],
                     movers_of: tuple[np.ndarray, np.ndarray], worst: int, errors: np.ndarray,
@@ -401,7 +434,8 @@ def _best_candidate(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced:
     # rank the channels by their Gauss-Newton gain at the worst frame (forward differences)
     probe = np.repeat(current[worst:worst + 1], len(movers) + 1, axis=0)
     probe[np.arange(1, len(movers) + 1), movers] += STEP
-    probed = fk(probe).reshape(len(movers) + 1, -1)
+    probed = fk.patched(probe, np.full(len(probe), worst), np.arange(1, len(movers) + 1),
+                        movers).reshape(len(movers) + 1, -1)
     miss_at = probed[0] - target[worst].reshape(-1)
     jac_at = ((probed[1:] - probed[0]) / STEP).T  # (3 n_nodes, movers)
     norm_at = np.einsum("nc,nc->c", jac_at, jac_at)
@@ -418,7 +452,10 @@ def _best_candidate(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced:
     stacked = np.repeat(window[None], len(tried) + 1, axis=0)
     for i, m in enumerate(tried):
         stacked[i + 1, :, movers[m]] += STEP
-    moved = fk(stacked.reshape(-1, clip.n_channels)).reshape(len(tried) + 1, rows_w, -1)
+    block_rows = np.arange(rows_w, (len(tried) + 1) * rows_w)
+    moved = fk.patched(stacked.reshape(-1, clip.n_channels),
+                       np.tile(np.arange(lo_j, hi_j + 1), len(tried) + 1), block_rows,
+                       np.repeat(movers[tried], rows_w)).reshape(len(tried) + 1, rows_w, -1)
     miss = moved[0] - target[lo_j:hi_j + 1].reshape(rows_w, -1)
     jac = np.zeros((rows_w, miss.shape[1], len(movers)))
     for i, m in enumerate(tried):
@@ -475,17 +512,24 @@ def _best_candidate(clip: Clip, fk: Callable[[np.ndarray], np.ndarray], reduced:
                            cost))
     if not candidates:
         return None
-    blocks, ranges = [], []
+    blocks, ranges, patch_rows, patch_columns = [], [], [], []
+    offset = 0
     for changes, _cost in candidates:
         lo = min(ch[2] for ch in changes)
         hi = max(ch[3] for ch in changes)
         block = current[lo:hi + 1].copy()
         for c, _knots, c_lo, c_hi, column in changes:
             block[c_lo - lo:c_hi - lo + 1, c] = reduced[c_lo:c_hi + 1, c] + column
+            patch_rows.append(np.arange(c_lo - lo, c_hi - lo + 1) + offset)
+            patch_columns.append(np.full(c_hi - c_lo + 1, c))
         blocks.append(block)
         ranges.append((lo, hi))
-    moved = np.linalg.norm(fk(np.concatenate(blocks))
-                           - np.concatenate([target[lo:hi + 1] for lo, hi in ranges]), axis=-1)
+        offset += hi - lo + 1
+    moved = np.linalg.norm(
+        fk.patched(np.concatenate(blocks), np.concatenate([np.arange(lo, hi + 1)
+                                                           for lo, hi in ranges]),
+                   np.concatenate(patch_rows), np.concatenate(patch_columns))
+        - np.concatenate([target[lo:hi + 1] for lo, hi in ranges]), axis=-1)
     best, best_score = None, 0.0
     start = 0
     for (changes, cost), (lo, hi) in zip(candidates, ranges, strict=True):

@@ -140,3 +140,35 @@ def test_jacobian_columns_of_the_polish_equal_the_position_jacobian(sample_clip)
         column = jacobian_column(clip, layout, clip._subtrees(), positions, axes, int(c), rows)
         np.testing.assert_allclose(column, dense[rows, :, :, c], rtol=0,
                                    atol=1e-10 * np.abs(dense[..., c]).max())
+
+
+def test_patched_kinematics_equals_full_forward_kinematics(sample_clip):
+    """The greedy search's blocks (rows of the current motion with a few channels changed,
+    the other channels' rotation matrices reused) give the clip's forward kinematics, and
+    the kept matrices follow an update."""
+    from sp_core.corrective import _Kinematics
+
+    clip = sample_clip.sub_range(0, 199)
+    rng = np.random.default_rng(7)
+    current = clip.channels + rng.normal(0.0, 2.0, clip.channels.shape)
+    fk = _Kinematics(clip, current)
+    base = rng.integers(0, 200, 60)
+    block = current[base].copy()
+    rows = rng.integers(0, 60, 25)
+    columns = rng.integers(0, clip.n_channels, 25)  # translations and rotations
+    block[rows, columns] += rng.normal(0.0, 30.0, 25)
+    expected = clip.forward_kinematics(block)
+    assert fk.patched(block, base, rows, columns) == pytest.approx(expected, abs=1e-9)
+    # a change of the current motion the kept matrices do not know of shows, until update()
+    current[40:60] += 5.0
+    moved = current[base]
+    assert not np.allclose(fk.patched(moved, base, rows[:0], columns[:0]),
+                           clip.forward_kinematics(moved), atol=1e-6)
+    fk.update(current, 40, 59)
+    assert fk.patched(moved, base, rows[:0], columns[:0]) == pytest.approx(
+        clip.forward_kinematics(moved), abs=1e-9)
+    # the per-channel matrices are axis_rotations' own
+    turning = np.flatnonzero(clip.is_rotation_channel())
+    angles = current[3, turning]
+    assert np.array_equal(clip.channel_turns(angles, turning),
+                          clip.axis_rotations(current[3:4])[0, clip.rotation_slot[turning]])

@@ -101,11 +101,26 @@ def budget_keys(budget: str | None, original_keys: int) -> int:
 
 
 class _Channel:
-    """Knots of one channel and the keys they cost."""
+    """Knots of one channel and the keys they cost.
+
+    The rows of the current knots' points and the keys they write are kept (the greedy
+    search asks for them for every candidate, and they change only when knots are set).
+    """
 
     def __init__(self, anchors: np.ndarray) -> None:
         self.anchors = anchors
-        self.knots: dict[int, float] = {}
+        self.knots = {}
+
+    @property
+    def knots(self) -> dict[int, float]:
+        """Row → value of every knot (values may change in place; rows only by setting)."""
+        return self._knots
+
+    @knots.setter
+    def knots(self, knots: dict[int, float]) -> None:
+        self._knots = knots
+        self.rows = self.points(knots)[0]  # rows of the current points, ascending
+        self.written_count = len(self.written(knots))
 
     def points(self, knots: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
         """Rows and values of the anchors (0) and knots, ascending."""
@@ -129,14 +144,15 @@ class _Channel:
         near[:-1] |= is_knot[1:]
         return rows[near]
 
-    def span(self, knots: dict[int, float], new_rows: list[int]) -> tuple[int, int]:
+    def span(self, new_rows: list[int]) -> tuple[int, int]:
         """Rows lo..hi (inclusive) whose correction changes when ``new_rows`` get knots."""
-        rows, _ = self.points(knots)
-        before = np.searchsorted(rows, min(new_rows), side="left") - 1
-        after = np.searchsorted(rows, max(new_rows), side="right")
+        rows = self.rows
+        first, last = min(new_rows), max(new_rows)
+        before = int(np.searchsorted(rows, first, side="left")) - 1
+        after = int(np.searchsorted(rows, last, side="right"))
         # a knot on the first or last key changes the correction up to the range's end
-        lo = rows[before] if before >= 0 else min(new_rows)
-        hi = rows[after] if after < len(rows) else max(new_rows)
+        lo = rows[before] if before >= 0 else first
+        hi = rows[after] if after < len(rows) else last
         return int(lo), int(hi)
 
 
@@ -428,7 +444,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     if not len(movers):
         return None
     # the Jacobian over the frames any candidate can touch: between the points around `worst`
-    spans = [channels[int(c)].span(channels[int(c)].knots, [worst]) for c in movers]
+    spans = [channels[int(c)].span([worst]) for c in movers]
     lo_j = max(min(s[0] for s in spans), worst - 2 * max(WIDTHS), 0)
     hi_j = min(max(s[1] for s in spans), worst + 2 * max(WIDTHS), n_frames - 1)
     # rank the channels by their Gauss-Newton gain at the worst frame (forward differences)
@@ -532,14 +548,17 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         - np.concatenate([target[lo:hi + 1] for lo, hi in ranges]), axis=-1)
     best, best_score = None, 0.0
     start = 0
+    moved_max, moved_mean = moved.max(axis=1), moved.mean(axis=1)  # per row of every block
+    current_max = errors.max(axis=1)
     for (changes, cost), (lo, hi) in zip(candidates, ranges, strict=True):
         new = moved[start:start + hi - lo + 1]
+        new_max = moved_max[start:start + hi - lo + 1]
+        new_mean = moved_mean[start:start + hi - lo + 1]
         start += hi - lo + 1
-        new_max, new_mean = new.max(axis=1), new.mean(axis=1)
         if np.any(new_max > base_max[lo:hi + 1] + slack) or \
                 np.any(new_mean > base_mean[lo:hi + 1] + slack):
             continue
-        old_max = errors[lo:hi + 1].max(axis=1)
+        old_max = current_max[lo:hi + 1]
         if new_max[worst - lo] >= old_max[worst - lo]:
             continue
         score = float(np.sum(old_max ** 2 - new_max ** 2)) / max(cost, 0.5)
@@ -556,10 +575,10 @@ def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, 
     for r in shape:
         knots[r] = float(correction[r])
     knots[worst] = float(correction[worst]) + 1.0
-    lo, hi = state.span(state.knots, list(shape) + [worst])
+    lo, hi = state.span(list(shape) + [worst])
     points, values = state.points(knots)
     hat = np.interp(np.arange(lo, hi + 1), points, values) - correction[lo:hi + 1]
-    cost = len(state.written(knots)) - len(state.written(state.knots))
+    cost = len(state.written(knots)) - state.written_count
     return hat, knots, lo, hi, cost
 
 
@@ -582,7 +601,7 @@ def _shapes(state: _Channel, worst: int, n_frames: int,
             widths: tuple[int, ...] = WIDTHS) -> list[tuple[int, ...]]:
     """Closing knots of the candidate shapes at ``worst``: none (a ramp to the points around
     it), or one each side at ``w`` frames (a hat), unless a point is already nearer."""
-    rows, _ = state.points(state.knots)
+    rows = state.rows
     i, j = np.searchsorted(rows, worst, side="left"), np.searchsorted(rows, worst, side="right")
     before = rows[i - 1] if i > 0 else -1
     after = rows[j] if j < len(rows) else n_frames

@@ -16,8 +16,9 @@ search spends its fits where they are cheap:
 3. that K checked with the corrective keys (seconds), raised until it meets the tolerance;
    the K below it is checked first when its pose keys miss the mean by at most
    :data:`NEAR_MISS`;
-4. one or two smaller K tried with the corrective keys, where the mean the pose keys leave,
-   lowered as much as the corrective keys lowered it at the K found, is within the tolerance.
+4. the K below it tried with the corrective keys, one at a time (at most two), while the
+   mean its pose keys leave, lowered as much as the corrective keys lowered it at the K
+   above, is within the tolerance.
 
 Every K returned was checked with exactly the reduction :func:`sp_core.reduction.reduce` gives
 (so it meets the tolerance); a smaller K might too, since the error of the fitted curves falls
@@ -301,27 +302,22 @@ class ToleranceSearch:
         return k
 
     def _below(self, k: int, low: int, span: Callable[[], tuple[float, float]]) -> int:
-        """Stage 4: smaller K whose pose-key mean, lowered by the corrective keys' share at
-        ``k``, is within the tolerance, checked with the corrective keys (at most
-        :data:`TRIES_BELOW` checks; K already found to miss are skipped)."""
+        """Stage 4: the K below ``k``, one at a time, while its pose-key mean, lowered by the
+        corrective keys' share at the K above it, is within the tolerance and the check with
+        the corrective keys confirms it (at most :data:`TRIES_BELOW` checks; a K already
+        found to miss ends the walk)."""
         mean_mm = self.tolerance[0]
         for _ in range(TRIES_BELOW):
             pose_mean = self.pose_error(k, self.fit.space)[0]
             lowered = self._full[k][0] / pose_mean if pose_mean > 0 else 1.0
-            if lowered >= 1.0 or k <= low:
+            below = k - 1
+            if lowered >= 1.0 or below < low or below in self._full:
                 return k
-
-            def expected(j: int, lowered: float = lowered) -> bool:
-                return self.pose_error(j, self.fit.space)[0] * lowered <= mean_mm
-
-            if not expected(k - 1):
+            if self.pose_error(below, self.fit.space)[0] * lowered > mean_mm:
                 return k
-            first = self._gallop(low, k - 1, expected)
-            untried = [j for j in range(first, k) if j not in self._full]
-            if not untried:
+            if not self.meets(below, *span()):
                 return k
-            if self.meets(untried[0], *span()):
-                k = untried[0]
+            k = below
         return k
 
 

@@ -4,7 +4,7 @@ What K buys is mostly the *mean* error: the corrective keys (:mod:`sp_core.corre
 worst frames down to the tolerance's max for a few keys, but lower the mean only a little. So the
 search spends its fits where they are cheap:
 
-1. a bisection with the channel fit the world fit starts from (hundredths of a second per K),
+1. a bisection with the channel fit the world fit starts from (a twentieth of a world fit),
    pose keys alone: the world fit never has a larger mean than its start, so the K found
    there bounds the answer from above;
 2. a search with the real fit (the world fit, tenths of a second) below that bound, pose keys
@@ -37,7 +37,7 @@ from sp_core.options import FitOptions
 from sp_core.reduction import Reduction, reduce, with_corrections
 from sp_core.selection import SelectionSpace
 
-#: Shares of the search's progress: the channel bisection, the fitted bisection, the checks.
+#: Shares of the search's progress: the channel bisection, the fitted search, the checks.
 STAGES = (0.05, 0.35, 0.60)
 #: The fit stages 1 and 2 bound and predict with: the channel fit the world fit starts from
 #: (:func:`~sp_core.reduction.reduce`'s ``start_only``).
@@ -216,14 +216,14 @@ class ToleranceSearch:
         (one: with the exponent :data:`SLOPE_PRIOR`) puts within ``mean_mm``."""
         k = tried[-1]
         mean = self.pose_error(k, self.fit.space)[0]
+        if mean <= 0 or mean_mm <= 0:
+            return k
         slope = SLOPE_PRIOR
         if len(tried) > 1 and tried[-2] != k:
             other = self.pose_error(tried[-2], self.fit.space)[0]
-            if mean > 0 and other > 0:
+            if other > 0:
                 slope = math.log(mean / other) / math.log(k / tried[-2])
         slope = min(max(slope, SLOPE_PRIOR * 2.0), SLOPE_PRIOR / 4.0)  # a falling error
-        if mean <= 0 or mean_mm <= 0:
-            return k
         return math.ceil(k * (mean_mm / mean) ** (1.0 / slope) - 1e-9)
 
     def _gallop(self, low: int, top: int, expected: Callable[[int], bool]) -> int:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sp_core.io.bvh import read_bvh
 from sp_core.options import DEFAULT_TOLERANCE, Options, corrective_plan
 from sp_core.reduction import reduce
 from sp_core.session import AnalysisCancelled, CancelToken, Session
 from sp_core.standalone import StandaloneHost
+from sp_core.tolerance import START, ToleranceSearch
 
 DATA = Path(__file__).parent / "data"
 
@@ -111,3 +115,45 @@ def test_the_start_fit_bounds_the_world_fit(k):
     animated = start.curves.animated
     assert start.reduced[rows][:, animated] == pytest.approx(
         plain.values_at_keys(work.channels, rows)[:, animated], abs=1e-9)
+
+
+class _Scripted(ToleranceSearch):
+    """A search whose pose-key means are given per K (no fits): the real fit's and its
+    start's, and a count of the real fits asked for."""
+
+    def __init__(self, real, start):
+        super().__init__(None, None, Options().fit)
+        self.real, self.start, self.fits = real, start, 0
+        self.tolerance = (2.0, 20.0)
+
+    def pose_error(self, k, fit_space):
+        if fit_space == START:
+            return self.start[k], 0.0
+        if (k, fit_space) not in self._pose:
+            self.fits += 1
+            self._pose[k, fit_space] = (self.real[k], 0.0)
+        return self._pose[k, fit_space]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(3, 400), st.floats(1.2, 3.0), st.floats(0.5, 0.95), st.floats(0.0, 0.08),
+       st.integers(0, 2**32 - 1))
+def test_the_guided_search_ends_on_a_k_that_meets_above_one_that_misses(top, slope, ratio,
+                                                                       noise, seed):
+    """Stage 2 on means that fall like a power law with multiplicative noise (not monotone):
+    whatever the predictions, it returns a K whose real mean meets the tolerance while K - 1's
+    does not (or K is the lowest), as a bisection would, and on smooth means it needs few
+    fits."""
+    rng = np.random.default_rng(seed)
+    ks = np.arange(top + 1)
+    truth = 2.0 * (np.maximum(ks, 1) / (0.6 * top + 1)) ** -slope
+    real = truth * np.exp(rng.normal(0.0, noise, top + 1))
+    start = real / ratio * np.exp(rng.normal(0.0, noise, top + 1))
+    low = 2
+    real[top] = min(real[top], 2.0)  # the bracket's top meets the mean, as the caller knows
+    search = _Scripted(real, start)
+    k = search._guided(low, top, lambda j: search.pose_error(j, "world")[0] <= 2.0, 0.0, 1.0)
+    assert low <= k <= top and real[k] <= 2.0
+    assert k == low or real[k - 1] > 2.0
+    if noise == 0.0:
+        assert search.fits <= 6

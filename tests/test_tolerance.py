@@ -137,13 +137,13 @@ class _Scripted(ToleranceSearch):
 
 @settings(max_examples=300, deadline=None)
 @given(st.integers(3, 400), st.floats(1.2, 3.0), st.floats(0.5, 0.95), st.floats(0.0, 0.08),
-       st.integers(0, 2**32 - 1))
-def test_the_guided_search_ends_on_a_k_that_meets_above_one_that_misses(top, slope, ratio,
-                                                                       noise, seed):
-    """Stage 2 on means that fall like a power law with multiplicative noise (not monotone):
-    whatever the predictions, it returns a K whose real mean meets the tolerance while K - 1's
-    does not (or K is the lowest), as a bisection would, and on smooth means it needs few
-    fits."""
+       st.integers(0, 2**32 - 1), st.integers(0, 400))
+def test_the_predicted_search_ends_on_a_k_that_meets_above_one_that_misses(top, slope, ratio,
+                                                                         noise, seed, first):
+    """Stages 1 and 2 on means that fall like a power law with multiplicative noise (not
+    monotone): from any first try, the search returns a K whose mean meets the tolerance
+    while K - 1's does not (or K is the lowest), as a bisection would, and on smooth means it
+    needs few fits."""
     rng = np.random.default_rng(seed)
     ks = np.arange(top + 1)
     truth = 2.0 * (np.maximum(ks, 1) / (0.6 * top + 1)) ** -slope
@@ -151,9 +151,12 @@ def test_the_guided_search_ends_on_a_k_that_meets_above_one_that_misses(top, slo
     start = real / ratio * np.exp(rng.normal(0.0, noise, top + 1))
     low = 2
     real[top] = min(real[top], 2.0)  # the bracket's top meets the mean, as the caller knows
+    start[top] = min(start[top], 2.0)
     search = _Scripted(real, start)
-    k = search._guided(low, top, lambda j: search.pose_error(j, "world")[0] <= 2.0, 0.0, 1.0)
-    assert low <= k <= top and real[k] <= 2.0
-    assert k == low or real[k - 1] > 2.0
-    if noise == 0.0:
-        assert search.fits <= 6
+    for fit_space, means in (("world", real), (START, start)):
+        k, tried = search._guided(low, top, fit_space, first, 0.0, 1.0)
+        assert low <= k <= top and means[k] <= 2.0
+        assert k == low or means[k - 1] > 2.0
+        assert len(tried) == len(set(tried))  # no K fitted twice
+    if noise == 0.0 and low < first < top:
+        assert search.fits <= 8

@@ -241,18 +241,20 @@ class ToleranceSearch:
         bound, bounded = high, False
         guided = corrected and fit.space == "world"  # the mean alone, which power laws follow
         first = high
-        if fit.space == "world" and pose_ok(high, START):
-            if guided:
-                bound, tried = self._guided(low, high, START, round(math.sqrt(low * high)),
-                                            0.0, one)
+        if guided:
+            bound, tried = self._guided(low, high, START, round(math.sqrt(low * high)), 0.0,
+                                        one)
+            # (the search assumed the start fit meets the mean at `high`: true unless it
+            # ended there)
+            bounded = bound < high or pose_ok(high, START)
+            if tried:
                 # the real fit's first try: where the start fits' power law puts the
                 # tolerance over the typical ratio (the widest pair of start fits tried)
                 ends = sorted({tried[0], tried[-1], bound})
                 first = power_law([(j, self.pose_error(j, START)[0]) for j in
                                    (ends[0], ends[-1])], mean_mm / RATIO_PRIOR)
-            else:
-                bound = self._bisect(low, high, lambda k: pose_ok(k, START), 0.0, one)
-            bounded = corrected  # the world fit's mean is at most its start's
+        elif fit.space == "world" and pose_ok(high, START):
+            bound = self._bisect(low, high, lambda k: pose_ok(k, START), 0.0, one)
         self._progress(one, f"K at most {bound} (channel fit)")
         if guided and (bounded or pose_ok(bound, fit.space)):
             k, _ = self._guided(low, bound, fit.space, first, one, one + two)

@@ -251,44 +251,83 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
 class _Kinematics:
     """The greedy search's forward kinematics (numba, one pass over the chain).
 
-    ``fk(channels (F, C)) -> positions (F, n_nodes, 3)`` computes everything;
-    :meth:`patched` computes blocks of rows of the current motion with a few channels changed
-    on some rows, taking the other channels' rotation matrices from those kept for the current
-    motion: making the single-axis matrices of every channel (scipy) cost more than the chain
-    itself on the hundreds of candidate rows of a greedy step, where one or a few channels
-    differ from the current motion.
+    ``fk(channels (F, C)) -> positions (F, n_nodes, 3)`` computes everything. :meth:`patched`
+    computes blocks of rows of the current motion with a few channels changed: it keeps the
+    current motion's single-axis matrices, world positions and world rotations, and redoes
+    only the subtree below the topmost changed node, with new matrices for the changed
+    channels only (:mod:`sp_core._subtree_kernels`). On the hundreds of candidate rows of a
+    greedy step, where one channel (or a few on one chain) differs, the whole chain and the
+    matrices of every channel (scipy) cost most of the stage.
 
     Parameters
     ----------
     clip : Clip
     current : (F, C) float64
-        The motion the kept matrices are of (:meth:`update` follows its changes).
+        The motion the kept transforms are of (:meth:`update` follows its changes).
     """
 
     def __init__(self, clip: Clip, current: np.ndarray) -> None:
         self.clip = clip
         self.layout = TreeLayout.of(clip, np.zeros(0, dtype=np.int64))
-        self.turns = clip.axis_rotations(current)
         self.rotation = clip.is_rotation_channel()
+        subtrees = clip._subtrees()  # sorted: a node, then its descendants (parents first)
+        self.sub_ptr = np.concatenate([[0], np.cumsum([len(t) for t in subtrees])]
+                                      ).astype(np.int64)
+        self.sub_nodes = np.concatenate(subtrees).astype(np.int64)
+        # ancestors[n, a]: a is n or above it; the deepest common one roots a change
+        self.ancestors = np.zeros((clip.n_nodes, clip.n_nodes), dtype=bool)
+        for a, below in enumerate(subtrees):
+            self.ancestors[below, a] = True
+        self.depth = self.ancestors.sum(axis=1)
+        self.turns = clip.axis_rotations(current)
+        self.positions, self.world = self._chain(current, self.turns)
+
+    def _chain(self, channels: np.ndarray, turns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from sp_core._subtree_kernels import chain_world
+
+        clip, layout = self.clip, self.layout
+        return chain_world(np.ascontiguousarray(channels), turns,
+                           np.ascontiguousarray(clip.offsets), clip.parents,
+                           np.ascontiguousarray(clip._translation_index), layout.rot_ptr,
+                           layout.rot_chan, clip.rotation_slot, layout.orients,
+                           clip.translation_space == "oriented")
 
     def __call__(self, channels: np.ndarray) -> np.ndarray:
         return pose(self.clip, self.layout, channels)[0]
 
     def update(self, current: np.ndarray, lo: int, hi: int) -> None:
         """The current motion changed on rows lo..hi (inclusive)."""
-        self.turns[lo:hi + 1] = self.clip.axis_rotations(current[lo:hi + 1])
+        turns = self.clip.axis_rotations(current[lo:hi + 1])
+        self.turns[lo:hi + 1] = turns
+        self.positions[lo:hi + 1], self.world[lo:hi + 1] = self._chain(current[lo:hi + 1],
+                                                                       turns)
+
+    def root(self, columns: np.ndarray) -> int:
+        """The deepest node above (or at) every node that ``columns`` move."""
+        common = np.all(self.ancestors[self.clip.channel_nodes[columns]], axis=0)
+        return int(np.argmax(np.where(common, self.depth, -1)))
 
     def patched(self, channels: np.ndarray, base: np.ndarray, rows: np.ndarray,
-                columns: np.ndarray) -> np.ndarray:
+                columns: np.ndarray, roots: np.ndarray) -> np.ndarray:
         """Positions (B, n_nodes, 3) of ``channels`` (B, C), which are rows ``base`` (B,) of
-        the current motion except channel ``columns[i]`` on row ``rows[i]`` of the block."""
-        turns = self.turns[base]
+        the current motion except channel ``columns[i]`` on row ``rows[i]`` of the block;
+        ``roots`` (B,) is the topmost node those changes move on each row (-1: none)."""
+        from sp_core._subtree_kernels import subtree_positions
+
+        clip, layout = self.clip, self.layout
         turning = self.rotation[columns]
-        if turning.any():
-            rows, columns = rows[turning], columns[turning]
-            turns[rows, self.clip.rotation_slot[columns]] = self.clip.channel_turns(
-                channels[rows, columns], columns)
-        return pose(self.clip, self.layout, channels, turns)[0]
+        rows, columns = rows[turning], columns[turning]
+        order = np.argsort(rows, kind="stable")
+        rows, columns = rows[order], columns[order]
+        patch_ptr = np.searchsorted(rows, np.arange(len(base) + 1)).astype(np.int64)
+        return subtree_positions(
+            np.ascontiguousarray(channels), np.asarray(base, dtype=np.int64),
+            np.asarray(roots, dtype=np.int64), patch_ptr, columns.astype(np.int64),
+            clip.channel_turns(channels[rows, columns], columns), self.turns,
+            self.positions, self.world, self.sub_ptr, self.sub_nodes,
+            np.ascontiguousarray(clip.offsets), clip.parents,
+            np.ascontiguousarray(clip._translation_index), layout.rot_ptr, layout.rot_chan,
+            clip.rotation_slot, layout.orients, clip.translation_space == "oriented")
 
 
 def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
@@ -450,8 +489,10 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     # rank the channels by their Gauss-Newton gain at the worst frame (forward differences)
     probe = np.repeat(current[worst:worst + 1], len(movers) + 1, axis=0)
     probe[np.arange(1, len(movers) + 1), movers] += STEP
+    mover_nodes = clip.channel_nodes[movers]
     probed = fk.patched(probe, np.full(len(probe), worst), np.arange(1, len(movers) + 1),
-                        movers).reshape(len(movers) + 1, -1)
+                        movers, np.concatenate([[-1], mover_nodes])
+                        ).reshape(len(movers) + 1, -1)
     miss_at = probed[0] - target[worst].reshape(-1)
     jac_at = ((probed[1:] - probed[0]) / STEP).T  # (3 n_nodes, movers)
     norm_at = np.einsum("nc,nc->c", jac_at, jac_at)
@@ -471,7 +512,9 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     block_rows = np.arange(rows_w, (len(tried) + 1) * rows_w)
     moved = fk.patched(stacked.reshape(-1, clip.n_channels),
                        np.tile(np.arange(lo_j, hi_j + 1), len(tried) + 1), block_rows,
-                       np.repeat(movers[tried], rows_w)).reshape(len(tried) + 1, rows_w, -1)
+                       np.repeat(movers[tried], rows_w),
+                       np.repeat(np.concatenate([[-1], mover_nodes[tried]]), rows_w)
+                       ).reshape(len(tried) + 1, rows_w, -1)
     miss = moved[0] - target[lo_j:hi_j + 1].reshape(rows_w, -1)
     jac = np.zeros((rows_w, miss.shape[1], len(movers)))
     for i, m in enumerate(tried):
@@ -528,7 +571,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                            cost))
     if not candidates:
         return None
-    blocks, ranges, patch_rows, patch_columns = [], [], [], []
+    blocks, ranges, patch_rows, patch_columns, roots = [], [], [], [], []
     offset = 0
     for changes, _cost in candidates:
         lo = min(ch[2] for ch in changes)
@@ -538,13 +581,17 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             block[c_lo - lo:c_hi - lo + 1, c] = reduced[c_lo:c_hi + 1, c] + column
             patch_rows.append(np.arange(c_lo - lo, c_hi - lo + 1) + offset)
             patch_columns.append(np.full(c_hi - c_lo + 1, c))
+        changed = np.array([ch[0] for ch in changes])
+        top = int(clip.channel_nodes[changed[0]]) if len(changed) == 1 else fk.root(changed)
+        roots.append(np.full(hi - lo + 1, top))
         blocks.append(block)
         ranges.append((lo, hi))
         offset += hi - lo + 1
     moved = np.linalg.norm(
         fk.patched(np.concatenate(blocks), np.concatenate([np.arange(lo, hi + 1)
                                                            for lo, hi in ranges]),
-                   np.concatenate(patch_rows), np.concatenate(patch_columns))
+                   np.concatenate(patch_rows), np.concatenate(patch_columns),
+                   np.concatenate(roots))
         - np.concatenate([target[lo:hi + 1] for lo, hi in ranges]), axis=-1)
     best, best_score = None, 0.0
     start = 0

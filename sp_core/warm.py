@@ -46,6 +46,8 @@ def warm() -> float:
             SelectionSpace.from_clip(clip, cost=cost, compose=compose)
     warm_selection()
     reduce(clip, [0, 13, 27, clip.n_frames - 1], "unified", space="world")
+    # the corrective stage's subtree kernels
+    reduce(clip, [0, clip.n_frames - 1], "unified", space="world", corrective_budget="50%")
     # the Bezier parameter kernel runs only on large arrays (weighted fits of long takes)
     size = KERNEL_SIZE
     solve_parameter(np.full(size, 0.5), np.full(size, 0.3), np.full(size, 0.2),

@@ -143,30 +143,48 @@ def test_jacobian_columns_of_the_polish_equal_the_position_jacobian(sample_clip)
 
 
 def test_patched_kinematics_equals_full_forward_kinematics(sample_clip):
-    """The greedy search's blocks (rows of the current motion with a few channels changed,
-    the other channels' rotation matrices reused) give the clip's forward kinematics, and
-    the kept matrices follow an update."""
+    """The greedy search's blocks (rows of the current motion with a few channels changed;
+    the kept transforms reused and only the subtree below the topmost changed node redone)
+    give the clip's forward kinematics, to the bit of the whole chain's kernel, and the kept
+    transforms follow an update."""
     from sp_core.corrective import _Kinematics
+    from sp_core.tree_jacobian import TreeLayout, pose
 
     clip = sample_clip.sub_range(0, 199)
     rng = np.random.default_rng(7)
     current = clip.channels + rng.normal(0.0, 2.0, clip.channels.shape)
     fk = _Kinematics(clip, current)
+    layout = TreeLayout.of(clip, np.zeros(0, dtype=np.int64))
+    assert np.array_equal(fk.positions, pose(clip, layout, current)[0])
     base = rng.integers(0, 200, 60)
     block = current[base].copy()
-    rows = rng.integers(0, 60, 25)
+    rows = np.sort(rng.choice(60, 25, replace=False))
     columns = rng.integers(0, clip.n_channels, 25)  # translations and rotations
     block[rows, columns] += rng.normal(0.0, 30.0, 25)
-    expected = clip.forward_kinematics(block)
-    assert fk.patched(block, base, rows, columns) == pytest.approx(expected, abs=1e-9)
-    # a change of the current motion the kept matrices do not know of shows, until update()
+    roots = np.full(60, -1)
+    roots[rows] = clip.channel_nodes[columns]
+    got = fk.patched(block, base, rows, columns, roots)
+    assert np.array_equal(got, pose(clip, layout, block)[0])
+    assert got == pytest.approx(clip.forward_kinematics(block), abs=1e-9)
+    # two changes on one row: rooted at the deepest node above both (a thumb and the
+    # fingers hang from the wrist through different nodes)
+    two = current[[5]].copy()
+    pair = np.array([int(np.flatnonzero(clip.channel_nodes == clip.node_names.index(n))[-1])
+                     for n in ("LFingers", "LThumb")])
+    two[0, pair] += 20.0
+    root = fk.root(pair)
+    assert clip.node_names[root] == "LeftWrist"
+    assert np.array_equal(fk.patched(two, np.array([5]), np.array([0, 0]), pair,
+                                     np.array([root])), pose(clip, layout, two)[0])
+    # a change of the current motion the kept transforms do not know of shows, until update()
     current[40:60] += 5.0
     moved = current[base]
-    assert not np.allclose(fk.patched(moved, base, rows[:0], columns[:0]),
+    none = np.full(60, -1)
+    assert not np.allclose(fk.patched(moved, base, rows[:0], columns[:0], none),
                            clip.forward_kinematics(moved), atol=1e-6)
     fk.update(current, 40, 59)
-    assert fk.patched(moved, base, rows[:0], columns[:0]) == pytest.approx(
-        clip.forward_kinematics(moved), abs=1e-9)
+    assert np.array_equal(fk.patched(moved, base, rows[:0], columns[:0], none),
+                          pose(clip, layout, moved)[0])
     # the per-channel matrices are axis_rotations' own
     turning = np.flatnonzero(clip.is_rotation_channel())
     angles = current[3, turning]

@@ -149,6 +149,48 @@ def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
             out[r, k] = a[r, 0] * b[0, k] + a[r, 1] * b[1, k] + a[r, 2] * b[2, k]
 
 
+@njit(cache=True, inline="always")
+def _place(i: int, row: np.ndarray, position: np.ndarray, world: np.ndarray,
+           offsets: np.ndarray, parents: np.ndarray, translation: np.ndarray,
+           orients: np.ndarray, oriented: bool, t: np.ndarray, moved: np.ndarray,
+           parent: np.ndarray, partial: np.ndarray) -> None:
+    """Node i's position from its parent's (``position`` (N, 3) and ``world`` (N, 3, 3) of
+    one frame, ``row`` its channels), and ``partial`` = parent rotation · orient (the node's
+    rotation channels follow)."""
+    p = parents[i]
+    for a in range(3):
+        c = translation[i, a]
+        if oriented:
+            moved[a] = 0.0 if c < 0 else row[c]
+        else:
+            t[a] = offsets[i, a] if c < 0 else row[c]
+    if oriented:  # offset + orient · location
+        for r in range(3):
+            t[r] = offsets[i, r] + (orients[i, r, 0] * moved[0] + orients[i, r, 1]
+                                    * moved[1] + orients[i, r, 2] * moved[2])
+    if p >= 0:
+        for r in range(3):
+            position[i, r] = position[p, r] + (world[p, r, 0] * t[0] + world[p, r, 1] * t[1]
+                                               + world[p, r, 2] * t[2])
+            for k in range(3):
+                parent[r, k] = world[p, r, k]
+    else:
+        for r in range(3):
+            position[i, r] = t[r]
+            for k in range(3):
+                parent[r, k] = 1.0 if r == k else 0.0
+    _matmul_into(parent, orients[i], partial)
+
+
+@njit(cache=True, inline="always")
+def _turn(partial: np.ndarray, turn: np.ndarray, temp: np.ndarray) -> None:
+    """partial ← partial · turn."""
+    _matmul_into(partial, turn, temp)
+    for r in range(3):
+        for k in range(3):
+            partial[r, k] = temp[r, k]
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarray,
                      parents: np.ndarray, translation: np.ndarray, rot_ptr: np.ndarray,
@@ -200,30 +242,8 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
         t = np.empty(3)
         moved = np.empty(3)
         for i in range(n_nodes):
-            p = parents[i]
-            for a in range(3):
-                c = translation[i, a]
-                if oriented:
-                    moved[a] = 0.0 if c < 0 else channels[f, c]
-                else:
-                    t[a] = offsets[i, a] if c < 0 else channels[f, c]
-            if oriented:  # offset + orient · location
-                for r in range(3):
-                    t[r] = offsets[i, r] + (orients[i, r, 0] * moved[0] + orients[i, r, 1]
-                                            * moved[1] + orients[i, r, 2] * moved[2])
-            if p >= 0:
-                for r in range(3):
-                    positions[f, i, r] = positions[f, p, r] + (world[p, r, 0] * t[0]
-                                                               + world[p, r, 1] * t[1]
-                                                               + world[p, r, 2] * t[2])
-                    for k in range(3):
-                        parent[r, k] = world[p, r, k]
-            else:
-                for r in range(3):
-                    positions[f, i, r] = t[r]
-                    for k in range(3):
-                        parent[r, k] = 1.0 if r == k else 0.0
-            _matmul_into(parent, orients[i], partial)
+            _place(i, channels[f], positions[f], world, offsets, parents, translation,
+                   orients, oriented, t, moved, parent, partial)
             for a in range(3):
                 c = translation[i, a]
                 if c >= 0 and slot[c] >= 0:
@@ -234,13 +254,8 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
                 if slot[c] >= 0:
                     for r in range(3):
                         axes[f, slot[c], r] = partial[r, rot_axis[c]] * degree
-                _matmul_into(partial, turns[f, rot_slot[c]], temp)
-                for r in range(3):
-                    for k in range(3):
-                        partial[r, k] = temp[r, k]
-            for r in range(3):
-                for k in range(3):
-                    world[i, r, k] = partial[r, k]
+                _turn(partial, turns[f, rot_slot[c]], temp)
+            world[i] = partial
     return positions, axes
 
 

@@ -4,9 +4,9 @@
 The corrective stage evaluates hundreds of candidate blocks per greedy step: rows of the
 current motion in which one channel (or a few on one chain) changed. Only the nodes below the
 topmost changed node move, so these kernels keep every node's world position and rotation for
-the current motion and redo only that subtree, from its parent's kept transform. The chain is
-the one of :func:`sp_core._fit_kernels.chain_kinematics` with the same operations in the same
-order, so the positions are the same to the bit.
+the current motion and redo only that subtree, from its parent's kept transform. A node's step
+is :func:`sp_core._fit_kernels.chain_kinematics`'s own (``_place``, ``_turn``), so the
+positions are the same to the bit.
 """
 
 from __future__ import annotations
@@ -14,49 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from sp_core._fit_kernels import _matmul_into
-
-
-@njit(cache=True, inline="always")
-def _place(i: int, row: np.ndarray, position: np.ndarray, world: np.ndarray,
-           offsets: np.ndarray, parents: np.ndarray, translation: np.ndarray,
-           orients: np.ndarray, oriented: bool, t: np.ndarray, moved: np.ndarray,
-           parent: np.ndarray, partial: np.ndarray) -> None:
-    """Node i's position from its parent's (``position`` (N, 3) and ``world`` (N, 3, 3) of
-    one frame, ``row`` its channels), and ``partial`` = parent rotation · orient (the node's
-    rotation channels follow)."""
-    p = parents[i]
-    for a in range(3):
-        c = translation[i, a]
-        if oriented:
-            moved[a] = 0.0 if c < 0 else row[c]
-        else:
-            t[a] = offsets[i, a] if c < 0 else row[c]
-    if oriented:  # offset + orient · location
-        for r in range(3):
-            t[r] = offsets[i, r] + (orients[i, r, 0] * moved[0] + orients[i, r, 1]
-                                    * moved[1] + orients[i, r, 2] * moved[2])
-    if p >= 0:
-        for r in range(3):
-            position[i, r] = position[p, r] + (world[p, r, 0] * t[0] + world[p, r, 1] * t[1]
-                                               + world[p, r, 2] * t[2])
-            for k in range(3):
-                parent[r, k] = world[p, r, k]
-    else:
-        for r in range(3):
-            position[i, r] = t[r]
-            for k in range(3):
-                parent[r, k] = 1.0 if r == k else 0.0
-    _matmul_into(parent, orients[i], partial)
-
-
-@njit(cache=True, inline="always")
-def _turn(partial: np.ndarray, turn: np.ndarray, temp: np.ndarray) -> None:
-    """partial ← partial · turn."""
-    _matmul_into(partial, turn, temp)
-    for r in range(3):
-        for k in range(3):
-            partial[r, k] = temp[r, k]
+from sp_core._fit_kernels import _place, _turn
 
 
 @njit(cache=True, parallel=True, nogil=True)

@@ -674,6 +674,7 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             TreeLayout,
             pose,
             solve_key_blocks,
+            solve_segment_blocks,
             world_normal_blocks,
         )
 
@@ -694,7 +695,11 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                   shift: np.ndarray, q: int) -> np.ndarray:
             # only the (out, in) quadrant of an off-diagonal block is ever nonzero
             n = len(columns)
-            return solve_key_blocks(diagonal, upper[:, (q - 1) * n:, :n], rhs, q, shift)
+            coupling = upper[:, (q - 1) * n:, :n]
+            if q == 2 and not lam:
+                # broken: no term ties a key's in and out slopes, the segments are apart
+                return solve_segment_blocks(diagonal, coupling, rhs, shift)
+            return solve_key_blocks(diagonal, coupling, rhs, q, shift)
     elif jacobian == "dense":
         def kinematics(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
             return clip.forward_kinematics(channels), None

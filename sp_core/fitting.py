@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sp_core.blocks import solve_block_tridiagonal
+from sp_core.blocks import solve_block_tridiagonal, solve_segment_pairs
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves, bernstein, solve_parameter
 from sp_core.errors import ReductionError
@@ -301,7 +301,11 @@ def _solve_channel(basis: _Basis, values: np.ndarray, target: np.ndarray, q: int
     diagonal, upper, rhs = _normal_blocks(basis, values - basis.base, q)
     scale = np.maximum(np.trace(diagonal, axis1=-2, axis2=-1).mean(axis=1), 1e-12)
     _add_penalties(diagonal, rhs, np.moveaxis(target, -1, 0), q, smoothness, scale[:, None])
-    slopes = solve_block_tridiagonal(diagonal, upper, rhs)  # (C, K, q)
+    if q == 2 and not smoothness:
+        # broken: nothing ties a key's in and out slopes, a 2 x 2 system per segment
+        slopes = solve_segment_pairs(diagonal, upper, rhs)
+    else:
+        slopes = solve_block_tridiagonal(diagonal, upper, rhs)  # (C, K, q)
     return np.moveaxis(slopes, 0, -1)
 
 

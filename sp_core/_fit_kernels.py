@@ -86,7 +86,8 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
                           rotation: np.ndarray, pivot: np.ndarray, node_ptr: np.ndarray,
                           node_chan: np.ndarray, pair_a: np.ndarray, pair_b: np.ndarray,
                           w_out: np.ndarray, w_in: np.ndarray, bounds: np.ndarray, q: int,
-                          node_weight: np.ndarray):
+                          node_weight: np.ndarray, diagonal: np.ndarray, upper: np.ndarray,
+                          rhs: np.ndarray):
     """Gauss–Newton normal equations of the world fit, in key blocks.
 
     Parameters
@@ -108,6 +109,9 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
         Slots per channel and key: 1 (one slope) or 2 (in, then out).
     node_weight : (F, n_nodes) float64
         Weight of every node's squared error on every frame (ones: plain least squares).
+    diagonal, upper, rhs : float64 arrays of the shapes returned
+        Where to write the results (overwritten, not added to): a caller that forms blocks
+        every iteration reuses them instead of having fresh memory mapped and zeroed.
 
     Returns
     -------
@@ -125,11 +129,12 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
     ones: no two threads ever write the same block.
     """
     n_segments = len(bounds) - 1
-    n_free = axes.shape[1]
-    size = q * n_free
-    diagonal = np.zeros((n_segments + 1, size, size))
-    upper = np.zeros((n_segments, size, size))
-    rhs = np.zeros((n_segments + 1, size))
+    size = diagonal.shape[1]
+    for k in prange(n_segments + 1):
+        diagonal[k] = 0.0
+        rhs[k] = 0.0
+        if k < n_segments:
+            upper[k] = 0.0
     for parity in range(2):
         for half in prange((n_segments - parity + 1) // 2):
             _segment(2 * half + parity, positions, miss, axes, rotation, pivot, node_ptr,

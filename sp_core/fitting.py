@@ -683,6 +683,9 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         )
 
         layout = TreeLayout.of(clip, columns)
+        # every iteration's blocks overwrite the previous ones of their width (an iteration
+        # is done with its blocks before the next forms them)
+        buffers: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
         def kinematics(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
             return pose(clip, layout, channels)
@@ -692,8 +695,10 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                    node_weight: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             assert axes is not None
-            return world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in,
-                                       positions, miss, axes, q, node_weight)
+            buffers[q] = world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in,
+                                             positions, miss, axes, q, node_weight,
+                                             buffers.get(q))
+            return buffers[q]
 
         def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
                   shift: np.ndarray, q: int) -> np.ndarray:

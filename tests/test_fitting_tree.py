@@ -51,6 +51,29 @@ def test_tree_blocks_equal_the_dense_jacobian_on_mocap(sample_clip, tangents):
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
 
 
+@pytest.mark.parametrize("tangents", ["unified", "broken"])
+def test_tree_blocks_overwrite_reused_arrays(sample_clip, tangents):
+    """Blocks written into a previous iteration's arrays (holding anything) are the blocks
+    formed in fresh ones, bit for bit; arrays of another shape are refused."""
+    clip = sample_clip.sub_range(300, 599).unwrapped()
+    columns = np.flatnonzero(~constant_channels(clip.channels))
+    fit = fit_channels(clip.channels, KEYS, tangents)
+    q = fit.slopes.shape[1]
+    basis = fitting._Basis(KEYS, clip.channels, fit.out_length, fit.in_length)
+    layout = TreeLayout.of(clip, columns)
+    positions, axes = pose(clip, layout, basis.evaluate(fit.slopes, q))
+    miss = positions - clip.positions
+    args = (layout, basis.starts, basis.w_out, basis.w_in, positions, miss, axes, q)
+    fresh = world_normal_blocks(*args)
+    used = tuple(np.full_like(a, 7.5) for a in fresh)
+    again = world_normal_blocks(*args, out=used)
+    for a, b, c in zip(fresh, again, used, strict=True):
+        assert b is c
+        np.testing.assert_array_equal(b, a)
+    with pytest.raises(ValueError, match="out must be"):
+        world_normal_blocks(*args, out=(fresh[0][:-1], fresh[1], fresh[2]))
+
+
 def test_tree_blocks_with_orients_and_a_subset_of_channels(sample_clip):
     orients = Rotation.random(sample_clip.n_nodes, random_state=7).as_matrix()
     clip = Clip(sample_clip.node_names, sample_clip.parents, sample_clip.offsets,

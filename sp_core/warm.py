@@ -45,7 +45,8 @@ def warm() -> float:
         for compose in ("max", "sum"):
             SelectionSpace.from_clip(clip, cost=cost, compose=compose)
     warm_selection()
-    reduce(clip, [0, 13, 27, clip.n_frames - 1], "unified", space="world")
+    for tangents in ("unified", "broken"):  # broken solves by segment (its own kernel)
+        reduce(clip, [0, 13, 27, clip.n_frames - 1], tangents, space="world")
     # the Bezier parameter kernel runs only on large arrays (weighted fits of long takes)
     size = KERNEL_SIZE
     solve_parameter(np.full(size, 0.5), np.full(size, 0.3), np.full(size, 0.2),

@@ -86,7 +86,8 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
                           rotation: np.ndarray, pivot: np.ndarray, node_ptr: np.ndarray,
                           node_chan: np.ndarray, pair_a: np.ndarray, pair_b: np.ndarray,
                           w_out: np.ndarray, w_in: np.ndarray, bounds: np.ndarray, q: int,
-                          node_weight: np.ndarray):
+                          node_weight: np.ndarray, diagonal: np.ndarray, upper: np.ndarray,
+                          rhs: np.ndarray):
     """Gauss–Newton normal equations of the world fit, in key blocks.
 
     Parameters
@@ -108,6 +109,9 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
         Slots per channel and key: 1 (one slope) or 2 (in, then out).
     node_weight : (F, n_nodes) float64
         Weight of every node's squared error on every frame (ones: plain least squares).
+    diagonal, upper, rhs : float64 arrays of the shapes returned
+        Where to write the results (overwritten, not added to): a caller that forms blocks
+        every iteration reuses them instead of having fresh memory mapped and zeroed.
 
     Returns
     -------
@@ -125,11 +129,12 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
     ones: no two threads ever write the same block.
     """
     n_segments = len(bounds) - 1
-    n_free = axes.shape[1]
-    size = q * n_free
-    diagonal = np.zeros((n_segments + 1, size, size))
-    upper = np.zeros((n_segments, size, size))
-    rhs = np.zeros((n_segments + 1, size))
+    size = diagonal.shape[1]
+    for k in prange(n_segments + 1):
+        diagonal[k] = 0.0
+        rhs[k] = 0.0
+        if k < n_segments:
+            upper[k] = 0.0
     for parity in range(2):
         for half in prange((n_segments - parity + 1) // 2):
             _segment(2 * half + parity, positions, miss, axes, rotation, pivot, node_ptr,
@@ -299,3 +304,76 @@ def bezier_parameter(t: np.ndarray, a: np.ndarray, b: np.ndarray, length: np.nda
             u = moved
         out[e] = u
     return out
+
+
+@njit(cache=True, nogil=True)
+def _cholesky_solve(m: np.ndarray, b: np.ndarray) -> None:
+    """Solve m x = b for symmetric positive definite m (n, n); x overwrites b (n,)."""
+    n = b.shape[0]
+    lower = np.linalg.cholesky(m)
+    for r in range(n):  # lower y = b
+        v = b[r]
+        for c in range(r):
+            v -= lower[r, c] * b[c]
+        b[r] = v / lower[r, r]
+    for r in range(n - 1, -1, -1):  # lowerᵀ x = y
+        v = b[r]
+        for c in range(r + 1, n):
+            v -= lower[c, r] * b[c]
+        b[r] = v / lower[r, r]
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def segment_solve(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray,
+                  shift: np.ndarray) -> np.ndarray:
+    """Solve the broken-tangent key system segment by segment (see
+    :func:`sp_core.tree_jacobian.solve_segment_blocks`, which states when this is exact).
+
+    Parameters
+    ----------
+    diagonal : (K, 2 C, 2 C) float64
+        Key blocks, in slots then out slots; only their (in, in) and (out, out) quadrants
+        are read.
+    coupling : (K - 1, C, C) float64
+        (out of key k, in of key k + 1) quadrant of the off-diagonal blocks.
+    rhs, shift : (K, 2 C) float64
+        Right-hand side; addition to the diagonal.
+
+    Returns
+    -------
+    x : (K, 2 C) float64
+    """
+    n_keys, size = rhs.shape
+    n = size // 2
+    x = np.empty_like(rhs)
+    for s in prange(n_keys - 1):
+        # unknowns of segment s: out slopes of key s, then in slopes of key s + 1
+        m = np.empty((size, size))
+        b = np.empty(size)
+        for a in range(n):
+            for c in range(n):
+                m[a, c] = diagonal[s, n + a, n + c]
+                m[n + a, n + c] = diagonal[s + 1, a, c]
+                m[a, n + c] = coupling[s, a, c]
+                m[n + c, a] = coupling[s, a, c]
+            m[a, a] += shift[s, n + a]
+            m[n + a, n + a] += shift[s + 1, a]
+            b[a] = rhs[s, n + a]
+            b[n + a] = rhs[s + 1, a]
+        _cholesky_solve(m, b)
+        for a in range(n):
+            x[s, n + a] = b[a]
+            x[s + 1, a] = b[n + a]
+    # the first key's in slopes and the last key's out slopes belong to no segment
+    for key, first in ((0, 0), (n_keys - 1, n)):
+        m = np.empty((n, n))
+        b = np.empty(n)
+        for a in range(n):
+            for c in range(n):
+                m[a, c] = diagonal[key, first + a, first + c]
+            m[a, a] += shift[key, first + a]
+            b[a] = rhs[key, first + a]
+        _cholesky_solve(m, b)
+        for a in range(n):
+            x[key, first + a] = b[a]
+    return x

@@ -77,3 +77,39 @@ def _solve_tridiagonal(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray)
     for k in range(n_keys - 2, -1, -1):
         x[..., k] = partial[..., k] - factor[..., k] * x[..., k + 1]
     return x
+
+
+def solve_segment_pairs(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solve a two-slot system whose keys are tied only through their segments.
+
+    For broken tangents without the smooth term (channel space) a key's in slope (slot 0) and
+    out slope (slot 1) share no term: A[k, k] is diagonal and A[k, k + 1] holds only its
+    (1, 0) entry (the segment's out and in slopes). The system is then one 2 × 2 system per
+    segment in (out_k, in_k+1), plus the first key's in slope and the last key's out slope
+    alone, solved in closed form. The result equals :func:`solve_block_tridiagonal` to
+    rounding; entries this structure leaves out are not read.
+
+    Parameters
+    ----------
+    diagonal : (..., K, 2, 2) float64
+        Diagonal blocks; only their diagonals are read.
+    upper : (..., K - 1, 2, 2) float64
+        Blocks A[k, k + 1]; only their (1, 0) entries are read.
+    rhs : (..., K, 2) float64
+
+    Returns
+    -------
+    x : (..., K, 2) float64
+    """
+    a = diagonal[..., :-1, 1, 1]  # out slope of each segment's first key
+    d = diagonal[..., 1:, 0, 0]  # in slope of its second key
+    b = upper[..., :, 1, 0]
+    r_out = rhs[..., :-1, 1]
+    r_in = rhs[..., 1:, 0]
+    det = a * d - b * b  # positive: the 2 x 2 blocks are positive definite
+    x = np.empty_like(rhs)
+    x[..., :-1, 1] = (d * r_out - b * r_in) / det
+    x[..., 1:, 0] = (a * r_in - b * r_out) / det
+    x[..., 0, 0] = rhs[..., 0, 0] / diagonal[..., 0, 0, 0]
+    x[..., -1, 1] = rhs[..., -1, 1] / diagonal[..., -1, 1, 1]
+    return x

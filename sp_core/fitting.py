@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sp_core.blocks import solve_block_tridiagonal
+from sp_core.blocks import solve_block_tridiagonal, solve_segment_pairs
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves, bernstein, solve_parameter
 from sp_core.errors import ReductionError
@@ -301,7 +301,11 @@ def _solve_channel(basis: _Basis, values: np.ndarray, target: np.ndarray, q: int
     diagonal, upper, rhs = _normal_blocks(basis, values - basis.base, q)
     scale = np.maximum(np.trace(diagonal, axis1=-2, axis2=-1).mean(axis=1), 1e-12)
     _add_penalties(diagonal, rhs, np.moveaxis(target, -1, 0), q, smoothness, scale[:, None])
-    slopes = solve_block_tridiagonal(diagonal, upper, rhs)  # (C, K, q)
+    if q == 2 and not smoothness:
+        # broken: nothing ties a key's in and out slopes, a 2 x 2 system per segment
+        slopes = solve_segment_pairs(diagonal, upper, rhs)
+    else:
+        slopes = solve_block_tridiagonal(diagonal, upper, rhs)  # (C, K, q)
     return np.moveaxis(slopes, 0, -1)
 
 
@@ -674,10 +678,14 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             TreeLayout,
             pose,
             solve_key_blocks,
+            solve_segment_blocks,
             world_normal_blocks,
         )
 
         layout = TreeLayout.of(clip, columns)
+        # every iteration's blocks overwrite the previous ones of their width (an iteration
+        # is done with its blocks before the next forms them)
+        buffers: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
         def kinematics(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
             return pose(clip, layout, channels)
@@ -687,14 +695,20 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                    node_weight: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             assert axes is not None
-            return world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in,
-                                       positions, miss, axes, q, node_weight)
+            buffers[q] = world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in,
+                                             positions, miss, axes, q, node_weight,
+                                             buffers.get(q))
+            return buffers[q]
 
         def solve(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray,
                   shift: np.ndarray, q: int) -> np.ndarray:
             # only the (out, in) quadrant of an off-diagonal block is ever nonzero
             n = len(columns)
-            return solve_key_blocks(diagonal, upper[:, (q - 1) * n:, :n], rhs, q, shift)
+            coupling = upper[:, (q - 1) * n:, :n]
+            if q == 2 and not lam:
+                # broken: no term ties a key's in and out slopes, the segments are apart
+                return solve_segment_blocks(diagonal, coupling, rhs, shift)
+            return solve_key_blocks(diagonal, coupling, rhs, q, shift)
     elif jacobian == "dense":
         def kinematics(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
             return clip.forward_kinematics(channels), None

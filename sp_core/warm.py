@@ -45,7 +45,8 @@ def warm() -> float:
         for compose in ("max", "sum"):
             SelectionSpace.from_clip(clip, cost=cost, compose=compose)
     warm_selection()
-    reduce(clip, [0, 13, 27, clip.n_frames - 1], "unified", space="world")
+    for tangents in ("unified", "broken"):  # broken solves by segment (its own kernel)
+        reduce(clip, [0, 13, 27, clip.n_frames - 1], tangents, space="world")
     # the corrective stage's subtree kernels
     reduce(clip, [0, clip.n_frames - 1], "unified", space="world", corrective_budget="50%")
     # the Bezier parameter kernel runs only on large arrays (weighted fits of long takes)

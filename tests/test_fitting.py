@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sp_core import fitting
-from sp_core.blocks import solve_block_tridiagonal
+from sp_core.blocks import solve_block_tridiagonal, solve_segment_pairs
 from sp_core.curves import KeyedCurves, solve_parameter
 from sp_core.errors import ReductionError
 from sp_core.fitting import difference_slopes, fit_channels, joint_errors
@@ -36,6 +36,48 @@ def test_block_tridiagonal_equals_dense_solve(keys, q, batch):
     expected = np.linalg.solve(full, rhs.reshape(batch + (n,))[..., None])[..., 0]
     got = solve_block_tridiagonal(diagonal, upper, rhs).reshape(batch + (n,))
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(("keys", "batch"), [(1, (2,)), (2, ()), (8, (3, 2))])
+def test_segment_pairs_equal_the_block_solver(keys, batch):
+    """Broken tangents' structure (diagonal key blocks, segments tie out_k with in_k+1 only):
+    the closed-form 2 x 2 solves equal the general block elimination and a dense solve."""
+    rng = np.random.default_rng(keys)
+    diagonal = np.zeros(batch + (keys, 2, 2))
+    upper = np.zeros(batch + (max(keys - 1, 0), 2, 2))
+    diagonal[..., 0, 0] = rng.uniform(0.5, 2.0, batch + (keys,))
+    diagonal[..., 1, 1] = rng.uniform(0.5, 2.0, batch + (keys,))
+    # |coupling| < sqrt(out x in weight): every 2 x 2 segment block positive definite
+    bound = np.sqrt(diagonal[..., :-1, 1, 1] * diagonal[..., 1:, 0, 0])
+    upper[..., 1, 0] = rng.uniform(-0.95, 0.95, bound.shape) * bound
+    rhs = rng.normal(size=batch + (keys, 2))
+    got = solve_segment_pairs(diagonal, upper, rhs)
+    np.testing.assert_allclose(got, solve_block_tridiagonal(diagonal, upper, rhs), rtol=1e-10,
+                               atol=1e-12)
+    full = np.zeros(batch + (2 * keys, 2 * keys))
+    for k in range(keys):
+        full[..., 2 * k:2 * k + 2, 2 * k:2 * k + 2] = diagonal[..., k, :, :]
+        if k < keys - 1:
+            full[..., 2 * k + 1, 2 * k + 2] = full[..., 2 * k + 2, 2 * k + 1] = upper[..., k, 1, 0]
+    expected = np.linalg.solve(full, rhs.reshape(batch + (2 * keys,))[..., None])[..., 0]
+    np.testing.assert_allclose(got.reshape(batch + (2 * keys,)), expected, rtol=1e-10,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("key_values", ["captured", "fitted"])
+def test_broken_channel_fit_equals_the_block_solver(sample_clip, monkeypatch, key_values):
+    """The broken channel fit's per-segment solve gives the slopes (and key values) of the
+    general block-tridiagonal solver on real mocap."""
+    clip = sample_clip.sub_range(100, 399).unwrapped()
+    rows = np.array([0, 23, 61, 100, 152, 203, 250, 299])
+    fast = fit_channels(clip.channels, rows, "broken", key_values=key_values)
+    monkeypatch.setattr(fitting, "solve_segment_pairs", solve_block_tridiagonal)
+    slow = fit_channels(clip.channels, rows, "broken", key_values=key_values)
+    scale = np.abs(slow.slopes).max()
+    np.testing.assert_allclose(fast.slopes, slow.slopes, rtol=0, atol=1e-9 * scale)
+    if key_values == "fitted":
+        np.testing.assert_allclose(fast.key_values, slow.key_values, rtol=0,
+                                   atol=1e-9 * np.abs(slow.key_values).max())
 
 
 @settings(max_examples=50, deadline=None)

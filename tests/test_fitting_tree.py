@@ -15,6 +15,7 @@ from sp_core.tree_jacobian import (
     channel_axes,
     pose,
     solve_key_blocks,
+    solve_segment_blocks,
     world_normal_blocks,
 )
 
@@ -50,6 +51,29 @@ def test_tree_blocks_equal_the_dense_jacobian_on_mocap(sample_clip, tangents):
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
 
 
+@pytest.mark.parametrize("tangents", ["unified", "broken"])
+def test_tree_blocks_overwrite_reused_arrays(sample_clip, tangents):
+    """Blocks written into a previous iteration's arrays (holding anything) are the blocks
+    formed in fresh ones, bit for bit; arrays of another shape are refused."""
+    clip = sample_clip.sub_range(300, 599).unwrapped()
+    columns = np.flatnonzero(~constant_channels(clip.channels))
+    fit = fit_channels(clip.channels, KEYS, tangents)
+    q = fit.slopes.shape[1]
+    basis = fitting._Basis(KEYS, clip.channels, fit.out_length, fit.in_length)
+    layout = TreeLayout.of(clip, columns)
+    positions, axes = pose(clip, layout, basis.evaluate(fit.slopes, q))
+    miss = positions - clip.positions
+    args = (layout, basis.starts, basis.w_out, basis.w_in, positions, miss, axes, q)
+    fresh = world_normal_blocks(*args)
+    used = tuple(np.full_like(a, 7.5) for a in fresh)
+    again = world_normal_blocks(*args, out=used)
+    for a, b, c in zip(fresh, again, used, strict=True):
+        assert b is c
+        np.testing.assert_array_equal(b, a)
+    with pytest.raises(ValueError, match="out must be"):
+        world_normal_blocks(*args, out=(fresh[0][:-1], fresh[1], fresh[2]))
+
+
 def test_tree_blocks_with_orients_and_a_subset_of_channels(sample_clip):
     orients = Rotation.random(sample_clip.n_nodes, random_state=7).as_matrix()
     clip = Clip(sample_clip.node_names, sample_clip.parents, sample_clip.offsets,
@@ -80,8 +104,10 @@ def test_channel_axes_match_the_position_jacobian(sample_clip):
 
 @pytest.mark.parametrize(("tangents", "key_values"), [("unified", "captured"),
                                                      ("smooth", "captured"),
+                                                     ("broken", "captured"),
                                                      ("unified", "fitted"),
-                                                     ("smooth", "fitted")])
+                                                     ("smooth", "fitted"),
+                                                     ("broken", "fitted")])
 def test_tree_refinement_equals_the_dense_refinement(sample_clip, tangents, key_values):
     clip = sample_clip.sub_range(200, 499).unwrapped()
     free = ~constant_channels(clip.channels)
@@ -154,6 +180,38 @@ def test_key_block_solver_equals_a_dense_solve(keys, q, n):
     x = solve_key_blocks(diagonal, coupling, rhs.reshape(keys, size), q)
     np.testing.assert_allclose(x.reshape(-1), np.linalg.solve(gram, rhs), rtol=1e-9,
                                atol=1e-12)
+
+
+@pytest.mark.parametrize(("keys", "n"), [(2, 3), (3, 1), (7, 5)])
+def test_segment_solver_equals_a_dense_solve(keys, n):
+    """Broken tangents without the smooth term: key blocks with zero (in, out) quadrants, so
+    the system falls apart by segment; the segment solver equals a dense solve of the whole
+    system and the key-block solver."""
+    rng = np.random.default_rng(keys * 7 + n)
+    size = 2 * n
+    # a sum of per-segment Gram matrices (out slopes of key s, in slopes of key s + 1) and a
+    # positive diagonal: the world fit's structure for broken tangents
+    gram = np.zeros((keys * size, keys * size))
+    for s in range(keys - 1):
+        slots = np.r_[s * size + n:(s + 1) * size, (s + 1) * size:(s + 1) * size + n]
+        rows = rng.normal(size=(3 * size, size))
+        gram[np.ix_(slots, slots)] += rows.T @ rows
+    gram += np.diag(rng.uniform(0.1, 1.0, keys * size))
+    shift = rng.uniform(0.0, 2.0, (keys, size))
+    rhs = rng.normal(size=(keys, size))
+    diagonal = np.stack([gram[k * size:(k + 1) * size, k * size:(k + 1) * size]
+                         for k in range(keys)])
+    assert not np.any(diagonal[:, :n, n:])
+    coupling = np.stack([gram[k * size + n:(k + 1) * size, (k + 1) * size:(k + 1) * size + n]
+                         for k in range(keys - 1)])
+    x = solve_segment_blocks(diagonal, coupling, rhs, shift)
+    exact = np.linalg.solve(gram + np.diag(shift.reshape(-1)), rhs.reshape(-1))
+    np.testing.assert_allclose(x.reshape(-1), exact, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(x, solve_key_blocks(diagonal, coupling, rhs, 2, shift),
+                               rtol=1e-9, atol=1e-12)
+    unshifted = np.linalg.solve(gram, rhs.reshape(-1))
+    np.testing.assert_allclose(solve_segment_blocks(diagonal, coupling, rhs).reshape(-1),
+                               unshifted, rtol=1e-9, atol=1e-12)
 
 
 def test_bezier_parameter_kernel_equals_the_numpy_iteration(monkeypatch):

@@ -145,6 +145,17 @@ def test_changed_inputs_and_options_are_redone(takes, tmp_path, capsys):
     assert json.loads((out / "take0.keys.json").read_text())["options"]["keys"]["keys"] == 10
 
 
+def test_a_finished_batch_run_again_on_a_pool_has_nothing_to_do(takes, tmp_path, capsys):
+    """Every take done: the pool of two gets no job and the batch only reports."""
+    out = tmp_path / "out"
+    args = ["batch", str(takes / "take0.bvh"), str(takes / "take1.bvh"), "--out", str(out),
+            *BASE]
+    assert main([*args, "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--workers", "2"]) == 0
+    assert "2 of 2 takes reduced (2 done earlier, skipped)" in capsys.readouterr().out
+
+
 def test_memory_per_worker_is_checked_before_work(takes, tmp_path, capsys):
     assert main(["batch", str(takes / "take0.bvh"), "--out", str(tmp_path / "o"),
                  "--workers", "64", "--memory-gib", "4"]) == 2

@@ -106,7 +106,7 @@ def pool_context() -> multiprocessing.context.BaseContext:
 
 def run_local(jobs: list[Job], workers: int, on_done: OnDone) -> None:
     """Run ``jobs`` in this process (one worker) or a pool of ``workers`` processes."""
-    if workers == 1 or len(jobs) == 1:
+    if workers == 1 or len(jobs) <= 1:  # nothing to share (a resumed batch may have no job)
         for job in jobs:
             on_done(job, reduce_one(job))
         return

@@ -124,8 +124,13 @@ def follow_budget(budget: Any, interval: float = 0.1) -> None:
     """
     import _thread
 
+    if not hasattr(signal, "SIGUSR1"):  # pragma: no cover - Windows: the workers stay pinned
+        return
+
     def adopt(signum: int, frame: object) -> None:
-        set_numba_threads(budget.value)
+        # an exception here would surface in whatever the main thread was running (a take)
+        with contextlib.suppress(Exception):
+            set_numba_threads(budget.value)
 
     signal.signal(signal.SIGUSR1, adopt)
 

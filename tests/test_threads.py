@@ -30,6 +30,17 @@ def test_thread_environment_sets_every_pool_and_restores_the_user_values(monkeyp
     assert "MKL_NUM_THREADS" not in os.environ
 
 
+def test_thread_environment_can_size_numbas_pool_apart(monkeypatch):
+    """Pool workers pin numba at run time and may be given more threads: its pool is sized
+    to ``numba_pool``, every other pool to ``threads``."""
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    with thread_environment(1, numba_pool=4):
+        assert os.environ["NUMBA_NUM_THREADS"] == "4"
+        assert all(os.environ[name] == "1" for name in THREAD_VARIABLES
+                   if name != "NUMBA_NUM_THREADS")
+    assert "NUMBA_NUM_THREADS" not in os.environ
+
+
 def test_single_threaded_blas_limits_inside_the_block_only():
     import numpy as np
 

@@ -11,14 +11,21 @@ Two situations need a limit:
 Environment variables only act before a library loads, so workers get both: the variables
 (set around the pool's start, :func:`thread_environment`) and a run-time limit in the worker
 itself (:func:`pin_process`, via threadpoolctl and ``numba.set_num_threads``).
+
+A batch's workers share the cores again at its end: when fewer takes are left than workers,
+the idle workers' cores go to the takes still running (:func:`follow_budget`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 #: Environment variables that size thread pools when their library loads.
 THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -45,11 +52,18 @@ def cores() -> int:
 
 
 @contextlib.contextmanager
-def thread_environment(threads: int) -> Iterator[int]:
-    """Set every pool's thread variable to ``threads`` for processes started in the block."""
+def thread_environment(threads: int, numba_pool: int | None = None) -> Iterator[int]:
+    """Set every pool's thread variable to ``threads`` for processes started in the block.
+
+    ``numba_pool`` sizes numba's pool instead (``NUMBA_NUM_THREADS``, fixed when numba loads)
+    for processes that limit their numba threads at run time (:func:`pin_process`) and may be
+    given more later (:func:`follow_budget`).
+    """
     threads = max(1, int(threads))
     saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     os.environ.update({name: str(threads) for name in THREAD_VARIABLES})
+    if numba_pool is not None:
+        os.environ["NUMBA_NUM_THREADS"] = str(max(threads, int(numba_pool)))
     try:
         yield threads
     finally:
@@ -74,9 +88,61 @@ def pin_process(threads: int) -> None:
     else:
         threadpool_limits(threads)
     if "numba" in sys.modules:
-        import numba
+        set_numba_threads(threads)
 
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+def set_numba_threads(threads: int) -> None:
+    """Let numba kernels launched from this thread use ``threads`` threads (at most its pool)."""
+    import numba
+
+    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+
+
+def share_of_cores(running: int) -> int:
+    """Threads per worker when ``running`` workers share this process's cores (at least 1)."""
+    return max(1, cores() // max(1, running))
+
+
+def follow_budget(budget: Any, interval: float = 0.1) -> None:
+    """Make this process's numba kernels use ``budget.value`` threads whenever it changes.
+
+    ``budget`` is a shared integer (``multiprocessing.Value``) that the batch raises when
+    workers fall idle at its end, so the last takes get the free cores. numba's thread count
+    belongs to the thread that launches the kernels, here the main thread, so a watcher
+    thread polls the value and asks the main thread to adopt it (``_thread.interrupt_main``
+    runs this process's ``SIGUSR1`` handler there at its next Python instruction, after the
+    kernel in progress; no signal is sent, and nothing happens before the handler is set).
+    A kernel's results do not depend on its thread count (see :mod:`sp_core._kernels`).
+    BLAS stays as pinned: the engine's solves are too small to gain from threads.
+
+    Parameters
+    ----------
+    budget : multiprocessing.Value of int
+        Threads this worker's kernels may use from now on.
+    interval : float
+        Seconds between looks at the value.
+    """
+    import _thread
+
+    if not hasattr(signal, "SIGUSR1"):  # pragma: no cover - Windows: the workers stay pinned
+        return
+
+    def adopt(signum: int, frame: object) -> None:
+        # an exception here would surface in whatever the main thread was running (a take)
+        with contextlib.suppress(Exception):
+            set_numba_threads(budget.value)
+
+    signal.signal(signal.SIGUSR1, adopt)
+
+    def watch() -> None:
+        seen = budget.value
+        while True:
+            time.sleep(interval)
+            if budget.value != seen:
+                seen = budget.value
+                _thread.interrupt_main(signal.SIGUSR1)
+
+    threading.Thread(target=watch, daemon=True, name="salient-poses-thread-budget").start()
 
 
 @contextlib.contextmanager

@@ -92,6 +92,17 @@ def test_the_command_forks_its_workers_and_a_process_that_ran_kernels_spawns(tak
     assert outputs(forked) == outputs(alone) and len(outputs(alone)) == 8
 
 
+def test_one_worker_writes_the_same_files_as_a_pool_with_the_default_options(takes, tmp_path):
+    """The default world fit and corrective keys: the command's own process (one worker) and
+    a pool of two agree byte for byte (the pool's workers run one BLAS thread each; so does
+    the single worker, whose numba kernels still use every core)."""
+    inputs = [str(takes / f"take{i}.bvh") for i in range(2)]
+    alone, pool = tmp_path / "alone", tmp_path / "pool"
+    assert main(["batch", *inputs, "--out", str(alone), "--workers", "1"]) == 0
+    assert main(["batch", *inputs, "--out", str(pool), "--workers", "2"]) == 0
+    assert outputs(alone) == outputs(pool) and len(outputs(pool)) == 4
+
+
 def test_a_killed_batch_resumes_with_only_the_missing_takes(takes, tmp_path):
     out = tmp_path / "out"
     inputs = [str(takes / f"take{i}.bvh") for i in range(4)]
@@ -143,6 +154,17 @@ def test_changed_inputs_and_options_are_redone(takes, tmp_path, capsys):
     assert main([*args[:-4], "--keys", "10", "--workers", "1"]) == 0
     assert "2 of 2 takes reduced;" in capsys.readouterr().out
     assert json.loads((out / "take0.keys.json").read_text())["options"]["keys"]["keys"] == 10
+
+
+def test_a_finished_batch_run_again_on_a_pool_has_nothing_to_do(takes, tmp_path, capsys):
+    """Every take done: the pool of two gets no job and the batch only reports."""
+    out = tmp_path / "out"
+    args = ["batch", str(takes / "take0.bvh"), str(takes / "take1.bvh"), "--out", str(out),
+            *BASE]
+    assert main([*args, "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--workers", "2"]) == 0
+    assert "2 of 2 takes reduced (2 done earlier, skipped)" in capsys.readouterr().out
 
 
 def test_memory_per_worker_is_checked_before_work(takes, tmp_path, capsys):

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+
+import pytest
 
 from sp_core.threads import THREAD_VARIABLES, single_threaded_blas, thread_environment
 
@@ -23,6 +28,17 @@ def test_thread_environment_sets_every_pool_and_restores_the_user_values(monkeyp
         assert all(os.environ[name] == "3" for name in THREAD_VARIABLES)
     assert os.environ["OMP_NUM_THREADS"] == "7"
     assert "MKL_NUM_THREADS" not in os.environ
+
+
+def test_thread_environment_can_size_numbas_pool_apart(monkeypatch):
+    """Pool workers pin numba at run time and may be given more threads: its pool is sized
+    to ``numba_pool``, every other pool to ``threads``."""
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    with thread_environment(1, numba_pool=4):
+        assert os.environ["NUMBA_NUM_THREADS"] == "4"
+        assert all(os.environ[name] == "1" for name in THREAD_VARIABLES
+                   if name != "NUMBA_NUM_THREADS")
+    assert "NUMBA_NUM_THREADS" not in os.environ
 
 
 def test_single_threaded_blas_limits_inside_the_block_only():
@@ -57,3 +73,55 @@ def test_warm_up_runs_every_kernel_path():
     from sp_core import warm
 
     assert warm.warm() > 0.0
+
+
+def test_share_of_cores_gives_every_core_to_the_workers_still_running(monkeypatch):
+    from sp_core import threads
+
+    monkeypatch.setattr(threads, "cores", lambda: 4)
+    assert [threads.share_of_cores(n) for n in (4, 3, 2, 1, 0)] == [1, 1, 2, 4, 4]
+    monkeypatch.setattr(threads, "cores", lambda: 1)
+    assert threads.share_of_cores(2) == 1
+
+
+def _numba_threads() -> int:
+    import numba
+
+    return numba.get_num_threads()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="needs SIGUSR1")
+@pytest.mark.parametrize("method", ["spawn", "fork"] if sys.platform.startswith("linux")
+                         else ["spawn"])
+def test_a_worker_adopts_the_thread_budget_its_batch_sets(method):
+    """A pool worker pinned to one thread uses more once the shared budget grows (the end of
+    a batch), up to numba's pool, which the batch sizes to the cores."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import numba
+
+    from sp_core.batch.executors import start_worker
+
+    if method == "fork" and threading.active_count() > 1:
+        pytest.skip("forking is unsafe with other threads running")
+    context = multiprocessing.get_context(method)
+    budget = context.Value("i", 1, lock=False)
+    with thread_environment(1, numba_pool=2), \
+            ProcessPoolExecutor(1, mp_context=context, initializer=start_worker,
+                                initargs=(os.getpid(), 1, budget)) as pool:
+        assert pool.submit(_numba_threads).result(timeout=120) == 1
+        pool_size = 2 if method == "spawn" else min(2, numba.config.NUMBA_NUM_THREADS)
+        budget.value = 2
+        deadline = time.monotonic() + 60
+        seen = 1
+        while seen != pool_size and time.monotonic() < deadline:
+            time.sleep(0.05)
+            seen = pool.submit(_numba_threads).result(timeout=120)
+        assert seen == pool_size
+        budget.value = 1  # and back: the budget is followed both ways
+        deadline = time.monotonic() + 60
+        while seen != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            seen = pool.submit(_numba_threads).result(timeout=120)
+        assert seen == 1

@@ -2,7 +2,10 @@
 
 Both run :func:`sp_core.batch.run.reduce_one` on each job and call ``on_done(job, row)`` in this
 process as jobs finish, in any order; the results are the same either way. Every worker uses
-``cores // workers`` threads for numba and BLAS, so workers do not fight over the cores.
+``cores // workers`` threads for numba and BLAS, so workers do not fight over the cores; in the
+process pool, once fewer takes are left than workers, the takes still running get the idle
+workers' cores for their numba kernels (:func:`sp_core.threads.follow_budget`), so the end of
+a batch does not leave cores idle while the last takes finish.
 
 The pool forks its workers when that is safe (:func:`pool_context`): a forked worker starts
 with this process's imports and ends without tearing them down, which matters when a take
@@ -24,25 +27,36 @@ from typing import Any
 
 from sp_core.batch.take import reduce_one
 from sp_core.jobs import Job
-from sp_core.threads import cores, pin_process, thread_environment
+from sp_core.threads import (
+    cores,
+    follow_budget,
+    pin_process,
+    share_of_cores,
+    single_threaded_blas,
+    thread_environment,
+)
 
 OnDone = Callable[[Job, dict[str, object]], None]
 
 
 @contextlib.contextmanager
-def worker_threads(workers: int) -> Iterator[int]:
+def worker_threads(workers: int, numba_pool: int | None = None) -> Iterator[int]:
     """Environment for worker processes started inside the block: ``cores // workers``
     threads each (numba and BLAS read it when they load, which is why it is set before the
-    workers start rather than inside them)."""
-    with thread_environment(max(1, cores() // max(1, workers))) as threads:
+    workers start rather than inside them); ``numba_pool`` sizes numba's pool instead, for
+    workers that pin their numba threads at run time and may be given more."""
+    with thread_environment(share_of_cores(workers), numba_pool) as threads:
         yield threads
 
 
-def start_worker(parent: int, threads: int) -> None:
-    """Worker initialiser: pin the thread pools (:func:`sp_core.threads.pin_process`) and
-    end with the parent (:func:`die_with_parent`)."""
+def start_worker(parent: int, threads: int, budget: Any = None) -> None:
+    """Worker initialiser: pin the thread pools (:func:`sp_core.threads.pin_process`), end
+    with the parent (:func:`die_with_parent`) and, given a shared ``budget``, let numba use
+    as many threads as it says (:func:`sp_core.threads.follow_budget`)."""
     pin_process(threads)
     die_with_parent(parent)
+    if budget is not None:
+        follow_budget(budget)
 
 
 def die_with_parent(parent: int) -> None:
@@ -93,19 +107,36 @@ def pool_context() -> multiprocessing.context.BaseContext:
 
 def run_local(jobs: list[Job], workers: int, on_done: OnDone) -> None:
     """Run ``jobs`` in this process (one worker) or a pool of ``workers`` processes."""
-    if workers == 1 or len(jobs) == 1:
-        for job in jobs:
-            on_done(job, reduce_one(job))
+    if workers == 1 or len(jobs) <= 1:  # nothing to share (a resumed batch may have no job)
+        # one BLAS thread, as in a pool's workers: BLAS threads change the world fit's last
+        # digits and gave these small solves no speed (3 takes: 10.8 s with two, 10.5 s with
+        # one, and 3.6 CPU seconds less); numba's kernels keep every core
+        with single_threaded_blas():
+            for job in jobs:
+                on_done(job, reduce_one(job))
         return
+    workers = min(workers, len(jobs))  # no worker without a take (a forked pool starts all)
+    left = len(jobs)
+    context = pool_context()
+
+    def done(job: Job, row: dict[str, object]) -> None:
+        # fewer takes left than workers: the idle workers' cores go to the takes still running
+        nonlocal left
+        left -= 1
+        budget.value = share_of_cores(min(workers, left))
+        on_done(job, row)
+
     # spawned workers start on demand, so the thread environment stays set until the pool is
-    # done; a forked worker's numba has read its thread count in this process already, and
-    # pin_process limits it at run time
-    with worker_threads(workers) as threads:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=pool_context(),
-                                   initializer=start_worker, initargs=(os.getpid(), threads))
+    # done; a forked worker's numba has read its pool size in this process already; either
+    # way numba's pool has a thread per core and pin_process limits it at run time
+    with worker_threads(workers, numba_pool=cores()) as threads:
+        budget = context.Value("i", threads, lock=False)
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                   initializer=start_worker,
+                                   initargs=(os.getpid(), threads, budget))
         try:
             futures = {pool.submit(reduce_one, job): job for job in jobs}
-            _collect(as_completed(futures), futures, on_done, "worker crashed")
+            _collect(as_completed(futures), futures, done, "worker crashed")
         except BaseException:
             stop_pool(pool)
             raise

@@ -154,8 +154,8 @@ def channel_axes(clip: Clip, channels: np.ndarray, columns: np.ndarray) -> np.nd
     return axes
 
 
-def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray,
-         turns: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray]:
     """World positions and the free channels' world directions in one pass (numba).
 
     Parameters
@@ -163,8 +163,6 @@ def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray,
     clip : Clip
     layout : TreeLayout
     channels : (F, C_all) float64
-    turns : (F, R, 3, 3) float64, optional
-        ``clip.axis_rotations(channels)`` when the caller has it already.
 
     Returns
     -------
@@ -176,9 +174,7 @@ def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray,
     from sp_core._fit_kernels import chain_kinematics
 
     channels = np.ascontiguousarray(channels, dtype=np.float64)
-    if turns is None:
-        turns = clip.axis_rotations(channels)
-    return chain_kinematics(channels, np.ascontiguousarray(turns),
+    return chain_kinematics(channels, clip.axis_rotations(channels),
                             np.ascontiguousarray(clip.offsets), clip.parents,
                             np.ascontiguousarray(clip._translation_index), layout.rot_ptr,
                             layout.rot_chan, layout.rot_axis, clip.rotation_slot,

@@ -199,7 +199,7 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     anchors = np.unique(np.asarray(key_rows, dtype=np.int64))
     channels = {c: _Channel(anchors) for c in np.flatnonzero(animated)}
     fk = _Kinematics(clip, reduced)
-    errors = np.linalg.norm(fk(reduced) - target, axis=-1)
+    errors = np.linalg.norm(fk.positions - target, axis=-1)
     base_max, base_mean = errors.max(axis=1), errors.mean(axis=1)
     slack = SLACK * max(float(np.ptp(target)), 1.0)
     frame_max = base_max.copy()
@@ -279,18 +279,18 @@ class _Kinematics:
         for a, below in enumerate(subtrees):
             self.ancestors[below, a] = True
         self.depth = self.ancestors.sum(axis=1)
+        # the skeleton as both kernels take it, after their per-call arrays
+        self.skeleton = (np.ascontiguousarray(clip.offsets), clip.parents,
+                         np.ascontiguousarray(clip._translation_index), self.layout.rot_ptr,
+                         self.layout.rot_chan, clip.rotation_slot, self.layout.orients,
+                         clip.translation_space == "oriented")
         self.turns = clip.axis_rotations(current)
         self.positions, self.world = self._chain(current, self.turns)
 
     def _chain(self, channels: np.ndarray, turns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from sp_core._subtree_kernels import chain_world
 
-        clip, layout = self.clip, self.layout
-        return chain_world(np.ascontiguousarray(channels), turns,
-                           np.ascontiguousarray(clip.offsets), clip.parents,
-                           np.ascontiguousarray(clip._translation_index), layout.rot_ptr,
-                           layout.rot_chan, clip.rotation_slot, layout.orients,
-                           clip.translation_space == "oriented")
+        return chain_world(np.ascontiguousarray(channels), turns, *self.skeleton)
 
     def __call__(self, channels: np.ndarray) -> np.ndarray:
         return pose(self.clip, self.layout, channels)[0]
@@ -314,7 +314,6 @@ class _Kinematics:
         ``roots`` (B,) is the topmost node those changes move on each row (-1: none)."""
         from sp_core._subtree_kernels import subtree_positions
 
-        clip, layout = self.clip, self.layout
         turning = self.rotation[columns]
         rows, columns = rows[turning], columns[turning]
         order = np.argsort(rows, kind="stable")
@@ -323,11 +322,8 @@ class _Kinematics:
         return subtree_positions(
             np.ascontiguousarray(channels), np.asarray(base, dtype=np.int64),
             np.asarray(roots, dtype=np.int64), patch_ptr, columns.astype(np.int64),
-            clip.channel_turns(channels[rows, columns], columns), self.turns,
-            self.positions, self.world, self.sub_ptr, self.sub_nodes,
-            np.ascontiguousarray(clip.offsets), clip.parents,
-            np.ascontiguousarray(clip._translation_index), layout.rot_ptr, layout.rot_chan,
-            clip.rotation_slot, layout.orients, clip.translation_space == "oriented")
+            self.clip.channel_turns(channels[rows, columns], columns), self.turns,
+            self.positions, self.world, self.sub_ptr, self.sub_nodes, *self.skeleton)
 
 
 def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,

@@ -518,11 +518,19 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     grad = np.einsum("fn,fnc->fc", miss, jac)  # (rows, movers)
     norm = np.einsum("fnc,fnc->fc", jac, jac)
     candidates: list[tuple[list[tuple[int, dict[int, float], int, int, np.ndarray]], int]] = []
+    hats_of: dict[tuple[int, tuple[int, ...]], tuple] = {}
+
+    def hat_of(c: int, shape: tuple[int, ...]) -> tuple:
+        # the joint step below asks again for the single channels' shapes
+        if (c, shape) not in hats_of:
+            hats_of[c, shape] = _hat(channels[c], correction[:, c], worst, shape)
+        return hats_of[c, shape]
+
     for m in ranked:
         c = int(movers[m])
         state = channels[c]
         for shape in _shapes(state, worst, n_frames):
-            hat, knots, lo, hi, cost = _hat(state, correction[:, c], worst, shape)
+            hat, knots, lo, hi, cost = hat_of(c, shape)
             if cost > left:
                 continue
             h, rows = _window(hat, lo, hi, lo_j, hi_j)
@@ -543,7 +551,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             c = int(movers[m])
             state = channels[c]
             shape = _shapes(state, worst, n_frames, (width,) if width else ())[-1]
-            hats.append((m, c, *_hat(state, correction[:, c], worst, shape)))
+            hats.append((m, c, *hat_of(c, shape)))
         cost = sum(h[-1] for h in hats)
         if len(hats) < 2 or cost > left:
             continue
@@ -567,46 +575,42 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                            cost))
     if not candidates:
         return None
-    blocks, ranges, patch_rows, patch_columns, roots = [], [], [], [], []
-    offset = 0
-    for changes, _cost in candidates:
-        lo = min(ch[2] for ch in changes)
-        hi = max(ch[3] for ch in changes)
-        block = current[lo:hi + 1].copy()
+    # every candidate's rows in one batch of patched forward kinematics, then the checks and
+    # scores of all of them at once (a Python loop over a hundred candidates a step cost more
+    # than the kinematics)
+    ranges = np.array([(min(ch[2] for ch in changes), max(ch[3] for ch in changes))
+                       for changes, _cost in candidates], dtype=np.int64)
+    lengths = ranges[:, 1] - ranges[:, 0] + 1
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    rows = np.repeat(ranges[:, 0] - offsets, lengths) + np.arange(int(lengths.sum()))
+    block = current[rows]
+    patch_rows, patch_columns, tops = [], [], []
+    for (changes, _cost), (lo, _hi), offset in zip(candidates, ranges, offsets, strict=True):
         for c, _knots, c_lo, c_hi, column in changes:
-            block[c_lo - lo:c_hi - lo + 1, c] = reduced[c_lo:c_hi + 1, c] + column
-            patch_rows.append(np.arange(c_lo - lo, c_hi - lo + 1) + offset)
+            at = offset + c_lo - lo
+            block[at:at + c_hi - c_lo + 1, c] = reduced[c_lo:c_hi + 1, c] + column
+            patch_rows.append(np.arange(at, at + c_hi - c_lo + 1))
             patch_columns.append(np.full(c_hi - c_lo + 1, c))
-        changed = np.array([ch[0] for ch in changes])
-        top = int(clip.channel_nodes[changed[0]]) if len(changed) == 1 else fk.root(changed)
-        roots.append(np.full(hi - lo + 1, top))
-        blocks.append(block)
-        ranges.append((lo, hi))
-        offset += hi - lo + 1
+        tops.append(int(clip.channel_nodes[changes[0][0]]) if len(changes) == 1
+                    else fk.root(np.array([ch[0] for ch in changes])))
     moved = np.linalg.norm(
-        fk.patched(np.concatenate(blocks), np.concatenate([np.arange(lo, hi + 1)
-                                                           for lo, hi in ranges]),
-                   np.concatenate(patch_rows), np.concatenate(patch_columns),
-                   np.concatenate(roots))
-        - np.concatenate([target[lo:hi + 1] for lo, hi in ranges]), axis=-1)
-    best, best_score = None, 0.0
-    start = 0
+        fk.patched(block, rows, np.concatenate(patch_rows), np.concatenate(patch_columns),
+                   np.repeat(tops, lengths)) - target[rows], axis=-1)
     moved_max, moved_mean = moved.max(axis=1), moved.mean(axis=1)  # per row of every block
-    current_max = errors.max(axis=1)
-    for (changes, cost), (lo, hi) in zip(candidates, ranges, strict=True):
-        new = moved[start:start + hi - lo + 1]
-        new_max = moved_max[start:start + hi - lo + 1]
-        new_mean = moved_mean[start:start + hi - lo + 1]
-        start += hi - lo + 1
-        if np.any(new_max > base_max[lo:hi + 1] + slack) or \
-                np.any(new_mean > base_mean[lo:hi + 1] + slack):
-            continue
-        old_max = current_max[lo:hi + 1]
-        if new_max[worst - lo] >= old_max[worst - lo]:
-            continue
+    current_max = errors.max(axis=1)[rows]
+    worse = np.logical_or.reduceat((moved_max > base_max[rows] + slack)
+                                   | (moved_mean > base_mean[rows] + slack), offsets)
+    at_worst = offsets + worst - ranges[:, 0]
+    kept = np.flatnonzero(~worse & (moved_max[at_worst] < current_max[at_worst]))
+    best, best_score = None, 0.0
+    for i in kept:
+        (changes, cost), (lo, hi), offset = candidates[i], ranges[i], offsets[i]
+        new_max = moved_max[offset:offset + hi - lo + 1]
+        old_max = current_max[offset:offset + hi - lo + 1]
         score = float(np.sum(old_max ** 2 - new_max ** 2)) / max(cost, 0.5)
         if score > best_score:
-            best_score, best = score, (changes, lo, hi, new, cost)
+            best_score = score
+            best = (changes, int(lo), int(hi), moved[offset:offset + hi - lo + 1], cost)
     return best
 
 

@@ -266,7 +266,10 @@ def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray
     -------
     x : (K, q C) float64
     """
-    from scipy.linalg import cho_factor, cho_solve
+    # LAPACK's Cholesky routines called directly: what cho_factor and cho_solve call, without
+    # their checks and lookups, which cost more than a factor of this size (two calls a key,
+    # every iteration)
+    from scipy.linalg.lapack import dpotrf, dpotrs
 
     n_keys, size = rhs.shape
     n = size // q
@@ -285,16 +288,19 @@ def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray
             pivot[i, i] -= coupling[k - 1].T @ previous[o]
             right = rhs[k].copy()
             right[i] -= coupling[k - 1].T @ partial[k - 1][o]
-        factor = cho_factor(pivot, lower=True, check_finite=False)
+        factor, info = dpotrf(pivot, lower=1, overwrite_a=1, clean=0)
+        if info > 0:
+            raise np.linalg.LinAlgError(f"{info}-th leading minor of the array is not "
+                                        "positive definite")
         if k < n_keys - 1:
             both = np.zeros((size, n + 1))
             both[o, :n] = coupling[k]
             both[:, n] = right
-            solved = cho_solve(factor, both, check_finite=False)
+            solved = dpotrs(factor, both, lower=1, overwrite_b=1)[0]
             factors.append(solved[:, :n])
             partial.append(solved[:, n])
         else:
-            partial.append(cho_solve(factor, right, check_finite=False))
+            partial.append(dpotrs(factor, right, lower=1)[0])
     x = np.empty_like(rhs)
     x[-1] = partial[-1]
     for k in range(n_keys - 2, -1, -1):

@@ -14,7 +14,7 @@ from sp_core.options import DEFAULT_TOLERANCE, Options, corrective_plan
 from sp_core.reduction import reduce
 from sp_core.session import AnalysisCancelled, CancelToken, Session
 from sp_core.standalone import StandaloneHost
-from sp_core.tolerance import START, ToleranceSearch
+from sp_core.tolerance import START, ToleranceSearch, resolution
 
 DATA = Path(__file__).parent / "data"
 
@@ -142,8 +142,8 @@ def test_the_predicted_search_ends_on_a_k_that_meets_above_one_that_misses(top, 
                                                                          noise, seed, first):
     """Stages 1 and 2 on means that fall like a power law with multiplicative noise (not
     monotone): from any first try, the search returns a K whose mean meets the tolerance
-    while K - 1's does not (or K is the lowest), as a bisection would, and on smooth means it
-    needs few fits."""
+    while K - 1's does not (or K is the lowest), as a bisection would (from K = 200 on: some
+    K within 1 % below it does not), and on smooth means it needs few fits."""
     rng = np.random.default_rng(seed)
     ks = np.arange(top + 1)
     truth = 2.0 * (np.maximum(ks, 1) / (0.6 * top + 1)) ** -slope
@@ -156,7 +156,8 @@ def test_the_predicted_search_ends_on_a_k_that_meets_above_one_that_misses(top, 
     for fit_space, means in (("world", real), (START, start)):
         k, tried = search._guided(low, top, fit_space, first, 0.0, 1.0)
         assert low <= k <= top and means[k] <= 2.0
-        assert k == low or means[k - 1] > 2.0
+        # (a long take's K: one that misses within 1 % below it)
+        assert k == low or (means[k - resolution(k):k] > 2.0).any()
         assert len(tried) == len(set(tried))  # no K fitted twice
     if noise == 0.0 and low < first < top:
         assert search.fits <= 8

@@ -70,8 +70,8 @@ NEAR_MISS = 0.03
 #: The predicted searches (stages 1 and 2) stop once their bracket is at most this share of
 #: K wide (and one K below 200): on a long take the last fits there decide between K that
 #: differ by under 1 %, which no animator would notice, for a fit each (seconds on a take of
-#: thousands of frames: a 5,000-frame take needed 10 start fits and 4 world fits, now 7
-#: and 3).
+#: thousands of frames: a 5,000-frame take's stage 2 needed 4 world fits, now 3, and its
+#: checks one corrective stage fewer; same K).
 PRECISION = 0.01
 #: Pose-key reductions in the real fit kept for the checks (the latest ones: the checks
 #: follow the search closely; each holds two dense (frames, channels) arrays).

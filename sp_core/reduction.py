@@ -36,6 +36,7 @@ from sp_core.fitting import (
 )
 from sp_core.gimbal import rotation_triplets
 from sp_core.metrics import Metrics, measure
+from sp_core.threads import single_threaded_blas
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,8 @@ def _key_rows(clip: Clip, frames: Iterable[int]) -> np.ndarray:
     return keys
 
 
+# one BLAS thread: the same result on every machine (see sp_core.threads)
+@single_threaded_blas()
 def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
            smoothness: float = SMOOTHNESS, space: str = "world",
            world_iterations: int = 12, objective: str = "least-squares",
@@ -282,6 +285,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
                             lambda f, m: progress(fitting_share + (1 - fitting_share) * f, m))
 
 
+@single_threaded_blas()
 def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
                      stop_mm: float | None = None,
                      progress: Callable[[float, str], None] | None = None) -> Reduction:

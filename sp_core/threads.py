@@ -4,7 +4,11 @@ Two situations need a limit:
 
 - **Small dense algebra** (the world fit's block solves, 72-144 unknowns per block): BLAS
   threads cost more than they give. On a loaded two-core machine OpenBLAS's spinning threads
-  made a batch of 144 x 144 solves about 8x slower with two threads than with one.
+  made a batch of 144 x 144 solves about 8x slower with two threads than with one. A whole
+  reduction runs with one BLAS thread for a second reason: OpenBLAS splits some products
+  differently with more threads, so the fit's results differed in the last digits between
+  machines with different core counts, and the corrective keys' greedy choices follow such
+  digits (the sample's reduction with 1 and 2 BLAS threads differed by up to 2e-10 mm).
 - **Batch workers**: N worker processes on N cores must each use ``cores // N`` threads, or
   every worker starts one thread per core and they busy-wait against each other.
 
@@ -147,10 +151,11 @@ def follow_budget(budget: Any, interval: float = 0.1) -> None:
 
 @contextlib.contextmanager
 def single_threaded_blas() -> Iterator[None]:
-    """One BLAS thread inside the block (small dense solves; see the module docstring).
+    """One BLAS thread inside the block (small dense solves, reproducible reductions; see
+    the module docstring); also a decorator.
 
     Without threadpoolctl (a host's Python where it was not installed) the block runs with
-    whatever BLAS has: slower on busy cores, same results.
+    whatever BLAS has: slower on busy cores, results that may differ in the last digits.
     """
     try:
         from threadpoolctl import threadpool_limits

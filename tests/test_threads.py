@@ -125,3 +125,24 @@ def test_a_worker_adopts_the_thread_budget_its_batch_sets(method):
             time.sleep(0.05)
             seen = pool.submit(_numba_threads).result(timeout=120)
         assert seen == 1
+
+
+def test_a_reduction_is_the_same_whatever_blas_threads_the_machine_has():
+    """The fit and the corrective keys run with one BLAS thread: with two, OpenBLAS splits
+    products differently and the sample's corrective stage chose other keys (4,455 keys in
+    all instead of 4,384), so the same command gave another result on another machine."""
+    code = ("import hashlib; from sp_core.io.bvh import read_bvh; "
+            "from sp_core.reduction import reduce; "
+            "clip = read_bvh('examples/cmu_131_01.bvh'); "
+            "r = reduce(clip, range(0, 994, 22), corrective_budget='5%', "
+            "corrective_stop_mm=20.0); "
+            "print(hashlib.sha1(r.reduced.tobytes() + r.residual.tobytes()).hexdigest(), "
+            "r.metrics.keys)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    outputs = set()
+    for threads in ("1", "2"):
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=threads)
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             cwd=root, env=env, check=True)
+        outputs.add(run.stdout)
+    assert len(outputs) == 1, outputs

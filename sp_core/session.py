@@ -226,9 +226,15 @@ class Session:
 
     def compute_analysis(self, progress: Callable[[float, str], None] | None = None,
                          cancel: CancelToken | None = None, motion: Clip | None = None,
-                         choose: bool = True) -> Analysis:
+                         choose: bool = True,
+                         space_ready: Callable[[SelectionSpace], None] | None = None
+                         ) -> Analysis:
         """The analysis of :meth:`analyze` without changing the session (a worker thread runs
-        this; the UI thread then calls :meth:`adopt_analysis`)."""
+        this; the UI thread then calls :meth:`adopt_analysis`).
+
+        ``space_ready(space)``, optional, is called with the selection space as soon as it is
+        built when the tolerance's search for K follows (which takes most of the wait: the
+        panel draws the space's graph meanwhile)."""
         token = cancel or CancelToken()
 
         def report(fraction: float, message: str) -> None:
@@ -279,6 +285,8 @@ class Session:
         by_tolerance = False
         if searching:
             assert self.options.keys.tolerance is not None
+            if space_ready is not None:
+                space_ready(space)
             try:
                 wanted = self.smallest_k_within(
                     *self.options.keys.tolerance, space=space, motion=motion,

@@ -16,7 +16,7 @@ pytest.importorskip("pytestqt")
 from choices import SUGGESTED
 from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
 
-from sp_core.options import field_specs  # noqa: E402
+from sp_core.options import Options, field_specs  # noqa: E402
 from sp_core.reduction import reduce  # noqa: E402
 from sp_core.session import Session  # noqa: E402
 from sp_core.ui.panel import SalientPosesPanel  # noqa: E402
@@ -24,9 +24,9 @@ from sp_core.ui.panel import SalientPosesPanel  # noqa: E402
 
 @pytest.fixture()
 def make_panel(qtbot, tmp_path, sample_clip):
-    def make(fail_on=None, frames=(0, 300), width=480, host=None):
+    def make(fail_on=None, frames=(0, 300), width=480, host=None, options=SUGGESTED):
         host = host or FakeHost(sample_clip.sub_range(*frames), fail_on=fail_on)
-        session = Session(host, SUGGESTED)
+        session = Session(host, options)
         settings = QtCore.QSettings(str(tmp_path / "panel.ini"), QtCore.QSettings.Format.IniFormat)
         panel = SalientPosesPanel(session, settings=settings)
         qtbot.addWidget(panel)
@@ -163,6 +163,42 @@ def test_cancel_stops_the_analysis_within_half_a_second(make_panel, qtbot):
     assert "cancelled" in panel.status.text() and not panel.apply_button.isEnabled()
     qtbot.waitUntil(lambda: not panel.runner.running, timeout=30_000)
     assert session.space is None  # the abandoned work changed nothing
+
+
+def test_the_graph_comes_before_the_tolerance_search_and_a_cancel_puts_it_back(make_panel,
+                                                                              qtbot):
+    """With the tolerance choosing K (the default), the space's graph is drawn as soon as the
+    space is built, while the search (most of the wait) still runs; K requests wait for the
+    search; a cancel during it puts back what the session holds (here: nothing)."""
+    panel, host, session = make_panel(frames=(0, 240), options=Options())
+    searching, release = threading.Event(), threading.Event()
+
+    def hold_the_search(fraction, message):
+        if message.startswith("K = ") and not release.is_set():
+            searching.set()
+            release.wait(30)
+
+    session.subscribe("analysis_progress", hold_the_search)
+    qtbot.mouseClick(panel.analyze_button, QtCore.Qt.MouseButton.LeftButton)
+    try:
+        assert searching.wait(60)
+        qtbot.waitUntil(lambda: panel.graph.space is not None, timeout=10_000)
+        assert panel.analysing and session.space is None
+        assert "ready in" in panel.status.text() and "within the tolerance" in \
+            panel.status.text()
+        previews = len(host.previews)
+        panel.request_k(5, immediately=True)
+        assert len(host.previews) == previews  # nothing to preview until the search ends
+        qtbot.mouseClick(panel.cancel_button, QtCore.Qt.MouseButton.LeftButton)
+    finally:
+        release.set()
+    assert panel.graph.space is None and "cancelled" in panel.status.text()
+    qtbot.waitUntil(lambda: not panel.runner.running, timeout=30_000)
+
+    analyse(qtbot, panel)  # not held: the search runs to its end
+    assert panel.graph.space is session.space and session.k == session.tolerance_k
+    assert "keeps the error within the tolerance" in panel.status.text()
+    assert host.previews[-1] == session.keyframes(session.k).tolist()
 
 
 def test_apply_runs_in_a_worker_and_cancel_acts_within_half_a_second(make_panel, qtbot,

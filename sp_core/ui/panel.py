@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -33,6 +33,9 @@ from sp_core.ui.pins_box import PinsBox
 from sp_core.ui.settings import restore_options, save_options
 from sp_core.ui.wand_tab import PropagateTab
 from sp_core.ui.worker import Task, TaskRunner
+
+if TYPE_CHECKING:
+    from sp_core.selection import SelectionSpace
 
 #: Longest time between a K change and its preview in the host, ms.
 PREVIEW_INTERVAL_MS = 16
@@ -73,6 +76,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._applying: Task | None = None
         self._started = 0.0
         self._analysis_started = 0.0
+        self._graph_ahead = False  # the graph shows a space the session has not adopted yet
         self._closed = False
         self._pending_k: int | None = None
         self._pending_user = False
@@ -259,10 +263,14 @@ class SalientPosesPanel(QtWidgets.QWidget):
         session = self.session
 
         def work(report: Any, token: Any) -> Analysis:
-            return session.compute_analysis(progress=report, cancel=token, motion=motion)
+            # the graph of the space comes before the tolerance's search, which is most of
+            # the wait (seconds; on a take of thousands of frames, tens of seconds)
+            return session.compute_analysis(progress=report, cancel=token, motion=motion,
+                                            space_ready=task.partial.emit)
 
         task = Task(work)
         task.progress.connect(self._on_progress)
+        task.partial.connect(self._on_space_ready)
         task.finished.connect(self._on_analysed)
         task.failed.connect(self._on_failed)
         task.cancelled.connect(self._on_cancelled)
@@ -283,6 +291,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             self.progress.setRange(0, 1000)
             self.progress.setValue(0)
             self.progress.setFormat("cancelled")
+            self._show_session_space()
             self.show_status("Analysis cancelled; the previous result is kept.")
         elif self._applying is not None:
             task, self._applying = self._applying, None
@@ -299,7 +308,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
     def _abandon(self, task: Task) -> None:
         with warnings.catch_warnings():  # PySide warns about signals with no connection
             warnings.simplefilter("ignore", RuntimeWarning)
-            for signal in (task.progress, task.finished, task.failed, task.cancelled):
+            for signal in (task.progress, task.partial, task.finished, task.failed,
+                           task.cancelled):
                 signal.disconnect()
         task.finished.connect(task.thread.quit)
         task.failed.connect(task.thread.quit)
@@ -310,20 +320,50 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.progress.setValue(int(1000 * fraction))
         self.progress.setFormat(f"{message} (%p%)")
 
+    def _show_space(self, space: SelectionSpace | None, ahead: bool = False) -> None:
+        """Draw ``space``'s graph (None: none) with its suggested K and cliffs; ``ahead``: a
+        space the session has not adopted yet."""
+        self._graph_ahead = ahead
+        if space is None:
+            self.graph.set_space(None)
+            return
+        options = self.session.analysis
+        s = space.suggestions(options.accuracy, options.significance)
+        unit = ("scene units" if options.pose == "positions" else "channel units") \
+            + ("²" if space.cost.squared else "")
+        self.graph.set_space(space, s["threshold"], s["cliffs"], f"{space.cost.name} cost",
+                             unit)
+
+    def _show_session_space(self) -> None:
+        """The graph back to the session's space after an analysis that drew its own early
+        and then did not finish."""
+        if self._graph_ahead:
+            self._show_space(self.session.space)
+            if self.session.k is not None:
+                self.graph.set_k(self.session.k)
+
+    def _on_space_ready(self, space: SelectionSpace) -> None:
+        # the tolerance's search for K goes on: the graph now, K and the preview when it ends
+        # (until then K requests are ignored: the session still holds the previous space)
+        if self._analysis is None:  # posted before a cancel
+            return
+        self._show_space(space, ahead=True)
+        self.graph.readout.setText("Choosing K: the smallest within the tolerance…")
+        waited = time.monotonic() - self._analysis_started if self._analysis_started else 0.0
+        self.show_status(f"Selection space of frames {space.first_frame}–{space.last_frame} "
+                         f"ready in {waited:.1f} s; choosing the K within the tolerance…")
+
     def _on_analysed(self, analysis: Analysis) -> None:
         self._analysis = None
         try:
             space = self.session.adopt_analysis(analysis)
         except SalientPosesError as exc:
+            self._show_session_space()
             self.show_error(str(exc))
             self._update_enabled()
             return
-        options = self.session.analysis
         s = self.session.suggestions
-        unit = ("scene units" if options.pose == "positions" else "channel units") \
-            + ("²" if space.cost.squared else "")
-        self.graph.set_space(space, s["threshold"], s["cliffs"], f"{space.cost.name} cost",
-                             unit)
+        self._show_space(space)
         self.k_box.set_range(space.min_keys, space.max_keys, self.graph.useful_range()[1])
         self.progress.setValue(1000)
         self.progress.setFormat("done")
@@ -363,6 +403,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
     def _on_failed(self, message: str) -> None:
         self._analysis = None
         self.progress.setFormat("failed")
+        self._show_session_space()
         self.show_error(message)
         self._update_enabled()
 
@@ -370,6 +411,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._analysis = None
         self.progress.setValue(0)
         self.progress.setFormat("cancelled")
+        self._show_session_space()
         self.show_status("Analysis cancelled; the previous result is kept.")
         self._update_enabled()
 
@@ -379,8 +421,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
 
         ``user``: the user chose this K, so it becomes the ``keys`` option.
         """
-        if self.session.space is None:
-            return
+        if self.session.space is None or self._graph_ahead:
+            return  # (the graph shows an analysis still running: its K comes when it ends)
         space = self.session.space
         k = int(min(max(int(k), space.min_keys), space.max_keys))
         self.k_box.sync(k)

@@ -46,10 +46,12 @@ class Task(QtCore.QObject):
 
     Signals
     -------
-    progress(float, str), finished(object), failed(str), cancelled()
+    progress(float, str), finished(object), failed(str), cancelled(); partial(object): a
+    result on the way that the work chose to show early (it emits it itself)
     """
 
     progress = QtCore.Signal(float, str)
+    partial = QtCore.Signal(object)
     finished = QtCore.Signal(object)
     failed = QtCore.Signal(str)
     cancelled = QtCore.Signal()

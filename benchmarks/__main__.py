@@ -258,6 +258,49 @@ def bench_fresh_analyze(repeat: int) -> None:
         f"{seconds / floor:.1f}× the import floor")
 
 
+PANEL_WAIT = """
+import os, sys, time
+os.environ['QT_QPA_PLATFORM'] = 'offscreen'
+from PySide6 import QtCore
+from sp_core.options import Options
+from sp_core.session import Session
+from sp_core.standalone import StandaloneHost
+from sp_core.ui.app import ensure_qapp
+from sp_core.ui.panel import SalientPosesPanel
+app = ensure_qapp()
+session = Session(StandaloneHost.from_file(sys.argv[1]), Options())
+panel = SalientPosesPanel(session, settings=QtCore.QSettings(sys.argv[2],
+                                                             QtCore.QSettings.Format.IniFormat))
+panel.show()
+for run in range(int(sys.argv[3]) + 1):  # the first run loads the kernels
+    panel.graph.set_space(None)
+    started = time.perf_counter()
+    graph = None
+    panel.start_analysis()
+    while panel.analysing:
+        app.processEvents()
+        if graph is None and panel.graph.space is not None:
+            graph = time.perf_counter() - started
+        time.sleep(0.001)
+    done = time.perf_counter() - started
+    if run:
+        print(graph, done, flush=True)
+panel.shutdown()
+"""
+
+
+def bench_panel_wait(repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run([sys.executable, "-c", PANEL_WAIT, str(SAMPLE),
+                              str(Path(tmp) / "panel.ini"), str(repeat)], check=True,
+                             capture_output=True, text=True, cwd=ROOT)
+    graph, done = np.median([[float(x) for x in line.split()]
+                             for line in run.stdout.split("\n") if line.strip()], axis=0)
+    row("panel Analyze on the sample, default options (the tolerance chooses K)",
+        "—", f"graph after {graph:.2f} s", f"K chosen (search done) after {done:.2f} s",
+        f"{graph / done:.2f} of the wait")
+
+
 def bench_long_analyze(repeat: int) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_long_takes import measure, write_take
@@ -313,6 +356,7 @@ def main() -> None:
     bench_selection_peak(args.repeat)
     if not args.quick:
         bench_gil()
+        bench_panel_wait(args.repeat)
         bench_cancel(args.repeat)
         bench_long_analyze(args.repeat)
         bench_batch(args.repeat)

@@ -232,7 +232,8 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         for c, knots, c_lo, c_hi, column in changes:
             channels[c].knots = knots
             correction[c_lo:c_hi + 1, c] = column
-        fk.update(reduced + correction, lo, hi)
+        # (rows lo..hi only: the greedy search takes hundreds of steps on a long take)
+        fk.update(reduced[lo:hi + 1] + correction[lo:hi + 1], lo)
         errors[lo:hi + 1] = new_errors
         frame_max[lo:hi + 1] = new_errors.max(axis=1)
         used += cost
@@ -295,12 +296,13 @@ class _Kinematics:
     def __call__(self, channels: np.ndarray) -> np.ndarray:
         return pose(self.clip, self.layout, channels)[0]
 
-    def update(self, current: np.ndarray, lo: int, hi: int) -> None:
-        """The current motion changed on rows lo..hi (inclusive)."""
-        turns = self.clip.axis_rotations(current[lo:hi + 1])
-        self.turns[lo:hi + 1] = turns
-        self.positions[lo:hi + 1], self.world[lo:hi + 1] = self._chain(current[lo:hi + 1],
-                                                                       turns)
+    def update(self, rows: np.ndarray, lo: int) -> None:
+        """The current motion changed on rows lo..lo + len(rows) - 1: they are now ``rows``
+        (n, C)."""
+        hi = lo + len(rows)
+        turns = self.clip.axis_rotations(rows)
+        self.turns[lo:hi] = turns
+        self.positions[lo:hi], self.world[lo:hi] = self._chain(rows, turns)
 
     def root(self, columns: np.ndarray) -> int:
         """The deepest node above (or at) every node that ``columns`` move."""
@@ -473,7 +475,6 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     """The best accepted candidate at frame ``worst`` (None if none improves it):
     ``(channel, knots, lo, hi, column, new errors (hi - lo + 1, n_nodes), cost)``."""
     n_frames = reduced.shape[0]
-    current = reduced + correction
     above, under = movers_of
     movers = np.concatenate([above, under])
     if not len(movers):
@@ -483,7 +484,10 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     lo_j = max(min(s[0] for s in spans), worst - 2 * max(WIDTHS), 0)
     hi_j = min(max(s[1] for s in spans), worst + 2 * max(WIDTHS), n_frames - 1)
     # rank the channels by their Gauss-Newton gain at the worst frame (forward differences)
-    probe = np.repeat(current[worst:worst + 1], len(movers) + 1, axis=0)
+    # (the current motion, reduced + correction, is formed on the rows needed only: on a long
+    # take the whole of it every step was most of the stage)
+    probe = np.repeat(reduced[worst:worst + 1] + correction[worst:worst + 1], len(movers) + 1,
+                      axis=0)
     probe[np.arange(1, len(movers) + 1), movers] += STEP
     mover_nodes = clip.channel_nodes[movers]
     probed = fk.patched(probe, np.full(len(probe), worst), np.arange(1, len(movers) + 1),
@@ -500,7 +504,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     tried = np.concatenate([ranked, helpers])
     # the ranked channels' Jacobian columns over the window by forward differences: one FK
     # call instead of the full Jacobian of every channel on every row
-    window = current[lo_j:hi_j + 1]
+    window = reduced[lo_j:hi_j + 1] + correction[lo_j:hi_j + 1]
     rows_w = hi_j - lo_j + 1
     stacked = np.repeat(window[None], len(tried) + 1, axis=0)
     for i, m in enumerate(tried):
@@ -583,7 +587,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     lengths = ranges[:, 1] - ranges[:, 0] + 1
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     rows = np.repeat(ranges[:, 0] - offsets, lengths) + np.arange(int(lengths.sum()))
-    block = current[rows]
+    block = reduced[rows] + correction[rows]
     patch_rows, patch_columns, tops = [], [], []
     for (changes, _cost), (lo, _hi), offset in zip(candidates, ranges, offsets, strict=True):
         for c, _knots, c_lo, c_hi, column in changes:
@@ -597,7 +601,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         fk.patched(block, rows, np.concatenate(patch_rows), np.concatenate(patch_columns),
                    np.repeat(tops, lengths)) - target[rows], axis=-1)
     moved_max, moved_mean = moved.max(axis=1), moved.mean(axis=1)  # per row of every block
-    current_max = errors.max(axis=1)[rows]
+    current_max = errors[rows].max(axis=1)
     worse = np.logical_or.reduceat((moved_max > base_max[rows] + slack)
                                    | (moved_mean > base_mean[rows] + slack), offsets)
     at_worst = offsets + worst - ranges[:, 0]

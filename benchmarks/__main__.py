@@ -319,6 +319,30 @@ def bench_long_analyze(repeat: int) -> None:
                 f"{estimate:.1f} s", f"{kernels / estimate:.1f}× the estimate")
 
 
+def bench_long_reduce() -> None:
+    """The default reduce of a 5,000-frame take in a fresh process (once: tens of seconds),
+    beside the reduction it writes done once at the K it found."""
+    import re
+
+    from bench_long_takes import run_command, write_take
+
+    with tempfile.TemporaryDirectory() as tmp:
+        take = str(write_take(5000, Path(tmp)))
+        seconds, peak, summary = run_command("reduce", take, "--json", str(Path(tmp) / "r.json"))
+        found = re.search(r"Keys .*: K = (\d+)", summary)
+        k = int(found.group(1)) if found else 0
+        errors = re.search(r"Error +mean ([\d.]+) mm, max ([\d.]+) mm", summary)
+        # the fits of the reduction written (its Time line): the floor of any search
+        fits = re.search(r"channel fit ([\d.]+) s, world refinement ([\d.]+) s, corrective "
+                         r"keys ([\d.]+) s", summary)
+    floor = sum(float(x) for x in fits.groups()) if fits else float("nan")
+    shown = f"{errors.group(1)} / {errors.group(2)} mm" if errors else "?"
+    row("default `salient-poses reduce`, 5,000 frames (fresh process)", "—",
+        f"{seconds:.1f} s, {peak:,.0f} MB peak: K = {k}, {shown}",
+        f"the reduction at K = {k} alone (its fits): {floor:.1f} s",
+        f"{seconds / floor:.1f}× it")
+
+
 def bench_batch(repeat: int) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_batch import make_takes
@@ -359,6 +383,7 @@ def main() -> None:
         bench_panel_wait(args.repeat)
         bench_cancel(args.repeat)
         bench_long_analyze(args.repeat)
+        bench_long_reduce()
         bench_batch(args.repeat)
     print("\n| target | goal | measured | reference run | ratio |")
     print("|---|---|---:|---|---|")

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 WRAPPER = """
 import resource, subprocess, sys, time
 started = time.perf_counter()
-done = subprocess.run([sys.executable, "-m", "sp_core.cli", "analyze", sys.argv[1]],
+done = subprocess.run([sys.executable, "-m", "sp_core.cli", *sys.argv[1:]],
                       capture_output=True, text=True)
 seconds = time.perf_counter() - started
 if done.returncode:
@@ -71,19 +71,25 @@ def kernel_seconds(summary: str) -> tuple[float, float]:
     return float(found.group(1)) + float(found.group(2)), float(found.group(3))
 
 
+def run_command(*args: str) -> tuple[float, float, str]:
+    """Wall seconds, peak MB and printed summary of one fresh ``salient-poses ARGS`` run."""
+    run = subprocess.run([sys.executable, "-c", WRAPPER, *args], capture_output=True,
+                         text=True, cwd=ROOT)
+    if run.returncode:
+        raise RuntimeError(run.stderr.strip() or "failed")
+    first, _, summary = run.stdout.partition("\n")
+    took, peak = first.split()
+    return float(took), float(peak) / 1024, summary
+
+
 def measure(path: Path, repeat: int) -> tuple[float, float, str, float, float]:
     """Median wall seconds, median peak MB, the plan, and the median table + selection
     seconds beside the engine's own estimate for two idle cores, of ``repeat`` fresh runs."""
     seconds, peaks, plan, kernels, estimate = [], [], "", [], 0.0
     for _ in range(repeat):
-        run = subprocess.run([sys.executable, "-c", WRAPPER, str(path)], capture_output=True,
-                             text=True, cwd=ROOT)
-        if run.returncode:
-            raise RuntimeError(run.stderr.strip() or "failed")
-        first, _, summary = run.stdout.partition("\n")
-        took, peak = first.split()
-        seconds.append(float(took))
-        peaks.append(float(peak) / 1024)
+        took, peak, summary = run_command("analyze", str(path))
+        seconds.append(took)
+        peaks.append(peak)
         plan = plan_of(summary)
         took_kernels, estimate = kernel_seconds(summary)
         kernels.append(took_kernels)

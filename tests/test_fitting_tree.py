@@ -182,6 +182,15 @@ def test_key_block_solver_equals_a_dense_solve(keys, q, n):
                                atol=1e-12)
 
 
+def test_key_block_solver_refuses_a_pivot_that_is_not_positive_definite():
+    """The key blocks are factored by LAPACK's potrf directly: a pivot that is not positive
+    definite raises numpy's LinAlgError, as scipy's cho_factor did, instead of returning
+    garbage."""
+    diagonal = np.stack([np.eye(2), np.diag([1.0, -1.0])])
+    with pytest.raises(np.linalg.LinAlgError, match="2-th leading minor"):
+        solve_key_blocks(diagonal, np.zeros((1, 2, 2)), np.ones((2, 2)), 1)
+
+
 @pytest.mark.parametrize(("keys", "n"), [(2, 3), (3, 1), (7, 5)])
 def test_segment_solver_equals_a_dense_solve(keys, n):
     """Broken tangents without the smooth term: key blocks with zero (in, out) quadrants, so

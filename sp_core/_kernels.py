@@ -101,16 +101,18 @@ def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray,
                 bb = aa[span]
                 to_j = backward[j]
                 shift = width - span  # backward[j, shift + e] = p_j . p_{i+e}
+                # to_j[shift + e] with an unsigned index: contiguous loads, not gathers (see
+                # _compose)
                 if timed:
                     inv_span = 1.0 / span
                     for e in range(1, span):
-                        ab = to_j[shift + e] - cc[e] - gij
+                        ab = to_j[np.uint64(shift + e)] - cc[e] - gij
                         t = e * inv_span
                         dist[e] = aa[e] - 2.0 * t * ab + t * t * bb
                 elif bb > 1e-300:
                     inv_bb = 1.0 / bb
                     for e in range(1, span):
-                        ab = to_j[shift + e] - cc[e] - gij
+                        ab = to_j[np.uint64(shift + e)] - cc[e] - gij
                         dist[e] = aa[e] - ab * ab * inv_bb
                 else:  # the keys coincide: distance to that point
                     for e in range(1, span):
@@ -270,12 +272,15 @@ def _compose(before: np.ndarray, shift: int, costs: np.ndarray, top: int, use_su
     """``value[d - 1]``, d = 1..top: the error of reaching a cell from the previous key d
     candidates back, ``before[shift - d]`` composed (sum or max) with the pair's cost
     ``costs[d]``."""
+    # ``shift - d`` is never negative; as an unsigned index numba drops its wraparound for
+    # negative indices, so LLVM loads ``before`` as contiguous (reversed) vectors instead of
+    # gathering element by element (about 1.3x on the DP)
     if use_sum:
         for d in range(1, top + 1):
-            value[d - 1] = before[shift - d] + costs[d]
+            value[d - 1] = before[np.uint64(shift - d)] + costs[d]
     else:
         for d in range(1, top + 1):
-            x = before[shift - d]
+            x = before[np.uint64(shift - d)]
             y = costs[d]
             value[d - 1] = x if x > y else y
 

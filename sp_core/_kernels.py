@@ -17,7 +17,9 @@ Gram band are kept so that both inner-loop reads are contiguous.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 # Reassociation and contraction only: the tables and the DP hold inf, so the "no inf / no NaN"
 # fast-math assumptions would be wrong.
@@ -25,14 +27,26 @@ _FAST = {"nsz", "arcp", "contract", "reassoc"}
 _INF_BITS = 0x7FF0000000000000  # the bit pattern of +inf
 
 
-@njit(cache=True, inline="always")
-def _bits_max(bits: np.ndarray, start: int, stop: int) -> int:
-    """max(0, bits[start:stop]); see :func:`line_table` for why integers."""
-    best = 0
-    for e in range(start, stop):
-        x = bits[e]
-        best = x if x > best else best
-    return best
+@intrinsic
+def _bits(typingctx, x):  # type: ignore[no-untyped-def]
+    """The int64 bit pattern of a float64 (an LLVM bitcast: no instruction, no memory)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _float(typingctx, x):  # type: ignore[no-untyped-def]
+    """The float64 whose bit pattern is the int64 ``x`` (inverse of :func:`_bits`)."""
+    if x != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.int64), codegen
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
@@ -52,10 +66,11 @@ def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray,
     The loop runs over the *earlier* key i so that |a|^2 and p_k.p_i - |p_i|^2 are computed
     once per (i, k) and shared by every j; then a.b = p_k.p_j - (p_k.p_i - |p_i|^2) - p_i.p_j
     is one read per triple. Rows are taken in pairs from both ends (r and m - 1 - r) so the
-    threads get equal work. The distances of one span go to a buffer (a loop numba
-    vectorises) and their maximum is taken on the buffer's int64 view: non-negative doubles
-    order like their bit patterns, negative rounding noise falls below 0, and numba
-    vectorises an integer max reduction but not a floating-point one (about 2x overall).
+    threads get equal work. The maximum over a span is taken on the distances' int64 bit
+    patterns (:func:`_bits`, in the same loop): non-negative doubles order like their bit
+    patterns, negative rounding noise falls below 0, and numba vectorises an integer max
+    reduction but not a floating-point one (about 2x overall; 1.3x more than going through a
+    buffer and its int64 view).
     """
     m = candidates.shape[0]
     n = forward.shape[0]
@@ -77,8 +92,6 @@ def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray,
             for e in range(reach + 1):
                 aa[e] = squares[i + e] - 2.0 * from_i[e] + gii
                 cc[e] = from_i[e] - gii
-            dist = np.empty(reach + 1)  # squared distances of frames i + e, e >= 1
-            bits = dist.view(np.int64)
             for d in range(1, band + 1):
                 bi = ai + d
                 if bi >= m:
@@ -93,22 +106,26 @@ def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray,
                 shift = width - span  # backward[j, shift + e] = p_j . p_{i+e}
                 # to_j[shift + e] with an unsigned index: contiguous loads, not gathers (see
                 # _best_previous)
+                # the largest squared distance, as a bit pattern (>= 0: see the docstring)
+                worst = 0
                 if timed:
                     inv_span = 1.0 / span
                     for e in range(1, span):
                         ab = to_j[np.uint64(shift + e)] - cc[e] - gij
                         t = e * inv_span
-                        dist[e] = aa[e] - 2.0 * t * ab + t * t * bb
+                        x = _bits(aa[e] - 2.0 * t * ab + t * t * bb)
+                        worst = x if x > worst else worst
                 elif bb > 1e-300:
                     inv_bb = 1.0 / bb
                     for e in range(1, span):
                         ab = to_j[np.uint64(shift + e)] - cc[e] - gij
-                        dist[e] = aa[e] - ab * ab * inv_bb
+                        x = _bits(aa[e] - ab * ab * inv_bb)
+                        worst = x if x > worst else worst
                 else:  # the keys coincide: distance to that point
                     for e in range(1, span):
-                        dist[e] = aa[e]
-                bits[0] = _bits_max(bits, 1, span)
-                table[bi, d] = np.sqrt(dist[0])
+                        x = _bits(aa[e])
+                        worst = x if x > worst else worst
+                table[bi, d] = np.sqrt(_float(worst))
 
 
 @njit(cache=True, nogil=True)
@@ -316,49 +333,43 @@ def curve_rows(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: in
 
 
 @njit(cache=True, inline="always", fastmath=_FAST)
-def _best_previous(before: np.ndarray, before_bits: np.ndarray, shift: int, costs: np.ndarray,
-                   cost_bits: np.ndarray, top: int, use_sum: bool,
-                   value: np.ndarray) -> tuple[int, int]:
-    """The best previous key of one cell: ``(d, bits)``, the smallest d = 1..top whose
-    composed error ``before[shift - d]`` (+ or max) ``costs[d]`` is the least, and the bit
-    pattern of that error; ``(0, inf bits)`` if every one is inf.
+def _best_previous(before: np.ndarray, shift: int, costs: np.ndarray, top: int,
+                   use_sum: bool) -> tuple[int, float]:
+    """The best previous key of one cell: ``(d, error)``, the smallest d = 1..top whose
+    composed error ``before[shift - d]`` (+ or max) ``costs[d]`` is the least, and that
+    error; ``(0, inf)`` if every one is inf.
 
-    Errors and costs are >= 0 or +inf, which order like their int64 bit patterns, so the
-    minimum is taken on integers (numba vectorises an integer minimum, not a floating-point
-    one). With ``use_sum`` the sums go to the buffer ``value`` (width >= top) and the
-    minimum is taken on its int64 view; the max composition needs no buffer: it reads the
-    int64 views ``before_bits`` and ``cost_bits``, and the max of two bit patterns is the bit
-    pattern of the max, so compose and minimum are one pass (about 10 % faster). Then a
-    second pass finds the first d reaching the minimum (ties go to the nearest previous key).
+    Errors and costs are >= 0 or +inf, which order like their int64 bit patterns
+    (:func:`_bits`), so the minimum is taken on integers: numba vectorises an integer
+    minimum, not a floating-point one; the max of two bit patterns is the bit pattern of the
+    max. One pass composes and takes the minimum, a second finds the first d reaching it
+    (ties go to the nearest previous key).
     """
     # ``shift - d`` is never negative; as an unsigned index numba drops its wraparound for
     # negative indices, so LLVM loads ``before`` as contiguous (reversed) vectors instead of
     # gathering element by element (about 1.3x on the DP)
     best = np.int64(_INF_BITS)
     if use_sum:
-        bits = value.view(np.int64)
         for d in range(1, top + 1):
-            value[d - 1] = before[np.uint64(shift - d)] + costs[d]
-        for d in range(top):
-            x = bits[d]
+            x = _bits(before[np.uint64(shift - d)] + costs[d])
             best = x if x < best else best
         if best != _INF_BITS:
-            for d in range(top):
-                if bits[d] == best:
-                    return d + 1, best
+            for d in range(1, top + 1):
+                if _bits(before[np.uint64(shift - d)] + costs[d]) == best:
+                    return d, _float(best)
     else:
         for d in range(1, top + 1):
-            x = before_bits[np.uint64(shift - d)]
-            y = cost_bits[d]
+            x = _bits(before[np.uint64(shift - d)])
+            y = _bits(costs[d])
             v = x if x > y else y
             best = v if v < best else best
         if best != _INF_BITS:
             for d in range(1, top + 1):
-                x = before_bits[np.uint64(shift - d)]
-                y = cost_bits[d]
+                x = _bits(before[np.uint64(shift - d)])
+                y = _bits(costs[d])
                 if (x if x > y else y) == best:
-                    return d, best
-    return 0, best
+                    return d, _float(best)
+    return 0, np.inf
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
@@ -396,22 +407,17 @@ def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, us
         in that best selection (0 if none): a band offset, narrow enough for uint8 or uint16.
     """
     m, width = table.shape
-    table_bits = table.view(np.int64)
-    bits = rows.view(np.int64)
     for keys in range(first, stop):
         before = rows[(keys - 1) % 2]
-        before_bits = bits[(keys - 1) % 2]
-        after = bits[keys % 2]
+        after = rows[keys % 2]
         for b in range(m):
-            after[b] = _INF_BITS
+            after[b] = np.inf
         for chunk in prange(chunks):
-            value = np.empty(width)  # value[d - 1]: composed error with previous key b - d
             for b in range(keys - 1 + chunk, m, chunks):
                 top = b - max(lowest[b], keys - 2, b - width + 1)
-                d, best = _best_previous(before, before_bits, b, table[b], table_bits[b], top,
-                                         use_sum, value)
+                d, error = _best_previous(before, b, table[b], top, use_sum)
                 if d:  # else unreachable with this many keys: stays inf, 0
-                    after[b] = best
+                    after[b] = error
                     back[keys, b] = d
         final[keys] = rows[keys % 2, m - 1]
 
@@ -444,21 +450,15 @@ def select_levels(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, 
     m, width = table.shape
     band = width - 1
     levels = stop - first
-    table_bits = table.view(np.int64)
     shared = rows[source]
-    shared_bits = rows.view(np.int64)[source]
-    target = rows.view(np.int64)[1 - source]
+    target = rows[1 - source]
     for c in prange(len(edges) - 1):
         start = edges[c]
         end = edges[c + 1]
         low = max(0, start - (levels - 1) * band)
-        # this block's cells of every level, as bit patterns (inf until solved)
-        mine = np.full((levels, end - low), _INF_BITS, dtype=np.int64)
-        mine_values = mine.view(np.float64)
-        value = np.empty(width)
+        mine = np.full((levels, end - low), np.inf)  # this block's cells of every level
         for b in range(low, end):
             costs = table[b]
-            cost_bits = table_bits[b]
             for f in range(levels):
                 keys = first + f
                 # level f needs its cells from start - (levels - 1 - f) * band on
@@ -467,20 +467,17 @@ def select_levels(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, 
                 top = b - max(lowest[b], keys - 2, b - width + 1)
                 if f == 0:
                     before = shared
-                    before_bits = shared_bits
                     shift = b
                 else:
-                    before = mine_values[f - 1]
-                    before_bits = mine[f - 1]
+                    before = mine[f - 1]
                     shift = b - low
-                d, best = _best_previous(before, before_bits, shift, costs, cost_bits, top,
-                                         use_sum, value)
+                d, error = _best_previous(before, shift, costs, top, use_sum)
                 if d:
-                    mine[f, b - low] = best
+                    mine[f, b - low] = error
                     if b >= start:
                         back[keys, b] = d
         for b in range(start, end):
             target[b] = mine[levels - 1, b - low]
         if end == m:
             for f in range(levels):
-                final[first + f] = mine_values[f, m - 1 - low]
+                final[first + f] = mine[f, m - 1 - low]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 # Reassociation and contraction only: the tables and the DP hold inf, so the "no inf / no NaN"
@@ -47,6 +48,44 @@ def _float(typingctx, x):  # type: ignore[no-untyped-def]
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
         return builder.bitcast(args[0], ir.DoubleType())
     return types.float64(types.int64), codegen
+
+
+def _counter_pointer(context, builder, signature, args):  # type: ignore[no-untyped-def]
+    """Address of ``counts[index]`` (no negative-index wraparound)."""
+    array_type = signature.args[0]
+    array = context.make_array(array_type)(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, array_type, array, [args[1]])
+
+
+def _is_counter(counts) -> bool:  # type: ignore[no-untyped-def]
+    return isinstance(counts, types.Array) and counts.dtype == types.int64 and counts.ndim == 1
+
+
+@intrinsic
+def _add(typingctx, counts, index, value):  # type: ignore[no-untyped-def]
+    """``counts[index] += value`` as one atomic, sequentially consistent step (a full memory
+    barrier: every write before it is seen by a thread that reads the new count); returns the
+    count before."""
+    if not _is_counter(counts):
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        pointer = _counter_pointer(context, builder, signature, args)
+        return builder.atomic_rmw("add", pointer, args[2], "seq_cst")
+    return types.int64(counts, types.intp, types.int64), codegen
+
+
+@intrinsic
+def _load(typingctx, counts, index):  # type: ignore[no-untyped-def]
+    """``counts[index]``, read atomically with acquire order (reads after it see every write
+    made before the :func:`_add` that produced the value)."""
+    if not _is_counter(counts):
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        pointer = _counter_pointer(context, builder, signature, args)
+        return builder.load_atomic(pointer, "acquire", 8)
+    return types.int64(counts, types.intp), codegen
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
@@ -372,17 +411,35 @@ def _best_previous(before: np.ndarray, shift: int, costs: np.ndarray, top: int,
     return 0, np.inf
 
 
+#: Consecutive candidates one work unit of :func:`select_rows` takes at a time (whole cache
+#: lines of the rows it writes; neighbouring cells share the previous key count's errors).
+_DP_GROUP = 32
+
+
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, use_sum: bool,
-                chunks: int, rows: np.ndarray, final: np.ndarray, back: np.ndarray) -> None:
+                chunks: int, workers: int, rows: np.ndarray, final: np.ndarray,
+                back: np.ndarray, claimed: np.ndarray, done: np.ndarray) -> None:
     """Optimal selections for key counts ``first .. stop - 1``: a slice of the dynamic
     programme, which keeps only the two rows of errors the recursion needs.
 
     Each cell composes every allowed previous key and takes the minimum on int64 bit patterns
     (:func:`_best_previous`), then picks the nearest previous key reaching it, so ties go to
-    the latest previous key. The cells of one key count are dealt to a few chunks per thread in
-    turn (b, b + chunks, ...) so that every chunk gets long and short rows alike. Python calls
-    this for a few key counts at a time, so it can report progress (or cancel) in between.
+    the latest previous key.
+
+    Every key count needs the one before it complete. Rather than one parallel launch per key
+    count (waking the other threads costs about 60 µs a launch on the two-core VM: more than
+    half the time of a 1,100-frame DP, which then ran no faster on two threads than on one),
+    ``workers`` threads run the whole slice in one launch and meet between key counts: the
+    cells of a key count are ``chunks`` work units (groups of :data:`_DP_GROUP` candidates,
+    dealt in turn so that every unit gets long and short rows alike); a thread claims units
+    with an atomic counter (``claimed``) until none is left, counts each finished unit
+    (``done``), then waits until every unit of that key count is done. A thread only ever waits
+    for units already claimed, and a claimed unit is being computed by a running thread that
+    does not wait inside it, so the launch always finishes: if the threading layer runs the
+    workers one after another, the first claims and solves every unit and the others find
+    the work done. Python calls this for a few key counts at a time, so it can report
+    progress (or cancel) in between.
 
     Parameters
     ----------
@@ -395,89 +452,42 @@ def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, us
     use_sum : bool
         Compose segment costs by sum (True) or by max (False).
     chunks : int
-        Work units per key count; a few per thread (``numba.get_num_threads()`` is not
-        callable from a cached kernel).
+        Work units per key count, a few per thread.
+    workers : int
+        Parallel workers: the number of threads (``numba.get_num_threads()`` is not
+        callable from a cached kernel); any number gives the same result.
     rows : (2, m) float64
         ``rows[K % 2, b]``: best composed cost of K keys from candidate 0 to candidate b (inf
         if impossible); row ``(first - 1) % 2`` is read, the other overwritten, in turn.
     final : (max_keys + 1,) float64
         Receives ``error[K, m - 1]`` for the key counts solved.
-    back : (max_keys + 1, m) unsigned or int32
+    back : (max_keys + 1, m) unsigned or int32, zero where not yet solved
         Receives ``back[K, b]``, the distance in candidates from b back to the key before it
         in that best selection (0 if none): a band offset, narrow enough for uint8 or uint16.
+    claimed, done : (stop - first,) int64, zero
+        The work counters of each key count.
     """
     m, width = table.shape
-    for keys in range(first, stop):
-        before = rows[(keys - 1) % 2]
-        after = rows[keys % 2]
-        for b in range(m):
-            after[b] = np.inf
-        for chunk in prange(chunks):
-            for b in range(keys - 1 + chunk, m, chunks):
-                top = b - max(lowest[b], keys - 2, b - width + 1)
-                d, error = _best_previous(before, b, table[b], top, use_sum)
-                if d:  # else unreachable with this many keys: stays inf, 0
-                    after[b] = error
-                    back[keys, b] = d
-        final[keys] = rows[keys % 2, m - 1]
-
-
-@njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
-def select_levels(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, use_sum: bool,
-                  edges: np.ndarray, rows: np.ndarray, source: int, final: np.ndarray,
-                  back: np.ndarray) -> None:
-    """:func:`select_rows` for a narrow band: key counts ``first .. stop - 1`` in one pass over
-    the table, which then streams from memory once per pass instead of once per key count.
-
-    Each thread takes a contiguous block of candidates ``edges[c] .. edges[c + 1] - 1`` and
-    walks it once, solving every key count of the pass at each candidate (the cell of key
-    count K needs K - 1 at most ``band`` candidates back). The cells a block needs from the
-    block before it, at the pass's inner key counts, it solves again itself into its own
-    buffer ((levels - 1) × band cells at most), so blocks never wait for each other. Every
-    cell is computed exactly as in :func:`select_rows` (:func:`_best_previous`: same integer
-    minimum, same tie rule), so results are identical.
-
-    Parameters
-    ----------
-    edges : (n_blocks + 1,) int64
-        Ascending block boundaries from 0 to m.
-    rows : (2, m) float64
-        ``rows[source]`` holds key count ``first - 1`` (read); ``rows[1 - source]`` receives
-        key count ``stop - 1`` (the next pass's source).
-    table, lowest, first, stop, use_sum, final, back
-        As in :func:`select_rows`.
-    """
-    m, width = table.shape
-    band = width - 1
-    levels = stop - first
-    shared = rows[source]
-    target = rows[1 - source]
-    for c in prange(len(edges) - 1):
-        start = edges[c]
-        end = edges[c + 1]
-        low = max(0, start - (levels - 1) * band)
-        mine = np.full((levels, end - low), np.inf)  # this block's cells of every level
-        for b in range(low, end):
-            costs = table[b]
-            for f in range(levels):
-                keys = first + f
-                # level f needs its cells from start - (levels - 1 - f) * band on
-                if b < keys - 1 or b < start - (levels - 1 - f) * band:
-                    continue
-                top = b - max(lowest[b], keys - 2, b - width + 1)
-                if f == 0:
-                    before = shared
-                    shift = b
-                else:
-                    before = mine[f - 1]
-                    shift = b - low
-                d, error = _best_previous(before, shift, costs, top, use_sum)
-                if d:
-                    mine[f, b - low] = error
-                    if b >= start:
-                        back[keys, b] = d
-        for b in range(start, end):
-            target[b] = mine[levels - 1, b - low]
-        if end == m:
-            for f in range(levels):
-                final[first + f] = mine[f, m - 1 - low]
+    for _ in prange(workers):
+        for keys in range(first, stop):
+            level = keys - first
+            before = rows[(keys - 1) % 2]
+            after = rows[keys % 2]  # the errors of keys - 2 keys: nobody reads them any more
+            while True:
+                unit = _add(claimed, level, 1)
+                if unit >= chunks:
+                    break
+                for group in range(unit * _DP_GROUP, m, chunks * _DP_GROUP):
+                    for b in range(group, min(group + _DP_GROUP, m)):
+                        if b < keys - 1:  # fewer candidates than keys
+                            after[b] = np.inf
+                            continue
+                        top = b - max(lowest[b], keys - 2, b - width + 1)
+                        d, error = _best_previous(before, b, table[b], top, use_sum)
+                        after[b] = error  # inf and no back-pointer if unreachable
+                        if d:
+                            back[keys, b] = d
+                if _add(done, level, 1) == chunks - 1:  # the last unit: the row is complete
+                    final[keys] = after[m - 1]
+            while _load(done, level) < chunks:
+                pass  # the other workers' last units; their threads are running

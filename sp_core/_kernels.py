@@ -4,7 +4,9 @@ Tables are *banded by the later key*: ``table[b, d]`` is the cost of candidates 
 ``b``. With ``max_span`` the band is narrow and long clips stay linear in length; without it the
 band is the whole triangle. The kernels fill the table one block of rows per call and solve the
 DP a few key counts per call, so Python can report progress and cancel in between; each
-parallelises with ``prange``.
+parallelises with ``prange`` (the DP's threads meet between key counts inside one call, see
+:func:`select_rows`). Minima and maxima are taken on int64 bit patterns (:func:`_bits`), which
+numba vectorises.
 The long kernels release the GIL (``nogil``), so the panel's event loop keeps running while an
 analysis runs in its worker thread.
 

@@ -416,12 +416,15 @@ def _best_previous(before: np.ndarray, shift: int, costs: np.ndarray, top: int,
 #: Consecutive candidates one work unit of :func:`select_rows` takes at a time (whole cache
 #: lines of the rows it writes; neighbouring cells share the previous key count's errors).
 _DP_GROUP = 32
+#: Polls a DP worker waits for the others between key counts before it leaves the call (about
+#: 50 µs: a thread wake-up; longer means the thread it waits for has lost its core).
+DP_PATIENCE = 1 << 14
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, use_sum: bool,
-                chunks: int, workers: int, rows: np.ndarray, final: np.ndarray,
-                back: np.ndarray, claimed: np.ndarray, done: np.ndarray) -> None:
+                chunks: int, workers: int, patience: int, rows: np.ndarray, final: np.ndarray,
+                back: np.ndarray, claimed: np.ndarray, done: np.ndarray) -> int:
     """Optimal selections for key counts ``first .. stop - 1``: a slice of the dynamic
     programme, which keeps only the two rows of errors the recursion needs.
 
@@ -442,6 +445,12 @@ def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, us
     workers one after another, the first claims and solves every unit and the others find
     the work done. Python calls this for a few key counts at a time, so it can report
     progress (or cancel) in between.
+
+    A worker that has waited ``patience`` polls (its partner's thread may have lost its core
+    to another process: spinning would only keep it off) raises a flag and leaves; the others
+    finish the key count they are in and leave too, and the call returns the first key count
+    not solved, for Python to call again (the threads then sleep until the next launch, as
+    numba's passive OpenMP threads do: see :func:`sp_core.threads.passive_waiting`).
 
     Parameters
     ----------
@@ -466,13 +475,25 @@ def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, us
     back : (max_keys + 1, m) unsigned or int32, zero where not yet solved
         Receives ``back[K, b]``, the distance in candidates from b back to the key before it
         in that best selection (0 if none): a band offset, narrow enough for uint8 or uint16.
-    claimed, done : (stop - first,) int64, zero
-        The work counters of each key count.
+    patience : int
+        Polls a worker waits between key counts before it leaves (0: leave rather than wait;
+        -1: leave after every key count, for tests).
+    claimed, done : (stop - first + 1,) int64, zero
+        The work counters of each key count; the last element of ``claimed`` is the flag of a
+        worker that stopped waiting.
+
+    Returns
+    -------
+    int
+        The first key count not solved: ``stop``, or less if a worker stopped waiting.
     """
     m, width = table.shape
+    left = stop - first  # claimed[left]: a worker stopped waiting
     for _ in prange(workers):
         for keys in range(first, stop):
             level = keys - first
+            if _load(claimed, left) > 0:
+                break  # every key count before this one is complete
             before = rows[(keys - 1) % 2]
             after = rows[keys % 2]  # the errors of keys - 2 keys: nobody reads them any more
             while True:
@@ -491,5 +512,15 @@ def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, us
                             back[keys, b] = d
                 if _add(done, level, 1) == chunks - 1:  # the last unit: the row is complete
                     final[keys] = after[m - 1]
-            while _load(done, level) < chunks:
-                pass  # the other workers' last units; their threads are running
+            polls = 0
+            while _load(done, level) < chunks:  # the other workers' last units
+                polls += 1
+                if polls > patience:
+                    _add(claimed, left, 1)
+                    break
+            if polls > patience:
+                break
+    solved = first
+    while solved < stop and done[solved - first] == chunks:
+        solved += 1
+    return solved

@@ -219,10 +219,13 @@ class SelectionSpace:
         report(0.0, message)
 
         def solve(first: int, stop: int) -> None:  # indices of steps: K - 2
-            count = stop - first
-            _kernels.select_rows(self._table, lowest, first + 2, stop + 2, use_sum, 2 * threads,
-                                 threads, rows, final, back, np.zeros(count, dtype=np.int64),
-                                 np.zeros(count, dtype=np.int64))
+            keys, stop = first + 2, stop + 2
+            while keys < stop:  # again from where a worker stopped waiting (a busy machine)
+                keys = _kernels.select_rows(
+                    self._table, lowest, keys, stop, use_sum, 2 * threads, threads,
+                    _kernels.DP_PATIENCE, rows, final, back,
+                    np.zeros(stop - keys + 1, dtype=np.int64),
+                    np.zeros(stop - keys + 1, dtype=np.int64))
         fill_in_blocks(steps, solve, lambda f: report(f, message), per_block=SELECT_BLOCK)
         return final, back
 

@@ -82,14 +82,17 @@ def test_lean_dp_equals_dense_dp_on_random_data(seed):
         assert_same_as_dense(space)
 
 
-@pytest.mark.parametrize(("workers", "chunks", "first", "stop"),
-                         [(1, 1, 2, 40), (2, 4, 2, 40), (5, 3, 2, 40), (2, 9, 2, 17),
-                          (3, 2, 17, 40)])
-def test_dp_kernel_gives_the_dense_result_with_any_workers_and_units(workers, chunks, first,
-                                                                     stop):
+@pytest.mark.parametrize(("workers", "chunks", "patience", "first", "stop"),
+                         [(1, 1, 100, 2, 40), (2, 4, 1 << 14, 2, 40), (5, 3, 100, 2, 40),
+                          (2, 9, 0, 2, 17), (3, 2, 0, 17, 40), (4, 8, -1, 2, 40),
+                          (2, 4, -1, 17, 40)])
+def test_dp_kernel_gives_the_dense_result_with_any_workers_and_units(workers, chunks, patience,
+                                                                     first, stop):
     # The kernel's workers meet between key counts through atomic counters; more workers
-    # than threads (run one after another by the threading layer), one unit or many, and a
-    # slice starting after K = 2 must all give the dense DP's errors and offsets.
+    # than threads (run one after another by the threading layer), one unit or many, a slice
+    # starting after K = 2, and workers that leave at once instead of waiting (patience 0;
+    # -1 leaves after every key count: the call returns early and is called again, as
+    # SelectionSpace does) must all give the dense DP's errors and offsets.
     rng = np.random.default_rng(workers * 10 + chunks)
     m, band = 70, 69
     table = rng.integers(0, 4, size=(m, band + 1)).astype(float)  # many exact ties
@@ -104,9 +107,15 @@ def test_dp_kernel_gives_the_dense_result_with_any_workers_and_units(workers, ch
         rows[(first - 1) % 2] = error[first - 1]
         final = np.full(stop, np.inf)
         back = np.zeros((stop, m), dtype=np.uint8)
-        _kernels.select_rows(table, lowest, first, stop, use_sum, chunks, workers, rows, final,
-                             back, np.zeros(stop - first, dtype=np.int64),
-                             np.zeros(stop - first, dtype=np.int64))
+        keys, calls = first, 0
+        while keys < stop:
+            solved = _kernels.select_rows(table, lowest, keys, stop, use_sum, chunks, workers,
+                                          patience, rows, final, back,
+                                          np.zeros(stop - keys + 1, dtype=np.int64),
+                                          np.zeros(stop - keys + 1, dtype=np.int64))
+            assert keys < solved <= stop  # every call solves at least one key count
+            keys, calls = solved, calls + 1
+        assert calls <= stop - first
         np.testing.assert_array_equal(final[first:], error[first:, -1])
         np.testing.assert_array_equal(rows[(stop - 1) % 2], error[stop - 1])
         for keys in range(first, stop):

@@ -416,9 +416,11 @@ def _best_previous(before: np.ndarray, shift: int, costs: np.ndarray, top: int,
 #: Consecutive candidates one work unit of :func:`select_rows` takes at a time (whole cache
 #: lines of the rows it writes; neighbouring cells share the previous key count's errors).
 _DP_GROUP = 32
-#: Polls a DP worker waits for the others between key counts before it leaves the call (about
-#: 50 µs: a thread wake-up; longer means the thread it waits for has lost its core).
-DP_PATIENCE = 1 << 14
+#: Polls a DP worker waits for the others between key counts before it leaves the call: longer
+#: than any wait on the quiet two-core VM (2**14 and 2**16 polls were not: the DP took 0.053 and
+#: 0.035 s instead of 0.030 s at 1,100 frames), far shorter than the time slice of a thread
+#: that lost its core (loaded: 0.062-0.069 s instead of 0.109 s when never leaving).
+DP_PATIENCE = 1 << 18
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)

@@ -4,7 +4,9 @@ Tables are *banded by the later key*: ``table[b, d]`` is the cost of candidates 
 ``b``. With ``max_span`` the band is narrow and long clips stay linear in length; without it the
 band is the whole triangle. The kernels fill the table one block of rows per call and solve the
 DP a few key counts per call, so Python can report progress and cancel in between; each
-parallelises with ``prange``.
+parallelises with ``prange`` (the DP's threads meet between key counts inside one call, see
+:func:`select_rows`). Minima and maxima are taken on int64 bit patterns (:func:`_bits`), which
+numba vectorises.
 The long kernels release the GIL (``nogil``), so the panel's event loop keeps running while an
 analysis runs in its worker thread.
 
@@ -17,7 +19,10 @@ Gram band are kept so that both inner-loop reads are contiguous.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 # Reassociation and contraction only: the tables and the DP hold inf, so the "no inf / no NaN"
 # fast-math assumptions would be wrong.
@@ -25,24 +30,64 @@ _FAST = {"nsz", "arcp", "contract", "reassoc"}
 _INF_BITS = 0x7FF0000000000000  # the bit pattern of +inf
 
 
-@njit(cache=True, inline="always")
-def _bits_max(bits: np.ndarray, start: int, stop: int) -> int:
-    """max(0, bits[start:stop]); see :func:`line_table` for why integers."""
-    best = 0
-    for e in range(start, stop):
-        x = bits[e]
-        best = x if x > best else best
-    return best
+@intrinsic
+def _bits(typingctx, x):  # type: ignore[no-untyped-def]
+    """The int64 bit pattern of a float64 (an LLVM bitcast: no instruction, no memory)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(types.float64), codegen
 
 
-@njit(cache=True, inline="always")
-def _bits_min(bits: np.ndarray, stop: int) -> int:
-    """min(bits of +inf, bits[:stop])."""
-    best = np.int64(_INF_BITS)
-    for e in range(stop):
-        x = bits[e]
-        best = x if x < best else best
-    return best
+@intrinsic
+def _float(typingctx, x):  # type: ignore[no-untyped-def]
+    """The float64 whose bit pattern is the int64 ``x`` (inverse of :func:`_bits`)."""
+    if x != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.int64), codegen
+
+
+def _counter_pointer(context, builder, signature, args):  # type: ignore[no-untyped-def]
+    """Address of ``counts[index]`` (no negative-index wraparound)."""
+    array_type = signature.args[0]
+    array = context.make_array(array_type)(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, array_type, array, [args[1]])
+
+
+def _is_counter(counts) -> bool:  # type: ignore[no-untyped-def]
+    return isinstance(counts, types.Array) and counts.dtype == types.int64 and counts.ndim == 1
+
+
+@intrinsic
+def _add(typingctx, counts, index, value):  # type: ignore[no-untyped-def]
+    """``counts[index] += value`` as one atomic, sequentially consistent step (a full memory
+    barrier: every write before it is seen by a thread that reads the new count); returns the
+    count before."""
+    if not _is_counter(counts):
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        pointer = _counter_pointer(context, builder, signature, args)
+        return builder.atomic_rmw("add", pointer, args[2], "seq_cst")
+    return types.int64(counts, types.intp, types.int64), codegen
+
+
+@intrinsic
+def _load(typingctx, counts, index):  # type: ignore[no-untyped-def]
+    """``counts[index]``, read atomically with acquire order (reads after it see every write
+    made before the :func:`_add` that produced the value)."""
+    if not _is_counter(counts):
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        pointer = _counter_pointer(context, builder, signature, args)
+        return builder.load_atomic(pointer, "acquire", 8)
+    return types.int64(counts, types.intp), codegen
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
@@ -62,10 +107,11 @@ def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray,
     The loop runs over the *earlier* key i so that |a|^2 and p_k.p_i - |p_i|^2 are computed
     once per (i, k) and shared by every j; then a.b = p_k.p_j - (p_k.p_i - |p_i|^2) - p_i.p_j
     is one read per triple. Rows are taken in pairs from both ends (r and m - 1 - r) so the
-    threads get equal work. The distances of one span go to a buffer (a loop numba
-    vectorises) and their maximum is taken on the buffer's int64 view: non-negative doubles
-    order like their bit patterns, negative rounding noise falls below 0, and numba
-    vectorises an integer max reduction but not a floating-point one (about 2x overall).
+    threads get equal work. The maximum over a span is taken on the distances' int64 bit
+    patterns (:func:`_bits`, in the same loop): non-negative doubles order like their bit
+    patterns, negative rounding noise falls below 0, and numba vectorises an integer max
+    reduction but not a floating-point one (about 2x overall; 1.3x more than going through a
+    buffer and its int64 view).
     """
     m = candidates.shape[0]
     n = forward.shape[0]
@@ -87,8 +133,6 @@ def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray,
             for e in range(reach + 1):
                 aa[e] = squares[i + e] - 2.0 * from_i[e] + gii
                 cc[e] = from_i[e] - gii
-            dist = np.empty(reach + 1)  # squared distances of frames i + e, e >= 1
-            bits = dist.view(np.int64)
             for d in range(1, band + 1):
                 bi = ai + d
                 if bi >= m:
@@ -101,22 +145,28 @@ def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray,
                 bb = aa[span]
                 to_j = backward[j]
                 shift = width - span  # backward[j, shift + e] = p_j . p_{i+e}
+                # to_j[shift + e] with an unsigned index: contiguous loads, not gathers (see
+                # _best_previous)
+                # the largest squared distance, as a bit pattern (>= 0: see the docstring)
+                worst = 0
                 if timed:
                     inv_span = 1.0 / span
                     for e in range(1, span):
-                        ab = to_j[shift + e] - cc[e] - gij
+                        ab = to_j[np.uint64(shift + e)] - cc[e] - gij
                         t = e * inv_span
-                        dist[e] = aa[e] - 2.0 * t * ab + t * t * bb
+                        x = _bits(aa[e] - 2.0 * t * ab + t * t * bb)
+                        worst = x if x > worst else worst
                 elif bb > 1e-300:
                     inv_bb = 1.0 / bb
                     for e in range(1, span):
-                        ab = to_j[shift + e] - cc[e] - gij
-                        dist[e] = aa[e] - ab * ab * inv_bb
+                        ab = to_j[np.uint64(shift + e)] - cc[e] - gij
+                        x = _bits(aa[e] - ab * ab * inv_bb)
+                        worst = x if x > worst else worst
                 else:  # the keys coincide: distance to that point
                     for e in range(1, span):
-                        dist[e] = aa[e]
-                bits[0] = _bits_max(bits, 1, span)
-                table[bi, d] = np.sqrt(dist[0])
+                        x = _bits(aa[e])
+                        worst = x if x > worst else worst
+                table[bi, d] = np.sqrt(_float(worst))
 
 
 @njit(cache=True, nogil=True)
@@ -136,8 +186,16 @@ def prefix_sums(poses: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return s1, sk, sq
 
 
+#: Earlier keys :func:`sse_rows` handles at once for one later key (vector lanes x unrolling).
+_SSE_LANES = 32
+#: Consecutive later keys :func:`sse_rows` handles at once, sharing each read of the earlier
+#: keys' rows (they come from L2 or beyond: the rows of a wide band do not fit L1).
+_SSE_LATER = 8
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def sse_rows(poses: np.ndarray, s1: np.ndarray, sk: np.ndarray, sq: np.ndarray,
+             earlier: np.ndarray, earlier_s1: np.ndarray, earlier_sk: np.ndarray,
              candidates: np.ndarray, band: int, max_gap: int, table: np.ndarray, first: int,
              stop: int) -> None:
     """``line-sse`` table in O(pairs × n_dims) from prefix sums (:func:`prefix_sums`), for the
@@ -145,45 +203,96 @@ def sse_rows(poses: np.ndarray, s1: np.ndarray, sk: np.ndarray, sq: np.ndarray,
     the caller).
 
     With S = sum p_k, W = sum k p_k and Q = sum |p_k|^2 over i < k < j, L = j - i, b = p_j - p_i:
-    sum |p_k - p_i - t_k b|^2 = Q + (L-1)|p_i|^2 + |b|^2 sum t^2 - 2 p_i.S - 2 b.(W - i S)/L
+    sum |p_k - p_i - t_k b|^2 = Q + (L-1)|p_i|^2 + |b|^2 sum t^2 - 2 p_i.S - 2 b.(W - iS)/L
     + 2 (p_i.b) sum t, where sum t = (L-1)/2 and sum t^2 = (L-1)(2L-1)/(6L).
+
+    The five dot products of a pair are summed over the dimensions in order, but for a tile
+    of :data:`_SSE_LATER` later keys and up to :data:`_SSE_LANES` earlier keys at once: the
+    innermost loop runs over earlier keys, reading the candidate-ordered, transposed
+    ``earlier*`` arrays contiguously, so LLVM vectorises it across pairs without
+    reassociating any sum (every pair's sums are bit for bit those of one pair at a time; a
+    dimension-innermost loop cannot vectorise its reductions without reassociation), and the
+    later keys of a tile share each read of the earlier keys' rows. Tiles are taken in pairs
+    from both ends of the block (later keys have more partners) so the threads get equal
+    work. Expanding the sums into three matrix products (BLAS) instead was tried and
+    rejected: differences of large dot products lose most digits of short spans' costs
+    (13 % error at a span of 2 frames on the sample, against 1e-5 here).
+
+    Parameters
+    ----------
+    poses : (n, n_dims) float64
+    s1, sk, sq : (n + 1, n_dims), (n + 1, n_dims), (n + 1,) float64
+        Prefix sums (:func:`prefix_sums`).
+    earlier, earlier_s1, earlier_sk : (n_dims, m) float64
+        ``poses[candidates].T``, ``s1[candidates + 1].T``, ``sk[candidates + 1].T``.
+    candidates : (m,) int64
+    band, max_gap, table, first, stop
+        As in :func:`line_rows`.
     """
     dims = poses.shape[1]
-    for bi in prange(first, stop):
-        table[bi, 0] = 0.0
-        j = candidates[bi]
-        for d in range(1, band + 1):
-            ai = bi - d
-            if ai < 0:
+    tiles = (stop - first + _SSE_LATER - 1) // _SSE_LATER
+    for r in prange((tiles + 1) // 2):
+        acc = np.empty((5, _SSE_LATER, _SSE_LANES))
+        low = np.empty(_SSE_LATER, np.int64)
+        for side in range(2):
+            tile = np.int64(r) if side == 0 else tiles - 1 - np.int64(r)
+            if side == 1 and tile == r:
                 break
-            i = candidates[ai]
-            span = j - i
-            if span > max_gap:
-                break
-            if span == 1:
-                table[bi, d] = 0.0
-                continue
-            pi_pi = 0.0
-            bb = 0.0
-            pi_s = 0.0
-            b_w = 0.0
-            pi_b = 0.0
-            for c in range(dims):
-                pic = poses[i, c]
-                bc = poses[j, c] - pic
-                s = s1[j, c] - s1[i + 1, c]
-                w = sk[j, c] - sk[i + 1, c] - i * s
-                pi_pi += pic * pic
-                bb += bc * bc
-                pi_s += pic * s
-                b_w += bc * w
-                pi_b += pic * bc
-            inner = span - 1.0
-            sum_t = inner / 2.0
-            sum_t2 = inner * (2.0 * span - 1.0) / (6.0 * span)
-            total = (sq[j] - sq[i + 1] + inner * pi_pi + bb * sum_t2 - 2.0 * pi_s
-                     - 2.0 * b_w / span + 2.0 * pi_b * sum_t)
-            table[bi, d] = max(total, 0.0)
+            head = first + tile * _SSE_LATER
+            later = min(_SSE_LATER, stop - head)
+            for q in range(later):
+                bi = head + q
+                table[bi, 0] = 0.0
+                j = candidates[bi]
+                lo = bi  # earliest earlier key: within the band, the clip and max_gap
+                while lo > 0 and bi - lo < band and j - candidates[lo - 1] <= max_gap:
+                    lo -= 1
+                low[q] = lo
+            for start in range(low[0], head + later - 1, _SSE_LANES):
+                count = min(_SSE_LANES, head + later - 1 - start)
+                acc[:, :later, :count] = 0.0
+                for c in range(dims):
+                    p_row = earlier[c]
+                    s1_row = earlier_s1[c]
+                    sk_row = earlier_sk[c]
+                    for q in range(later):
+                        j = candidates[head + q]
+                        pj = poses[j, c]
+                        s1j = s1[j, c]
+                        skj = sk[j, c]
+                        pi_pi = acc[0, q]
+                        bb = acc[1, q]
+                        pi_s = acc[2, q]
+                        b_w = acc[3, q]
+                        pi_b = acc[4, q]
+                        for x in range(count):
+                            ai = np.uint64(start + x)  # no wraparound: vector loads
+                            pic = p_row[ai]
+                            bc = pj - pic
+                            s = s1j - s1_row[ai]
+                            w = skj - sk_row[ai] - candidates[ai] * s
+                            pi_pi[x] += pic * pic
+                            bb[x] += bc * bc
+                            pi_s[x] += pic * s
+                            b_w[x] += bc * w
+                            pi_b[x] += pic * bc
+                for q in range(later):
+                    bi = head + q
+                    j = candidates[bi]
+                    for x in range(max(low[q] - start, 0), min(count, bi - start)):
+                        ai = start + x
+                        i = candidates[ai]
+                        span = j - i
+                        if span == 1:
+                            table[bi, bi - ai] = 0.0
+                            continue
+                        inner = span - 1.0
+                        sum_t = inner / 2.0
+                        sum_t2 = inner * (2.0 * span - 1.0) / (6.0 * span)
+                        total = (sq[j] - sq[i + 1] + inner * acc[0, q, x]
+                                 + acc[1, q, x] * sum_t2 - 2.0 * acc[2, q, x]
+                                 - 2.0 * acc[3, q, x] / span + 2.0 * acc[4, q, x] * sum_t)
+                        table[bi, bi - ai] = max(total, 0.0)
 
 
 @njit(cache=True, inline="always")
@@ -265,33 +374,85 @@ def curve_rows(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: in
 
 
 @njit(cache=True, inline="always", fastmath=_FAST)
-def _compose(before: np.ndarray, shift: int, costs: np.ndarray, top: int, use_sum: bool,
-             value: np.ndarray) -> None:
-    """``value[d - 1]``, d = 1..top: the error of reaching a cell from the previous key d
-    candidates back, ``before[shift - d]`` composed (sum or max) with the pair's cost
-    ``costs[d]``."""
+def _best_previous(before: np.ndarray, shift: int, costs: np.ndarray, top: int,
+                   use_sum: bool) -> tuple[int, float]:
+    """The best previous key of one cell: ``(d, error)``, the smallest d = 1..top whose
+    composed error ``before[shift - d]`` (+ or max) ``costs[d]`` is the least, and that
+    error; ``(0, inf)`` if every one is inf.
+
+    Errors and costs are >= 0 or +inf, which order like their int64 bit patterns
+    (:func:`_bits`), so the minimum is taken on integers: numba vectorises an integer
+    minimum, not a floating-point one; the max of two bit patterns is the bit pattern of the
+    max. One pass composes and takes the minimum, a second finds the first d reaching it
+    (ties go to the nearest previous key).
+    """
+    # ``shift - d`` is never negative; as an unsigned index numba drops its wraparound for
+    # negative indices, so LLVM loads ``before`` as contiguous (reversed) vectors instead of
+    # gathering element by element (about 1.3x on the DP)
+    best = np.int64(_INF_BITS)
     if use_sum:
         for d in range(1, top + 1):
-            value[d - 1] = before[shift - d] + costs[d]
+            x = _bits(before[np.uint64(shift - d)] + costs[d])
+            best = x if x < best else best
+        if best != _INF_BITS:
+            for d in range(1, top + 1):
+                if _bits(before[np.uint64(shift - d)] + costs[d]) == best:
+                    return d, _float(best)
     else:
         for d in range(1, top + 1):
-            x = before[shift - d]
-            y = costs[d]
-            value[d - 1] = x if x > y else y
+            x = _bits(before[np.uint64(shift - d)])
+            y = _bits(costs[d])
+            v = x if x > y else y
+            best = v if v < best else best
+        if best != _INF_BITS:
+            for d in range(1, top + 1):
+                x = _bits(before[np.uint64(shift - d)])
+                y = _bits(costs[d])
+                if (x if x > y else y) == best:
+                    return d, _float(best)
+    return 0, np.inf
+
+
+#: Consecutive candidates one work unit of :func:`select_rows` takes at a time (whole cache
+#: lines of the rows it writes; neighbouring cells share the previous key count's errors).
+_DP_GROUP = 32
+#: Polls a DP worker waits for the others between key counts before it leaves the call: longer
+#: than any wait on the quiet two-core VM (2**14 and 2**16 polls were not: the DP took 0.053 and
+#: 0.035 s instead of 0.030 s at 1,100 frames), far shorter than the time slice of a thread
+#: that lost its core (loaded: 0.062-0.069 s instead of 0.109 s when never leaving).
+DP_PATIENCE = 1 << 18
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, use_sum: bool,
-                chunks: int, rows: np.ndarray, final: np.ndarray, back: np.ndarray) -> None:
+                chunks: int, workers: int, patience: int, rows: np.ndarray, final: np.ndarray,
+                back: np.ndarray, claimed: np.ndarray, done: np.ndarray) -> int:
     """Optimal selections for key counts ``first .. stop - 1``: a slice of the dynamic
     programme, which keeps only the two rows of errors the recursion needs.
 
-    Each cell composes every allowed previous key into a buffer, takes the minimum on the
-    buffer's int64 view (costs are >= 0 or +inf, which order like their bit patterns; see
-    :func:`line_rows`), then picks the nearest previous key reaching it, so ties go to the
-    latest previous key. The cells of one key count are dealt to a few chunks per thread in
-    turn (b, b + chunks, ...) so that every chunk gets long and short rows alike. Python calls
-    this for a few key counts at a time, so it can report progress (or cancel) in between.
+    Each cell composes every allowed previous key and takes the minimum on int64 bit patterns
+    (:func:`_best_previous`), then picks the nearest previous key reaching it, so ties go to
+    the latest previous key.
+
+    Every key count needs the one before it complete. Rather than one parallel launch per key
+    count (waking the other threads costs about 60 µs a launch on the two-core VM: more than
+    half the time of a 1,100-frame DP, which then ran no faster on two threads than on one),
+    ``workers`` threads run the whole slice in one launch and meet between key counts: the
+    cells of a key count are ``chunks`` work units (groups of :data:`_DP_GROUP` candidates,
+    dealt in turn so that every unit gets long and short rows alike); a thread claims units
+    with an atomic counter (``claimed``) until none is left, counts each finished unit
+    (``done``), then waits until every unit of that key count is done. A thread only ever waits
+    for units already claimed, and a claimed unit is being computed by a running thread that
+    does not wait inside it, so the launch always finishes: if the threading layer runs the
+    workers one after another, the first claims and solves every unit and the others find
+    the work done. Python calls this for a few key counts at a time, so it can report
+    progress (or cancel) in between.
+
+    A worker that has waited ``patience`` polls (its partner's thread may have lost its core
+    to another process: spinning would only keep it off) raises a flag and leaves; the others
+    finish the key count they are in and leave too, and the call returns the first key count
+    not solved, for Python to call again (the threads then sleep until the next launch, as
+    numba's passive OpenMP threads do: see :func:`sp_core.threads.passive_waiting`).
 
     Parameters
     ----------
@@ -304,103 +465,64 @@ def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, us
     use_sum : bool
         Compose segment costs by sum (True) or by max (False).
     chunks : int
-        Work units per key count; a few per thread (``numba.get_num_threads()`` is not
-        callable from a cached kernel).
+        Work units per key count, a few per thread.
+    workers : int
+        Parallel workers: the number of threads (``numba.get_num_threads()`` is not
+        callable from a cached kernel); any number gives the same result.
     rows : (2, m) float64
         ``rows[K % 2, b]``: best composed cost of K keys from candidate 0 to candidate b (inf
         if impossible); row ``(first - 1) % 2`` is read, the other overwritten, in turn.
     final : (max_keys + 1,) float64
         Receives ``error[K, m - 1]`` for the key counts solved.
-    back : (max_keys + 1, m) unsigned or int32
+    back : (max_keys + 1, m) unsigned or int32, zero where not yet solved
         Receives ``back[K, b]``, the distance in candidates from b back to the key before it
         in that best selection (0 if none): a band offset, narrow enough for uint8 or uint16.
+    patience : int
+        Polls a worker waits between key counts before it leaves (0: leave rather than wait;
+        -1: leave after every key count, for tests).
+    claimed, done : (stop - first + 1,) int64, zero
+        The work counters of each key count; the last element of ``claimed`` is the flag of a
+        worker that stopped waiting.
+
+    Returns
+    -------
+    int
+        The first key count not solved: ``stop``, or less if a worker stopped waiting.
     """
     m, width = table.shape
-    for keys in range(first, stop):
-        before = rows[(keys - 1) % 2]
-        after = rows[keys % 2]
-        for b in range(m):
-            after[b] = np.inf
-        for chunk in prange(chunks):
-            value = np.empty(width)  # value[d - 1]: composed error with previous key b - d
-            bits = value.view(np.int64)
-            for b in range(keys - 1 + chunk, m, chunks):
-                top = b - max(lowest[b], keys - 2, b - width + 1)
-                _compose(before, b, table[b], top, use_sum, value)
-                lowest_bits = _bits_min(bits, top)
-                if lowest_bits == _INF_BITS:
-                    continue  # unreachable with this many keys: stays inf, 0
-                for d in range(top):
-                    if bits[d] == lowest_bits:
-                        after[b] = value[d]
-                        back[keys, b] = d + 1
-                        break
-        final[keys] = after[m - 1]
-
-
-@njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
-def select_levels(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, use_sum: bool,
-                  edges: np.ndarray, rows: np.ndarray, source: int, final: np.ndarray,
-                  back: np.ndarray) -> None:
-    """:func:`select_rows` for a narrow band: key counts ``first .. stop - 1`` in one pass over
-    the table, which then streams from memory once per pass instead of once per key count.
-
-    Each thread takes a contiguous block of candidates ``edges[c] .. edges[c + 1] - 1`` and
-    walks it once, solving every key count of the pass at each candidate (the cell of key
-    count K needs K - 1 at most ``band`` candidates back). The cells a block needs from the
-    block before it, at the pass's inner key counts, it solves again itself into its own
-    buffer ((levels - 1) × band cells at most), so blocks never wait for each other. Every
-    cell is computed exactly as in :func:`select_rows` (same buffer, same integer minimum, same
-    tie rule), so results are identical.
-
-    Parameters
-    ----------
-    edges : (n_blocks + 1,) int64
-        Ascending block boundaries from 0 to m.
-    rows : (2, m) float64
-        ``rows[source]`` holds key count ``first - 1`` (read); ``rows[1 - source]`` receives
-        key count ``stop - 1`` (the next pass's source).
-    table, lowest, first, stop, use_sum, final, back
-        As in :func:`select_rows`.
-    """
-    m, width = table.shape
-    band = width - 1
-    levels = stop - first
-    shared = rows[source]
-    target = rows[1 - source]
-    for c in prange(len(edges) - 1):
-        start = edges[c]
-        end = edges[c + 1]
-        low = max(0, start - (levels - 1) * band)
-        mine = np.full((levels, end - low), np.inf)  # this block's cells of every level
-        value = np.empty(width)
-        bits = value.view(np.int64)
-        for b in range(low, end):
-            costs = table[b]
-            for f in range(levels):
-                keys = first + f
-                # level f needs its cells from start - (levels - 1 - f) * band on
-                if b < keys - 1 or b < start - (levels - 1 - f) * band:
-                    continue
-                top = b - max(lowest[b], keys - 2, b - width + 1)
-                if f == 0:
-                    before = shared
-                    shift = b
-                else:
-                    before = mine[f - 1]
-                    shift = b - low
-                _compose(before, shift, costs, top, use_sum, value)
-                lowest_bits = _bits_min(bits, top)
-                if lowest_bits == _INF_BITS:
-                    continue
-                for d in range(top):
-                    if bits[d] == lowest_bits:
-                        mine[f, b - low] = value[d]
-                        if b >= start:
-                            back[keys, b] = d + 1
-                        break
-        for b in range(start, end):
-            target[b] = mine[levels - 1, b - low]
-        if end == m:
-            for f in range(levels):
-                final[first + f] = mine[f, m - 1 - low]
+    left = stop - first  # claimed[left]: a worker stopped waiting
+    for _ in prange(workers):
+        for keys in range(first, stop):
+            level = keys - first
+            if _load(claimed, left) > 0:
+                break  # every key count before this one is complete
+            before = rows[(keys - 1) % 2]
+            after = rows[keys % 2]  # the errors of keys - 2 keys: nobody reads them any more
+            while True:
+                unit = _add(claimed, level, 1)
+                if unit >= chunks:
+                    break
+                for group in range(unit * _DP_GROUP, m, chunks * _DP_GROUP):
+                    for b in range(group, min(group + _DP_GROUP, m)):
+                        if b < keys - 1:  # fewer candidates than keys
+                            after[b] = np.inf
+                            continue
+                        top = b - max(lowest[b], keys - 2, b - width + 1)
+                        d, error = _best_previous(before, b, table[b], top, use_sum)
+                        after[b] = error  # inf and no back-pointer if unreachable
+                        if d:
+                            back[keys, b] = d
+                if _add(done, level, 1) == chunks - 1:  # the last unit: the row is complete
+                    final[keys] = after[m - 1]
+            polls = 0
+            while _load(done, level) < chunks:  # the other workers' last units
+                polls += 1
+                if polls > patience:
+                    _add(claimed, left, 1)
+                    break
+            if polls > patience:
+                break
+    solved = first
+    while solved < stop and done[solved - first] == chunks:
+        solved += 1
+    return solved

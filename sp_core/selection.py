@@ -215,24 +215,17 @@ class SelectionSpace:
         back = np.zeros((self.max_keys + 1, m), dtype=narrow)
         steps = self._select_steps(band, self.max_keys)
         threads = numba.get_num_threads()
-        # a narrow band (a long take) solves several K per pass over the table, one block of
-        # candidates per thread; each block re-solves at most (levels - 1) x band cells of the
-        # block before it, kept under a quarter of its own cells
-        levels = int(min(8, m // (2 * threads * max(band, 1))))
-        edges = np.linspace(0, m, threads + 1).round().astype(np.int64)
-        source = [1]
         message = f"optimal selections for K up to {self.max_keys:,}"
         report(0.0, message)
 
         def solve(first: int, stop: int) -> None:  # indices of steps: K - 2
-            if levels < 2:
-                _kernels.select_rows(self._table, lowest, first + 2, stop + 2, use_sum,
-                                     4 * threads, rows, final, back)
-                return
-            for k in range(first + 2, stop + 2, levels):
-                _kernels.select_levels(self._table, lowest, k, min(k + levels, stop + 2),
-                                       use_sum, edges, rows, source[0], final, back)
-                source[0] = 1 - source[0]
+            keys, stop = first + 2, stop + 2
+            while keys < stop:  # again from where a worker stopped waiting (a busy machine)
+                keys = _kernels.select_rows(
+                    self._table, lowest, keys, stop, use_sum, 2 * threads, threads,
+                    _kernels.DP_PATIENCE, rows, final, back,
+                    np.zeros(stop - keys + 1, dtype=np.int64),
+                    np.zeros(stop - keys + 1, dtype=np.int64))
         fill_in_blocks(steps, solve, lambda f: report(f, message), per_block=SELECT_BLOCK)
         return final, back
 

@@ -57,21 +57,19 @@ def warm() -> float:
 
 
 def warm_selection() -> None:
-    """The DP kernels with every back-pointer width (uint8 up to a band of 255 candidates,
-    uint16 up to 65,535, int32 beyond): the practice clip alone reaches only uint8, and
-    long takes use :func:`_kernels.select_levels`."""
+    """The DP kernel with every back-pointer width (uint8 up to a band of 255 candidates,
+    uint16 up to 65,535, int32 beyond): the practice clip alone reaches only uint8."""
     m, band = 40, 3
     table = np.full((m, band + 1), 1.0)
     table[:, 0] = 0.0
     lowest = np.maximum(np.arange(m) - band, 0).astype(np.int64)
-    edges = np.array([0, m // 2, m], dtype=np.int64)
     for dtype in (np.uint8, np.uint16, np.int32):
         rows = np.full((2, m), np.inf)
         rows[1, 0] = 0.0
         final = np.full(m + 1, np.inf)
         back = np.zeros((m + 1, m), dtype=dtype)
-        _kernels.select_rows(table, lowest, 2, 4, False, 4, rows, final, back)
-        _kernels.select_levels(table, lowest, 4, 6, False, edges, rows, 1, final, back)
+        _kernels.select_rows(table, lowest, 2, 6, False, 4, 2, 100, rows, final, back,
+                             np.zeros(5, dtype=np.int64), np.zeros(5, dtype=np.int64))
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_costs import brute_force, full_table, pair_cost
 
+from sp_core import _kernels
 from sp_core.costs import available_costs, get_cost
 from sp_core.costs.line import gram_bands
 from sp_core.errors import CapacityError, OptionError, SelectionError
@@ -76,6 +77,73 @@ def test_line_sse_equals_direct_sum_with_coincident_keys():
     assert sse[20, 15] == pytest.approx(pair_cost(poses, 5, 20, "line-sse"), rel=1e-9)
     perp = get_cost("line-max").table(poses, rows, 24, 24)
     assert perp[20, 15] == pytest.approx(pair_cost(poses, 5, 20, "line-max"), rel=1e-7)
+
+
+def sse_pair_by_pair(poses: np.ndarray, rows: np.ndarray, band: int, span: int) -> np.ndarray:
+    """The line-sse table one pair at a time in plain Python, with the kernel's formula and
+    order of operations (prefix sums; the five dot products summed over dimensions in order)."""
+    s1, sk, sq = _kernels.prefix_sums(poses)
+    table = np.full((len(rows), band + 1), np.inf)
+    for b, j in enumerate(rows):
+        table[b, 0] = 0.0
+        for d in range(1, band + 1):
+            if b - d < 0 or j - rows[b - d] > span:
+                break
+            i = int(rows[b - d])
+            length = int(j) - i
+            if length == 1:
+                table[b, d] = 0.0
+                continue
+            pi_pi = bb = pi_s = b_w = pi_b = 0.0
+            for c in range(poses.shape[1]):
+                pic = poses[i, c]
+                bc = poses[j, c] - pic
+                s = s1[j, c] - s1[i + 1, c]
+                w = sk[j, c] - sk[i + 1, c] - i * s
+                pi_pi += pic * pic
+                bb += bc * bc
+                pi_s += pic * s
+                b_w += bc * w
+                pi_b += pic * bc
+            inner = length - 1.0
+            total = (sq[j] - sq[i + 1] + inner * pi_pi + bb * (inner * (2.0 * length - 1.0)
+                                                               / (6.0 * length))
+                     - 2.0 * pi_s - 2.0 * b_w / length + 2.0 * pi_b * (inner / 2.0))
+            table[b, d] = max(total, 0.0)
+    return table
+
+
+@pytest.mark.parametrize(("n", "dims", "stride", "span", "blocks"),
+                         [(70, 7, 1, 69, [0, 70]), (70, 7, 1, 69, [0, 5, 23, 70]),
+                          (83, 3, 3, 20, [0, 11, 29, 30]), (9, 2, 1, 8, [0, 9]),
+                          (40, 5, 2, 50, [0, 21])])
+def test_line_sse_kernel_equals_pair_by_pair_formula_exactly(n, dims, stride, span, blocks):
+    # The kernel works on tiles of later keys and vectors of earlier keys, filled block by
+    # block; every pair must still get exactly the same sums (bands beyond the 32 lanes,
+    # ragged tiles, blocks not aligned to tiles, stride and span limits).
+    poses = random_poses(n + dims, n, dims)
+    poses -= poses.mean(axis=0)
+    rows = np.union1d(np.arange(0, n, stride), [n - 1]).astype(np.int64)
+    reach = np.searchsorted(rows, rows + span, side="right")
+    band = int((reach - np.arange(len(rows))).max()) - 1
+    s1, sk, sq = _kernels.prefix_sums(poses)
+    table = np.full((len(rows), band + 1), np.inf)
+    blocks = [min(e, len(rows)) for e in blocks]
+    for first, stop in itertools.pairwise(blocks):
+        _kernels.sse_rows(poses, s1, sk, sq, np.ascontiguousarray(poses[rows].T),
+                          np.ascontiguousarray(s1[rows + 1].T),
+                          np.ascontiguousarray(sk[rows + 1].T), rows, band, span, table,
+                          first, stop)
+    expected = sse_pair_by_pair(poses, rows, band, span)
+    assert np.array_equal(table[:blocks[-1]], expected[:blocks[-1]])
+
+
+def test_line_sse_kernel_equals_pair_by_pair_formula_on_the_sample(sample_clip):
+    poses = pose_matrix(sample_clip, frame_range=(100, 219))
+    poses = poses - poses.mean(axis=0)
+    rows = np.union1d(np.arange(0, 120, 2), [119]).astype(np.int64)
+    table = get_cost("line-sse").table(poses, rows, 45, 90)
+    assert np.array_equal(table, sse_pair_by_pair(poses, rows, 45, 90))
 
 
 @pytest.mark.parametrize(("n", "width", "block"), [(30, 6, 4), (30, 6, 256), (9, 20, 4),

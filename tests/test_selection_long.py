@@ -12,7 +12,7 @@ import pytest
 from reference_costs import brute_force, full_table
 from reference_dp import dense_keyframes, dense_select
 
-from sp_core import selection
+from sp_core import _kernels, selection
 from sp_core.cli import main
 from sp_core.errors import CapacityError, SelectionError
 from sp_core.io.bvh import write_bvh
@@ -57,8 +57,8 @@ def test_lean_dp_equals_dense_dp_on_the_sample_for_every_k(sample_clip, compose)
 @pytest.mark.parametrize("compose", ["max", "sum"])
 @pytest.mark.parametrize("span, stride, pins", [(6, 1, ()), (9, 2, (402, 404)), (25, 1, (300,)),
                                                 (40, 3, ())])
-def test_several_k_per_pass_equal_the_dense_dp(sample_clip, compose, span, stride, pins):
-    # narrow bands on the sample: select_levels solves up to 8 K per pass over the table
+def test_narrow_bands_equal_the_dense_dp(sample_clip, compose, span, stride, pins):
+    # narrow bands with strides and pins on the sample (uint8 offsets)
     space = SelectionSpace.from_clip(sample_clip, compose=compose, max_span=span, stride=stride,
                                      pins=pins, max_keys=400)
     assert space._back.dtype == np.uint8
@@ -80,6 +80,49 @@ def test_lean_dp_equals_dense_dp_on_random_data(seed):
         space = SelectionSpace(poses, compose=compose, max_span=span, pins=pins,
                                max_keys=n // 2 + len(pins) + 2)
         assert_same_as_dense(space)
+
+
+@pytest.mark.parametrize(("workers", "chunks", "patience", "first", "stop"),
+                         [(1, 1, 100, 2, 40), (2, 4, 1 << 14, 2, 40), (5, 3, 100, 2, 40),
+                          (2, 9, 0, 2, 17), (3, 2, 0, 17, 40), (4, 8, -1, 2, 40),
+                          (2, 4, -1, 17, 40)])
+def test_dp_kernel_gives_the_dense_result_with_any_workers_and_units(workers, chunks, patience,
+                                                                     first, stop):
+    # The kernel's workers meet between key counts through atomic counters; more workers
+    # than threads (run one after another by the threading layer), one unit or many, a slice
+    # starting after K = 2, and workers that leave at once instead of waiting (patience 0;
+    # -1 leaves after every key count: the call returns early and is called again, as
+    # SelectionSpace does) must all give the dense DP's errors and offsets.
+    rng = np.random.default_rng(workers * 10 + chunks)
+    m, band = 70, 69
+    table = rng.integers(0, 4, size=(m, band + 1)).astype(float)  # many exact ties
+    for b in range(m):
+        table[b, 0] = 0.0
+        table[b, b + 1:] = np.inf
+    lowest = np.maximum(np.arange(m) - band, 0).astype(np.int64)
+    lowest[40:] = np.maximum(lowest[40:], 30)  # a pin at candidate 30
+    for use_sum in (False, True):
+        error, previous = dense_select(table, lowest, stop - 1, use_sum, 4)
+        rows = np.full((2, m), np.inf)
+        rows[(first - 1) % 2] = error[first - 1]
+        final = np.full(stop, np.inf)
+        back = np.zeros((stop, m), dtype=np.uint8)
+        keys, calls = first, 0
+        while keys < stop:
+            solved = _kernels.select_rows(table, lowest, keys, stop, use_sum, chunks, workers,
+                                          patience, rows, final, back,
+                                          np.zeros(stop - keys + 1, dtype=np.int64),
+                                          np.zeros(stop - keys + 1, dtype=np.int64))
+            assert keys < solved <= stop  # every call solves at least one key count
+            keys, calls = solved, calls + 1
+        assert calls <= stop - first
+        np.testing.assert_array_equal(final[first:], error[first:, -1])
+        np.testing.assert_array_equal(rows[(stop - 1) % 2], error[stop - 1])
+        for keys in range(first, stop):
+            reached = previous[keys] >= 0
+            np.testing.assert_array_equal(back[keys][reached],
+                                          (np.arange(m) - previous[keys])[reached])
+            assert not back[keys][~reached].any()
 
 
 # ------------------------------------------------------------------- windowed = brute force

@@ -30,7 +30,8 @@ class LineSSE(Cost):
         return (np.minimum(np.arange(len(candidates)), band) + 1.0) * dims
 
     def extra_bytes(self, n: int, dims: int, max_gap: int) -> int:
-        return 8 * (n + 1) * (2 * dims + 1)  # the prefix sums
+        # the prefix sums, and three transposed copies of candidate rows (at most n each)
+        return 8 * (n + 1) * (2 * dims + 1) + 24 * n * dims
 
     def table(self, poses: np.ndarray, candidates: np.ndarray, band: int,
               max_gap: int, lowest: np.ndarray | None = None,
@@ -38,10 +39,15 @@ class LineSSE(Cost):
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         m = len(candidates)
         s1, sk, sq = _kernels.prefix_sums(poses)
+        # the earlier key's rows, candidate-ordered and transposed for the kernel's vector loop
+        earlier = np.ascontiguousarray(poses[candidates].T)
+        earlier_s1 = np.ascontiguousarray(s1[candidates + 1].T)
+        earlier_sk = np.ascontiguousarray(sk[candidates + 1].T)
         table = empty_table(m, band)
         work = self.row_work(*poses.shape, candidates, band, max_gap)
 
         def fill(first: int, stop: int) -> None:
-            _kernels.sse_rows(poses, s1, sk, sq, candidates, band, max_gap, table, first, stop)
+            _kernels.sse_rows(poses, s1, sk, sq, earlier, earlier_s1, earlier_sk, candidates,
+                              band, max_gap, table, first, stop)
         fill_in_blocks(work, fill, progress)
         return table

@@ -24,9 +24,12 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-# Reassociation and contraction only: the tables and the DP hold inf, so the "no inf / no NaN"
-# fast-math assumptions would be wrong.
-_FAST = {"nsz", "arcp", "contract", "reassoc"}
+# Contraction (fused multiply-adds) and reciprocals only: the tables and the DP hold inf, so the
+# "no inf / no NaN" fast-math assumptions would be wrong; with reassociation too, a process
+# that compiled the line kernels computed other last digits of their tables than one that
+# loaded the same kernels from numba's cache (so a first run after installing could choose
+# other keys than every later run on a tie).
+_FAST = {"nsz", "arcp", "contract"}
 _INF_BITS = 0x7FF0000000000000  # the bit pattern of +inf
 
 

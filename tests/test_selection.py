@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -144,6 +147,24 @@ def test_line_sse_kernel_equals_pair_by_pair_formula_on_the_sample(sample_clip):
     rows = np.union1d(np.arange(0, 120, 2), [119]).astype(np.int64)
     table = get_cost("line-sse").table(poses, rows, 45, 90)
     assert np.array_equal(table, sse_pair_by_pair(poses, rows, 45, 90))
+
+
+def test_a_kernel_compiled_here_computes_what_its_cached_copy_computes(tmp_path):
+    """The same analysis in a process that compiles the kernels and in one that loads them
+    from numba's cache gives the same tables and errors to the bit (with fast-math
+    reassociation the line-max and line-time tables differed in their last digits)."""
+    code = ("import hashlib; import numpy as np; from sp_core.selection import SelectionSpace; "
+            "p = np.cumsum(np.random.default_rng(3).normal(size=(240, 12)), axis=0); "
+            "h = hashlib.sha1(); "
+            "[h.update(SelectionSpace(p, cost=c).errors.tobytes() + "
+            "SelectionSpace(p, cost=c)._table.tobytes()) for c in "
+            "('line-max', 'line-time', 'line-sse')]; print(h.hexdigest())")
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, cwd=root, env=env).stdout for _ in range(2)]
+    assert any(tmp_path.rglob("*.nbi"))  # the first run compiled and cached, the second loaded
+    assert runs[0] == runs[1]
 
 
 @pytest.mark.parametrize(("n", "width", "block"), [(30, 6, 4), (30, 6, 256), (9, 20, 4),

@@ -395,9 +395,11 @@ def test_ctrl_c_stops_a_batch_and_writes_what_finished(short_clip, tmp_path):
 def test_ctrl_c_ends_an_analysis_at_once(tmp_path):
     long = tmp_path / "long.bvh"
     write_bvh(_longer(read_bvh(ROOT / "examples" / "cmu_131_01.bvh"), 4), long)
-    # the exact space (both limits given: no automatic window), far longer than 4 s
+    # the exact space (both limits given: no automatic window) of the slowest cost, far longer
+    # than 4 s (the default line-sse analysis of this take now ends within 4 s)
     process = _spawn(["analyze", str(long), "--json", str(tmp_path / "a.json"),
-                      "--max-keys", "1500", "--max-span", "3975"], tmp_path)
+                      "--max-keys", "1500", "--max-span", "3975", "--cost", "curve-max"],
+                     tmp_path)
     time.sleep(4.0)  # inside the kernels by now
     os.killpg(process.pid, signal.SIGINT)
     sent = time.monotonic()

@@ -320,27 +320,31 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.progress.setValue(int(1000 * fraction))
         self.progress.setFormat(f"{message} (%p%)")
 
-    def _show_space(self, space: SelectionSpace | None, ahead: bool = False) -> None:
-        """Draw ``space``'s graph (None: none) with its suggested K and cliffs; ``ahead``: a
-        space the session has not adopted yet."""
+    def _show_space(self, space: SelectionSpace, ahead: bool = False) -> dict[str, Any]:
+        """Draw ``space``'s graph with its suggested K and cliffs and return those
+        suggestions (``space.suggestions``); ``ahead``: a space the session has not adopted
+        yet."""
         self._graph_ahead = ahead
-        if space is None:
-            self.graph.set_space(None)
-            return
         options = self.session.analysis
         s = space.suggestions(options.accuracy, options.significance)
         unit = ("scene units" if options.pose == "positions" else "channel units") \
             + ("²" if space.cost.squared else "")
         self.graph.set_space(space, s["threshold"], s["cliffs"], f"{space.cost.name} cost",
                              unit)
+        return s
 
     def _show_session_space(self) -> None:
         """The graph back to the session's space after an analysis that drew its own early
         and then did not finish."""
-        if self._graph_ahead:
-            self._show_space(self.session.space)
-            if self.session.k is not None:
-                self.graph.set_k(self.session.k)
+        if not self._graph_ahead:
+            return
+        if self.session.space is None:
+            self._graph_ahead = False
+            self.graph.set_space(None)
+            return
+        self._show_space(self.session.space)
+        if self.session.k is not None:
+            self.graph.set_k(self.session.k)
 
     def _on_space_ready(self, space: SelectionSpace) -> None:
         # the tolerance's search for K goes on: the graph now, K and the preview when it ends
@@ -362,8 +366,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             self.show_error(str(exc))
             self._update_enabled()
             return
-        s = self.session.suggestions
-        self._show_space(space)
+        s = self._show_space(space)
         self.k_box.set_range(space.min_keys, space.max_keys, self.graph.useful_range()[1])
         self.progress.setValue(1000)
         self.progress.setFormat("done")

@@ -93,6 +93,12 @@ def _load(typingctx, counts, index):  # type: ignore[no-untyped-def]
     return types.int64(counts, types.intp), codegen
 
 
+#: Earlier keys :func:`line_rows` takes together: every later key's Gram row is then read from
+#: memory once for the whole tile instead of once per earlier key (the band of a 1,100-frame
+#: clip is 9.7 MB, past the per-core caches).
+_LINE_TILE = 16
+
+
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray, band: int,
               max_gap: int, timed: bool, table: np.ndarray, first: int, stop: int) -> None:
@@ -107,69 +113,87 @@ def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray,
     perpendicular distance^2 = |a|^2 - (a.b)^2 / |b|^2; time-aligned distance^2 =
     |a|^2 - 2 t a.b + t^2 |b|^2 with t = e / (j - i).
 
-    The loop runs over the *earlier* key i so that |a|^2 and p_k.p_i - |p_i|^2 are computed
-    once per (i, k) and shared by every j; then a.b = p_k.p_j - (p_k.p_i - |p_i|^2) - p_i.p_j
-    is one read per triple. Rows are taken in pairs from both ends (r and m - 1 - r) so the
-    threads get equal work. The maximum over a span is taken on the distances' int64 bit
-    patterns (:func:`_bits`, in the same loop): non-negative doubles order like their bit
-    patterns, negative rounding noise falls below 0, and numba vectorises an integer max
-    reduction but not a floating-point one (about 2x overall; 1.3x more than going through a
-    buffer and its int64 view).
+    |a|^2 and p_k.p_i - |p_i|^2 are computed once per (i, k) and shared by every j; then
+    a.b = p_k.p_j - (p_k.p_i - |p_i|^2) - p_i.p_j is one read per triple. The earlier keys
+    are taken :data:`_LINE_TILE` at a time, each later key j of the tile's partners once: its
+    Gram row is then loaded once for the whole tile and stays in the core's cache while every
+    earlier key of the tile reads it. Tiles are taken in pairs from both ends so the threads
+    get equal work. The maximum over a span is taken on the distances' int64 bit patterns
+    (:func:`_bits`, in the same loop): non-negative doubles order like their bit patterns,
+    negative rounding noise falls below 0, and numba vectorises an integer max reduction but
+    not a floating-point one. Every entry is the same expression whatever the tiling, and a
+    maximum does not depend on the order it is taken in, so the table does not either.
     """
     m = candidates.shape[0]
     n = forward.shape[0]
     width = forward.shape[1] - 1
     squares = forward[:, 0]
-    rows = stop - first
-    for r in prange((rows + 1) // 2):
+    tiles = (stop - first + _LINE_TILE - 1) // _LINE_TILE
+    for r in prange((tiles + 1) // 2):
         for side in range(2):
-            ai = first + np.int64(r) if side == 0 else stop - 1 - np.int64(r)
-            if side == 1 and ai == first + r:
+            tile = np.int64(r) if side == 0 else tiles - 1 - np.int64(r)
+            if side == 1 and tile == r:
                 break
-            table[ai, 0] = 0.0
-            i = candidates[ai]
-            gii = squares[i]
-            reach = min(max_gap, n - 1 - i, width)
-            from_i = forward[i]
-            aa = np.empty(reach + 1)  # |p_{i+e} - p_i|^2
-            cc = np.empty(reach + 1)  # p_{i+e}.p_i - |p_i|^2
-            for e in range(reach + 1):
-                aa[e] = squares[i + e] - 2.0 * from_i[e] + gii
-                cc[e] = from_i[e] - gii
-            for d in range(1, band + 1):
-                bi = ai + d
-                if bi >= m:
-                    break
+            lo = first + tile * _LINE_TILE
+            hi = min(lo + _LINE_TILE, stop)
+            # per earlier key of the tile: |p_{i+e} - p_i|^2 and p_{i+e}.p_i - |p_i|^2
+            aa = np.empty((hi - lo, width + 1))
+            cc = np.empty((hi - lo, width + 1))
+            reach = np.empty(hi - lo, dtype=np.int64)
+            for t in range(hi - lo):
+                ai = lo + t
+                table[ai, 0] = 0.0
+                i = candidates[ai]
+                gii = squares[i]
+                reach[t] = min(max_gap, n - 1 - i, width)
+                from_i = forward[i]
+                for e in range(reach[t] + 1):
+                    aa[t, e] = squares[i + e] - 2.0 * from_i[e] + gii
+                    cc[t, e] = from_i[e] - gii
+            for bi in range(lo + 1, min(hi - 1 + band, m - 1) + 1):
                 j = candidates[bi]
-                span = j - i
-                if span > reach:
-                    break
-                gij = from_i[span]
-                bb = aa[span]
                 to_j = backward[j]
-                shift = width - span  # backward[j, shift + e] = p_j . p_{i+e}
-                # to_j[shift + e] with an unsigned index: contiguous loads, not gathers (see
-                # _best_previous)
-                # the largest squared distance, as a bit pattern (>= 0: see the docstring)
-                worst = 0
-                if timed:
-                    inv_span = 1.0 / span
-                    for e in range(1, span):
-                        ab = to_j[np.uint64(shift + e)] - cc[e] - gij
-                        t = e * inv_span
-                        x = _bits(aa[e] - 2.0 * t * ab + t * t * bb)
-                        worst = x if x > worst else worst
-                elif bb > 1e-300:
-                    inv_bb = 1.0 / bb
-                    for e in range(1, span):
-                        ab = to_j[np.uint64(shift + e)] - cc[e] - gij
-                        x = _bits(aa[e] - ab * ab * inv_bb)
-                        worst = x if x > worst else worst
-                else:  # the keys coincide: distance to that point
-                    for e in range(1, span):
-                        x = _bits(aa[e])
-                        worst = x if x > worst else worst
-                table[bi, d] = np.sqrt(_float(worst))
+                for t in range(hi - lo):
+                    ai = lo + t
+                    d = bi - ai
+                    if d < 1 or d > band:
+                        continue
+                    i = candidates[ai]
+                    span = j - i
+                    if span > reach[t]:
+                        continue
+                    table[bi, d] = _line_max(to_j, aa[t], cc[t], forward[i, span], width - span,
+                                             span, timed)
+
+
+@njit(cache=True, inline="always", fastmath=_FAST)
+def _line_max(to_j: np.ndarray, aa: np.ndarray, cc: np.ndarray, gij: float, shift: int,
+              span: int, timed: bool) -> float:
+    """The largest distance of the frames strictly between keys i and j = i + ``span`` to
+    their line (see :func:`line_rows`): ``to_j[shift + e]`` = p_j . p_{i+e}, ``aa[e]``,
+    ``cc[e]`` as there, ``gij`` = p_i . p_j."""
+    bb = aa[span]
+    # to_j[shift + e] with an unsigned index: contiguous loads, not gathers (see
+    # _best_previous); the largest squared distance, as a bit pattern (>= 0: see line_rows)
+    worst = 0
+    if timed:
+        inv_span = 1.0 / span
+        for e in range(1, span):
+            ab = to_j[np.uint64(shift + e)] - cc[e] - gij
+            t = e * inv_span
+            x = _bits(aa[e] - 2.0 * t * ab + t * t * bb)
+            worst = x if x > worst else worst
+    elif bb > 1e-300:
+        inv_bb = 1.0 / bb
+        for e in range(1, span):
+            ab = to_j[np.uint64(shift + e)] - cc[e] - gij
+            x = _bits(aa[e] - ab * ab * inv_bb)
+            worst = x if x > worst else worst
+    else:  # the keys coincide: distance to that point
+        for e in range(1, span):
+            x = _bits(aa[e])
+            worst = x if x > worst else worst
+    return np.sqrt(_float(worst))
 
 
 @njit(cache=True, nogil=True)

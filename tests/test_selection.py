@@ -72,6 +72,37 @@ def test_cost_tables_on_sample_clip_with_candidates_and_span(name, sample_clip):
                 assert table[b, d] == pytest.approx(expected, rel=1e-7, abs=1e-7)
 
 
+@pytest.mark.parametrize("timed", [False, True])
+@pytest.mark.parametrize(("span", "stride"), [(None, 1), (11, 1), (23, 3)])
+def test_line_table_in_any_blocks_equals_one_call_bit_for_bit(timed, span, stride):
+    """The line kernel takes its earlier keys in tiles; blocks of rows that cut the tiles
+    anywhere (and bands narrower than a tile) give every entry to the bit, and each entry is
+    the perpendicular or time-aligned distance of the plain reference."""
+    poses = random_poses(11, 61, dims=6)
+    rows = np.union1d(np.arange(0, 61, stride), [60])
+    width = 60 if span is None else span
+    reach = np.searchsorted(rows, rows + width, side="right")
+    band = int((reach - np.arange(len(rows))).max()) - 1
+    forward, backward = gram_bands(poses, width)
+
+    def table_in(blocks: list[int]) -> np.ndarray:
+        table = np.full((len(rows), band + 1), np.inf)
+        for first, stop in itertools.pairwise([0, *blocks, len(rows)]):
+            _kernels.line_rows(forward, backward, rows, band, width, timed, table, first, stop)
+        return table
+
+    whole = table_in([])
+    for blocks in ([1], [3, 4, 5, 21], list(range(1, len(rows)))):
+        np.testing.assert_array_equal(table_in(blocks), whole)
+    b, d = np.indices(whole.shape)
+    within = (b - d >= 0) & (rows[b] - rows[np.maximum(b - d, 0)] <= width)
+    np.testing.assert_array_equal(np.isfinite(whole), within)  # every pair in reach, no other
+    name = "line-time" if timed else "line-max"
+    for b, d in zip(*np.nonzero(np.isfinite(whole[:, 1:])), strict=True):
+        expected = pair_cost(poses, rows[b - d - 1], rows[b], name)
+        assert whole[b, d + 1] == pytest.approx(expected, rel=1e-7, abs=1e-7)
+
+
 def test_line_sse_equals_direct_sum_with_coincident_keys():
     poses = random_poses(3, 25)
     poses[20] = poses[5]  # a repeated pose: degenerate line for line-max, fine for the sum

@@ -149,10 +149,22 @@ def follow_budget(budget: Any, interval: float = 0.1) -> None:
     threading.Thread(target=watch, daemon=True, name="salient-poses-thread-budget").start()
 
 
+#: Held by the thread inside a :func:`single_threaded_blas` block (re-entrant: a reduction's
+#: fit nests one inside its own).
+_ONE_BLAS_THREAD = threading.RLock()
+
+
 @contextlib.contextmanager
 def single_threaded_blas() -> Iterator[None]:
     """One BLAS thread inside the block (small dense solves, reproducible reductions; see
     the module docstring); also a decorator.
+
+    BLAS's thread count belongs to the process, not to a thread, so the blocks of different
+    threads take turns: a block that ended while another thread's was running used to
+    restore the count of before in the middle of the other one (the panel's error estimate
+    beside Apply, or beside the tolerance search's fits), whose results then depended on
+    when it ended. OpenBLAS also ignored a restore made from a thread other than the one
+    that set the limit, so the limit cannot be shared by counting its users either.
 
     Without threadpoolctl (a host's Python where it was not installed) the block runs with
     whatever BLAS has: slower on busy cores, results that may differ in the last digits.
@@ -162,5 +174,5 @@ def single_threaded_blas() -> Iterator[None]:
     except ImportError:  # pragma: no cover - a dependency; hosts install it too
         yield
         return
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _ONE_BLAS_THREAD, threadpool_limits(limits=1, user_api="blas"):
         yield

@@ -52,6 +52,40 @@ def test_single_threaded_blas_limits_inside_the_block_only():
     assert _blas_threads() == before
 
 
+def test_single_threaded_blas_blocks_of_two_threads_take_turns():
+    """A block that ends while another thread's runs must not give that one its BLAS threads
+    back: the blocks take turns, so the later one starts its limit after the earlier one
+    restored the count (without the turns, it saw two threads here after the other ended,
+    and a reduction run beside the panel's estimates differed in the last digits of its mean
+    error in one run of three)."""
+    import numpy as np
+
+    np.ones((4, 4)) @ np.ones((4, 4))  # BLAS loaded
+    before = _blas_threads()
+    first_in, first_out = threading.Event(), threading.Event()
+    seen: list[list[int]] = []
+
+    def first() -> None:
+        with single_threaded_blas():
+            first_in.set()
+            time.sleep(0.3)  # the second thread asks for its block meanwhile
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(timeout=30)
+        with single_threaded_blas():
+            first_out.wait(timeout=30)  # the first block has ended by now
+            seen.append(_blas_threads())
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert seen and set(seen[0]) == {1}
+    assert _blas_threads() == before
+
+
 def test_workers_see_passive_openmp_and_pinned_pools():
     """A process like a batch worker: sp_core sets OMP_WAIT_POLICY unless the user chose,
     and pin_process limits BLAS and numba at run time."""

@@ -108,10 +108,10 @@ def pool_context() -> multiprocessing.context.BaseContext:
 def run_local(jobs: list[Job], workers: int, on_done: OnDone) -> None:
     """Run ``jobs`` in this process (one worker) or a pool of ``workers`` processes."""
     if workers == 1 or len(jobs) <= 1:  # nothing to share (a resumed batch may have no job)
-        # one BLAS thread for the whole take, as in a pool's workers (a reduction limits
-        # itself, sp_core.reduction; this covers the analysis' Gram bands too): BLAS threads
-        # gave one worker no speed (3 takes: 10.8 s with two, 10.5 s with one, and 3.6 CPU
-        # seconds less); numba's kernels keep every core
+        # one BLAS thread for the whole take, as in a pool's workers (a reduction and the
+        # line costs' Gram bands limit themselves; this covers whatever else uses BLAS):
+        # BLAS threads gave one worker no speed (3 takes: 10.8 s with two, 10.5 s with one,
+        # and 3.6 CPU seconds less); numba's kernels keep every core
         with single_threaded_blas():
             for job in jobs:
                 on_done(job, reduce_one(job))

@@ -9,14 +9,19 @@ import numpy as np
 
 from sp_core import _kernels
 from sp_core.costs.base import Cost, empty_table, fill_in_blocks
+from sp_core.threads import single_threaded_blas
 
 
+@single_threaded_blas()
 def gram_bands(poses: np.ndarray, width: int, block: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Dot products of poses at most ``width`` frames apart, in two contiguous layouts.
 
     Computed by BLAS one block of rows at a time: each block's products with the frames
     around it form a small matrix whose diagonals are the band, so memory stays
-    O(block x (block + width)) however long the clip.
+    O(block x (block + width)) however long the clip. One BLAS thread
+    (:func:`sp_core.threads.single_threaded_blas`): with two, OpenBLAS split the products
+    differently and the sample's bands differed by up to 2e-11, so the tables' last digits,
+    and with them a tie between two selections, depended on the machine's cores.
 
     Parameters
     ----------

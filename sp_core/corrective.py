@@ -621,16 +621,41 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
 def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, ...]
          ) -> tuple[np.ndarray, dict[int, float], int, int, int]:
     """A unit change at ``worst`` closed by knots at ``shape`` (keeping the correction there):
-    the change on rows lo..hi, the knots (value at ``worst`` still to add), lo, hi, key cost."""
+    the change on rows lo..hi, the knots (value at ``worst`` still to add), lo, hi, key cost.
+
+    Only the points on rows lo..hi and the one beyond each end take part: the new knots
+    change the interpolation between the points around them and nothing else, and which keys
+    are written (a knot, or a point next to one) only on lo..hi. Working on the whole
+    channel (every pose key of a long take) cost more than the rest of a greedy step.
+    """
+    new = {r: float(correction[r]) for r in shape}
+    new[worst] = float(correction[worst]) + 1.0
     knots = dict(state.knots)
-    for r in shape:
-        knots[r] = float(correction[r])
-    knots[worst] = float(correction[worst]) + 1.0
-    lo, hi = state.span(list(shape) + [worst])
-    points, values = state.points(knots)
-    hat = np.interp(np.arange(lo, hi + 1), points, values) - correction[lo:hi + 1]
-    cost = len(state.written(knots)) - state.written_count
+    knots.update(new)
+    lo, hi = state.span(list(new))
+    rows = state.rows
+    first = int(np.searchsorted(rows, lo, side="left"))
+    stop = int(np.searchsorted(rows, hi, side="right"))
+    # the current points on lo..hi with one more point each side (if any), then the new ones
+    near = rows[max(first - 1, 0):stop + 1].tolist()
+    points = sorted(set(near).union(new))
+    values = [knots.get(r, 0.0) for r in points]
+    inside = slice(points.index(lo), points.index(hi) + 1)
+    hat = np.interp(np.arange(lo, hi + 1), points[inside], values[inside]) \
+        - correction[lo:hi + 1]
+    cost = _written_between(points, knots, lo, hi) - _written_between(near, state.knots, lo, hi)
     return hat, knots, lo, hi, cost
+
+
+def _written_between(points: list[int], knots: dict[int, float], lo: int, hi: int) -> int:
+    """How many of ``points`` (ascending rows) on lo..hi a host writes (a knot, or a point next
+    to one; see :meth:`_Channel.written`): ``points`` holds every point of lo..hi and the
+    one beyond each end, if any."""
+    knot = [r in knots for r in points]
+    last = len(points) - 1
+    return sum(1 for i, r in enumerate(points)
+               if lo <= r <= hi and (knot[i] or (i > 0 and knot[i - 1])
+                                     or (i < last and knot[i + 1])))
 
 
 def _window(hat: np.ndarray, lo: int, hi: int, lo_j: int, hi_j: int

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sp_core.corrective import budget_keys, correct
+from sp_core.corrective import _Channel, _hat, _shapes, budget_keys, correct
 from sp_core.errors import OptionError
 from sp_core.options import Options, coerce
 from sp_core.reduction import reduce
@@ -190,3 +190,24 @@ def test_patched_kinematics_equals_full_forward_kinematics(sample_clip):
     angles = current[3, turning]
     assert np.array_equal(clip.channel_turns(angles, turning),
                           clip.axis_rotations(current[3:4])[0, clip.rotation_slot[turning]])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_candidates_hat_and_key_cost_equal_those_of_the_whole_channel(data):
+    """The greedy step works on the points around a candidate only; its hat and key cost must
+    be what interpolating every point of the channel and counting every written key give."""
+    n = data.draw(st.integers(6, 60), label="frames")
+    anchors = np.unique([0, n - 1, *data.draw(st.lists(st.integers(0, n - 1), max_size=8))])
+    state = _Channel(anchors)
+    rows = data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=6), label="knots")
+    state.knots = {r: data.draw(st.floats(-2, 2), label="value") for r in rows}
+    correction = np.array(data.draw(st.lists(st.floats(-2, 2), min_size=n, max_size=n)))
+    worst = data.draw(st.integers(0, n - 1), label="worst")
+    for shape in _shapes(state, worst, n):
+        hat, knots, lo, hi, cost = _hat(state, correction, worst, shape)
+        points, values = state.points(knots)
+        whole = np.interp(np.arange(lo, hi + 1), points, values) - correction[lo:hi + 1]
+        np.testing.assert_array_equal(hat, whole)
+        assert cost == len(state.written(knots)) - state.written_count
+        assert (lo, hi) == state.span([*shape, worst])

@@ -812,7 +812,7 @@ def max_keys_for(options: Options, wanted: int | None) -> int | None:
 def time_budget_for(options: Options, n_frames: int) -> float:
     """Seconds an analysis of ``n_frames`` frames may take by its time estimate (see
     ``time_budget``): the option, else 1.5 s plus 0.25 s per 1,000 frames, so takes of up to
-    about 3,400 frames stay exact with the default cost (2,300 with ``line-max``) and longer
+    about 4,000 frames stay exact with the default cost (3,100 with ``line-max``) and longer
     ones grow linearly in time."""
     given = options.analysis.time_budget
     return float(given) if given is not None else 1.5 + 0.25 * n_frames / 1000.0

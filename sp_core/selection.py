@@ -27,9 +27,11 @@ from sp_core.poses import pose_matrix
 #: Default memory allowed for one analysis (tables, Gram bands, DP arrays), bytes.
 DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 #: Steps of the selection DP (one composition of a previous key) per second on the reference
-#: two-core machine (``benchmarks/bench_selection.py``): the time estimate that plans long
-#: takes. Per cell add :data:`CELL_STEPS` for the reductions around the inner loop.
-SELECT_STEPS_PER_SECOND = 3.0e9
+#: two-core machine, idle: the time estimate that plans long takes (measured 5.3-6.9e9 with the
+#: kernels of 2026-11-23 from 1,100 to 10,000 frames, ``benchmarks/bench_long_takes.py``; the
+#: estimate stays on the slow side of that). Per cell add :data:`CELL_STEPS` for the reductions
+#: around the inner loop.
+SELECT_STEPS_PER_SECOND = 5.0e9
 CELL_STEPS = 30
 #: Estimated DP steps per kernel call between progress reports (about 0.1 s on two cores).
 SELECT_BLOCK = 3.0e8

@@ -616,14 +616,15 @@ def test_options_object_is_the_default_before_settings(make_panel):
 
 
 def test_a_long_takes_window_is_said_in_the_status_line(make_panel, qtbot, sample_clip):
-    """The analysis' notes reach the panel: with ``line-max`` a 3,000-frame take is past the
-    default time budget of the exact space (takes up to about 2,300 frames stay exact), so it is
+    """The analysis' notes reach the panel: with ``line-max`` a 3,600-frame take is past the
+    default time budget of the exact space (takes up to about 3,100 frames stay exact), so it is
     analysed with a window, and the status line says so; with a generous budget it is exact and
     says nothing."""
     import numpy as np
 
     values = sample_clip.channels
-    take = sample_clip.with_channels(np.concatenate([values, values[::-1], values])[:3000])
+    take = sample_clip.with_channels(
+        np.concatenate([values, values[::-1], values, values[::-1]])[:3600])
     panel, _host, session = make_panel(host=FakeHost(take))
     session.set_options(cost="line-max")
     analyse(qtbot, panel)

@@ -161,6 +161,14 @@ def test_a_worker_adopts_the_thread_budget_its_batch_sets(method):
         assert seen == 1
 
 
+def _printed_with_blas_threads(code: str, threads: int) -> str:
+    """What ``code`` prints in a fresh interpreter whose OpenBLAS starts ``threads`` threads."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=root, env=env, check=True).stdout
+
+
 def test_an_analysis_is_the_same_whatever_blas_threads_the_machine_has():
     """The line costs' Gram bands are BLAS products: with two threads their last digits
     differed from one thread's (up to 2e-11 on the sample), and the tables with them."""
@@ -169,13 +177,7 @@ def test_an_analysis_is_the_same_whatever_blas_threads_the_machine_has():
             "p = pose_matrix(read_bvh('examples/cmu_131_01.bvh')); "
             "s = SelectionSpace(p - p.mean(axis=0)); "
             "print(hashlib.sha1(s._table.tobytes() + s.errors.tobytes()).hexdigest())")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    outputs = set()
-    for threads in ("1", "2"):
-        env = dict(os.environ, OPENBLAS_NUM_THREADS=threads)
-        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             cwd=root, env=env, check=True)
-        outputs.add(run.stdout)
+    outputs = {_printed_with_blas_threads(code, threads) for threads in (1, 2)}
     assert len(outputs) == 1, outputs
 
 
@@ -190,11 +192,5 @@ def test_a_reduction_is_the_same_whatever_blas_threads_the_machine_has():
             "corrective_stop_mm=20.0); "
             "print(hashlib.sha1(r.reduced.tobytes() + r.residual.tobytes()).hexdigest(), "
             "r.metrics.keys)")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    outputs = set()
-    for threads in ("1", "2"):
-        env = dict(os.environ, OPENBLAS_NUM_THREADS=threads)
-        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             cwd=root, env=env, check=True)
-        outputs.add(run.stdout)
+    outputs = {_printed_with_blas_threads(code, threads) for threads in (1, 2)}
     assert len(outputs) == 1, outputs

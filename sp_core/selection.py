@@ -33,7 +33,7 @@ DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 #: around the inner loop.
 SELECT_STEPS_PER_SECOND = 5.0e9
 CELL_STEPS = 30
-#: Estimated DP steps per kernel call between progress reports (about 0.1 s on two cores).
+#: Estimated DP steps per kernel call between progress reports (about 0.05 s on two idle cores).
 SELECT_BLOCK = 3.0e8
 #: Shortest window the automatic plan keeps (frames; 2 s at 120 fps, 8 s at 30 fps): when
 #: every K cannot be solved with at least this window, K is capped instead.

@@ -79,6 +79,11 @@ MINIMAX_NORM = 8.0
 #: Rows (frames × nodes) per batch of the rotation-measured fit near gimbal lock.
 ROTATION_BATCH_ROWS = 200_000
 
+#: One set of curves' dense channels (F, C), world positions (F, n_nodes, 3), their misses
+#: (positions minus the target) and the free channels' world axes (F, Cf, 3; None for the
+#: dense Jacobian): what the world fit's objective and blocks are formed from.
+_Pose = tuple[np.ndarray, np.ndarray, np.ndarray, "np.ndarray | None"]
+
 
 @dataclass
 class Fit:
@@ -742,43 +747,51 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         # the current basis: the key-value rounds replace it
         return np.linalg.norm(kinematics(basis.evaluate(slopes, q))[0] - reference, axis=-1)
 
+    def pose_of(slopes: np.ndarray) -> _Pose:
+        channels = basis.evaluate(slopes, q)
+        positions, axes = kinematics(channels)
+        return channels, positions, positions - reference, axes
+
     # the block solves are small (q C unknowns per key): BLAS threads only spin against each
     # other and against the tree kernel's threads (see sp_core.threads)
     with single_threaded_blas():
-        result, done = _world_iterations(
+        start_pose = pose_of(fit.slopes)
+        # each half-step starts from the curves the one before ended with: their pose is
+        # passed on instead of computed again
+        result, done, posed = _world_iterations(
             clip, basis, fit, q, lam, columns, target, weight, bend,
             (c_diag, c_upper, c_rhs), kinematics, blocks, solve, iterations, tolerance,
-            stage(0, iterations))
+            stage(0, iterations), pose=start_pose)
         at_keys = fit.values_at_keys(values, key_rows)
         captured = values[key_rows][:, columns]
         for r in range(rounds):
             # key values, slopes held: the same solver with the values as one-slope keys
             of_values = basis.of_key_values(result.slopes, q)
-            v_fit, v_done = _world_iterations(
+            v_fit, v_done, posed = _world_iterations(
                 clip, of_values, Fit(at_keys[:, None, :].copy(), fit.out_length,
                                      fit.in_length), 1, 0.0, columns, captured, weight,
                 np.zeros_like(bend), channel_blocks(of_values, 1), kinematics, blocks,
                 solve, ROUND_ITERATIONS, tolerance,
                 stage(iterations + 2 * r * ROUND_ITERATIONS, ROUND_ITERATIONS,
-                      f"world fit of the key values, round {r + 1} of {rounds}"))
+                      f"world fit of the key values, round {r + 1} of {rounds}"), pose=posed)
             at_keys = v_fit.slopes[:, 0, :]
             basis = basis.with_key_values(at_keys)
             c_diag, c_upper, c_rhs = channel_blocks(basis, q)
-            result, s_done = _world_iterations(
+            result, s_done, posed = _world_iterations(
                 clip, basis, result, q, lam, columns, target, weight, bend,
                 (c_diag, c_upper, c_rhs), kinematics, blocks, solve, ROUND_ITERATIONS,
                 tolerance, stage(iterations + (2 * r + 1) * ROUND_ITERATIONS, ROUND_ITERATIONS,
-                                 f"world fit of the tangents, round {r + 1} of {rounds}"))
+                                 f"world fit of the tangents, round {r + 1} of {rounds}"),
+                pose=posed)
             done += v_done + s_done
         if rounds:
             result.key_values = at_keys
-        _tidy_ends(result, q)
-        errors = errors_of(result.slopes)
-        if errors.mean() > joint_errors(clip, start_basis.evaluate(fit.slopes, q),
-                                        reference).mean():
+        _tidy_ends(result, q)  # (slopes that shape nothing: the pose stays the fit's)
+        errors = np.linalg.norm(posed[2], axis=-1)
+        if errors.mean() > np.linalg.norm(start_pose[2], axis=-1).mean():
             result, basis = fit.copy(), start_basis
             c_diag, c_upper, c_rhs = channel_blocks(basis, q)
-            errors = errors_of(result.slopes)
+            errors = np.linalg.norm(start_pose[2], axis=-1)
         if minimax:
             result, errors, kept = _reweighted_rounds(
                 lambda start, joint_weight, r: _world_iterations(
@@ -864,9 +877,10 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
                                       np.ndarray],
                       iterations: int, tolerance: float,
                       progress: Callable[[float, str], None] | None = None,
-                      node_weight: np.ndarray | None = None, label: str = "world fit"
-                      ) -> tuple[Fit, int]:
-    """The Levenberg–Marquardt loop of :func:`refine_world`: (refined fit, iterations run).
+                      node_weight: np.ndarray | None = None, label: str = "world fit",
+                      pose: _Pose | None = None) -> tuple[Fit, int, _Pose]:
+    """The Levenberg–Marquardt loop of :func:`refine_world`: (refined fit, iterations run,
+    its pose).
 
     ``kinematics(channels)`` gives positions and what ``blocks`` needs besides them (the
     channels' world axes for the tree blocks); ``blocks(basis, q, channels, positions, miss,
@@ -875,17 +889,22 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
     The unknowns are ``fit.slopes`` (K, q, C) as ``basis`` sees them: slopes, or key values
     (q = 1) through :meth:`_Basis.of_key_values`. ``node_weight`` (F, n_nodes), optional,
     weighs every node's squared position error on every frame (the channel anchor, ridge and
-    smooth terms are not weighted); ``label`` starts the progress messages.
+    smooth terms are not weighted); ``label`` starts the progress messages. ``pose``, optional,
+    is ``fit``'s pose if the caller has it (the previous half-step's result: the same curves),
+    which saves the forward kinematics of the start.
     """
     values = clip.channels
     reference = clip.positions
     n_keys, n_channels = len(basis.starts) + 1, len(columns)
     c_diag, c_upper, c_rhs = channel_blocks
 
-    def objective(slopes: np.ndarray) -> tuple[float, tuple]:
-        channels = basis.evaluate(slopes, q)
-        positions, axes = kinematics(channels)
-        miss = positions - reference
+    def objective(slopes: np.ndarray, known: _Pose | None = None) -> tuple[float, tuple]:
+        if known is None:
+            channels = basis.evaluate(slopes, q)
+            positions, axes = kinematics(channels)
+            miss = positions - reference
+        else:
+            channels, positions, miss, axes = known
         squared = miss * miss
         total = float(np.sum(squared if node_weight is None
                              else node_weight * np.sum(squared, axis=-1)))
@@ -897,7 +916,7 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
         return total, (channels, positions, miss, axes, node_weight)
 
     slopes = fit.slopes.copy()
-    current, state = objective(slopes)
+    current, state = objective(slopes, pose)
     history = [current]
     damping = 1e-3
     done = 0
@@ -949,7 +968,7 @@ def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,
         if not accepted or gain < tolerance:
             break
     info = dict(fit.info, world_objective=history)
-    return Fit(slopes, fit.out_length, fit.in_length, info, fit.key_values), done
+    return Fit(slopes, fit.out_length, fit.in_length, info, fit.key_values), done, state[:4]
 
 
 def channel_distance_scale(clip: Clip) -> np.ndarray:

@@ -11,80 +11,134 @@ from numba import njit, prange
 
 @njit(cache=True, nogil=True)
 def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
-             rotation: np.ndarray, pivot: np.ndarray, node_ptr: np.ndarray,
-             node_chan: np.ndarray, pair_a: np.ndarray, pair_b: np.ndarray, w_out: np.ndarray,
-             w_in: np.ndarray, bounds: np.ndarray, q: int, node_weight: np.ndarray,
-             diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray) -> None:
-    """Add segment s's rows to the blocks of its keys s (out slots) and s + 1 (in slots)."""
+             rotation: np.ndarray, pivot: np.ndarray, parents: np.ndarray, pair_a: np.ndarray,
+             pair_b: np.ndarray, pair_above: np.ndarray, w_out: np.ndarray, w_in: np.ndarray,
+             bounds: np.ndarray, q: int, node_weight: np.ndarray, diagonal: np.ndarray,
+             upper: np.ndarray, rhs: np.ndarray) -> None:
+    """Add segment s's rows to the blocks of its keys s (out slots) and s + 1 (in slots).
+
+    A channel owned by node j moves j's subtree: a rotation about axis a through p_j moves
+    node m by a × (p_m − p_j), a translation along t by t. Two channels move a common node
+    only if one owner A is an ancestor of (or is) the other's, B; the nodes they both move
+    are B's subtree. So every entry of J_fᵀ H_f J_f is a closed form in the weighted moments
+    of B's subtree about p_B (Σ h, Σ h e, Σ h e eᵀ with e = p_m − p_B) and d = p_B − p_A:
+    for two rotations (a over A, b over B), Σ h (a × (e + d)) · (b × e)
+    = (a · b)(tr M2 + d · M1) − aᵀ M2 b − (a · M1)(d · b). The moments are summed up the tree
+    once per row, so a row costs O(nodes + pairs) instead of O(Σ_n |channels above n|²), and
+    the moments about each subtree's own root keep the sums free of cancellation far from
+    the origin. The gradient is a · Σ h e × r (rotations) or t · Σ h r.
+    """
     n_free = axes.shape[1]
     n_nodes = positions.shape[1]
+    n_pairs = len(pair_a)
     o = (q - 1) * n_free
-    longest = 0
-    for n in range(n_nodes):
-        longest = max(longest, node_ptr[n + 1] - node_ptr[n])
-    gram = np.zeros((n_free, n_free))
-    grad = np.zeros(n_free)
-    jac = np.empty((longest, 3))
+    m0 = np.empty(n_nodes)
+    m1 = np.empty((n_nodes, 3))
+    m2 = np.empty((n_nodes, 3, 3))
+    r0 = np.empty((n_nodes, 3))
+    r1 = np.empty((n_nodes, 3))
+    trace = np.empty(n_nodes)
+    turned = np.empty((n_free, 3))  # M2 of the owner's subtree times the channel's axis
+    grad = np.empty(n_free)
+    acc = np.zeros((4, n_pairs))  # (out, out), (in, in), (out a, in b), (out b, in a) sums
+    d = np.empty(3)
     for f in range(bounds[s], bounds[s + 1]):
         for n in range(n_nodes):
-            lo = node_ptr[n]
-            m = node_ptr[n + 1] - lo
             h = node_weight[f, n]
-            if h == 0.0:
+            m0[n] = h
+            for k in range(3):
+                m1[n, k] = 0.0
+                r0[n, k] = h * miss[f, n, k]
+                r1[n, k] = 0.0
+                for k2 in range(3):
+                    m2[n, k, k2] = 0.0
+        for n in range(n_nodes - 1, -1, -1):  # children (later in the order) are complete
+            p = parents[n]
+            if p < 0:
                 continue
-            rx = h * miss[f, n, 0]
-            ry = h * miss[f, n, 1]
-            rz = h * miss[f, n, 2]
-            for t in range(m):
-                c = node_chan[lo + t]
-                ax = axes[f, c, 0]
-                ay = axes[f, c, 1]
-                az = axes[f, c, 2]
-                if rotation[c]:
-                    j = pivot[c]
-                    ux = positions[f, n, 0] - positions[f, j, 0]
-                    uy = positions[f, n, 1] - positions[f, j, 1]
-                    uz = positions[f, n, 2] - positions[f, j, 2]
-                    jac[t, 0] = ay * uz - az * uy
-                    jac[t, 1] = az * ux - ax * uz
-                    jac[t, 2] = ax * uy - ay * ux
-                else:
-                    jac[t, 0] = ax
-                    jac[t, 1] = ay
-                    jac[t, 2] = az
-                grad[c] += jac[t, 0] * rx + jac[t, 1] * ry + jac[t, 2] * rz
-            for t1 in range(m):
-                c1 = node_chan[lo + t1]
-                x1 = jac[t1, 0]
-                y1 = jac[t1, 1]
-                z1 = jac[t1, 2]
-                for t2 in range(t1, m):
-                    gram[c1, node_chan[lo + t2]] += h * (x1 * jac[t2, 0] + y1 * jac[t2, 1]
-                                                         + z1 * jac[t2, 2])
+            for k in range(3):
+                d[k] = positions[f, n, k] - positions[f, p, k]
+            for k in range(3):
+                for k2 in range(3):
+                    m2[p, k, k2] += m2[n, k, k2] + m1[n, k] * d[k2] + d[k] * m1[n, k2] \
+                        + m0[n] * d[k] * d[k2]
+            for k in range(3):
+                m1[p, k] += m1[n, k] + m0[n] * d[k]
+                r0[p, k] += r0[n, k]
+            r1[p, 0] += r1[n, 0] + d[1] * r0[n, 2] - d[2] * r0[n, 1]
+            r1[p, 1] += r1[n, 1] + d[2] * r0[n, 0] - d[0] * r0[n, 2]
+            r1[p, 2] += r1[n, 2] + d[0] * r0[n, 1] - d[1] * r0[n, 0]
+            m0[p] += m0[n]
+        for n in range(n_nodes):
+            trace[n] = m2[n, 0, 0] + m2[n, 1, 1] + m2[n, 2, 2]
+        for c in range(n_free):
+            j = pivot[c]
+            ax = axes[f, c, 0]
+            ay = axes[f, c, 1]
+            az = axes[f, c, 2]
+            if rotation[c]:
+                grad[c] = ax * r1[j, 0] + ay * r1[j, 1] + az * r1[j, 2]
+                for k in range(3):
+                    turned[c, k] = m2[j, k, 0] * ax + m2[j, k, 1] * ay + m2[j, k, 2] * az
+            else:
+                grad[c] = ax * r0[j, 0] + ay * r0[j, 1] + az * r0[j, 2]
         for c in range(n_free):
             rhs[s, o + c] -= w_out[f, c] * grad[c]
             rhs[s + 1, c] -= w_in[f, c] * grad[c]
-            grad[c] = 0.0
-        for e in range(len(pair_a)):
+        for e in range(n_pairs):
             a = pair_a[e]
             b = pair_b[e]
-            value = gram[a, b]
-            gram[a, b] = 0.0
+            hi, lo = (a, b) if pair_above[e] else (b, a)  # lo's owner is in hi's subtree
+            big = pivot[lo]
+            dx = positions[f, big, 0] - positions[f, pivot[hi], 0]
+            dy = positions[f, big, 1] - positions[f, pivot[hi], 1]
+            dz = positions[f, big, 2] - positions[f, pivot[hi], 2]
+            hx = axes[f, hi, 0]
+            hy = axes[f, hi, 1]
+            hz = axes[f, hi, 2]
+            lx = axes[f, lo, 0]
+            ly = axes[f, lo, 1]
+            lz = axes[f, lo, 2]
+            sx = m1[big, 0]
+            sy = m1[big, 1]
+            sz = m1[big, 2]
+            if rotation[hi] and rotation[lo]:
+                value = (hx * lx + hy * ly + hz * lz) * (trace[big] + dx * sx + dy * sy + dz * sz) \
+                    - (hx * turned[lo, 0] + hy * turned[lo, 1] + hz * turned[lo, 2]) \
+                    - (hx * sx + hy * sy + hz * sz) * (dx * lx + dy * ly + dz * lz)
+            elif rotation[hi]:  # t_lo · (a_hi × (M1 + M0 d))
+                vx = sx + m0[big] * dx
+                vy = sy + m0[big] * dy
+                vz = sz + m0[big] * dz
+                value = lx * (hy * vz - hz * vy) + ly * (hz * vx - hx * vz) \
+                    + lz * (hx * vy - hy * vx)
+            elif rotation[lo]:  # t_hi · (b_lo × M1)
+                value = hx * (ly * sz - lz * sy) + hy * (lz * sx - lx * sz) \
+                    + hz * (lx * sy - ly * sx)
+            else:
+                value = (hx * lx + hy * ly + hz * lz) * m0[big]
             oa = w_out[f, a]
             ob = w_out[f, b]
             ia = w_in[f, a]
             ib = w_in[f, b]
-            diagonal[s, o + a, o + b] += oa * ob * value
-            diagonal[s + 1, a, b] += ia * ib * value
-            upper[s, o + a, b] += oa * ib * value
-            if a != b:
-                upper[s, o + b, a] += ob * ia * value
+            acc[0, e] += oa * ob * value
+            acc[1, e] += ia * ib * value
+            acc[2, e] += oa * ib * value
+            acc[3, e] += ob * ia * value
+    for e in range(n_pairs):
+        a = pair_a[e]
+        b = pair_b[e]
+        diagonal[s, o + a, o + b] += acc[0, e]
+        diagonal[s + 1, a, b] += acc[1, e]
+        upper[s, o + a, b] += acc[2, e]
+        if a != b:
+            upper[s, o + b, a] += acc[3, e]
 
 
 @njit(cache=True, parallel=True, nogil=True)
 def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
-                          rotation: np.ndarray, pivot: np.ndarray, node_ptr: np.ndarray,
-                          node_chan: np.ndarray, pair_a: np.ndarray, pair_b: np.ndarray,
+                          rotation: np.ndarray, pivot: np.ndarray, parents: np.ndarray,
+                          pair_a: np.ndarray, pair_b: np.ndarray, pair_above: np.ndarray,
                           w_out: np.ndarray, w_in: np.ndarray, bounds: np.ndarray, q: int,
                           node_weight: np.ndarray, diagonal: np.ndarray, upper: np.ndarray,
                           rhs: np.ndarray):
@@ -98,9 +152,13 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
         World direction of every free channel (rotations: per degree).
     rotation : (Cf,) bool
     pivot : (Cf,) int64
-    node_ptr, node_chan : CSR of the free channels that move each node (ascending).
+        The node that owns each channel.
+    parents : (n_nodes,) int64
+        Every node's parent (-1 for roots), parents before children.
     pair_a, pair_b : (P,) int64
         Pairs a ≤ b of channels moving a common node.
+    pair_above : (P,) bool
+        True where a's owner is b's or an ancestor of it (else b's is a's ancestor).
     w_out, w_in : (F, Cf) float64
         Basis weights of each row's out slope (segment's first key) and in slope (second key).
     bounds : (S + 1,) int64
@@ -137,8 +195,8 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
             upper[k] = 0.0
     for parity in range(2):
         for half in prange((n_segments - parity + 1) // 2):
-            _segment(2 * half + parity, positions, miss, axes, rotation, pivot, node_ptr,
-                     node_chan, pair_a, pair_b, w_out, w_in, bounds, q, node_weight,
+            _segment(2 * half + parity, positions, miss, axes, rotation, pivot, parents,
+                     pair_a, pair_b, pair_above, w_out, w_in, bounds, q, node_weight,
                      diagonal, upper, rhs)
     for k in prange(n_segments + 1):
         for a in range(size):

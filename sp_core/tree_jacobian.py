@@ -4,8 +4,10 @@ A channel of node j moves only j and its descendants, so the position Jacobian o
 (3 n_nodes × C), is mostly zeros (81 % on the sample skeleton). Instead of building it densely
 and multiplying it out, this module keeps per channel only its world direction (the axis a
 rotation turns about, or the axis a translation moves along) and its pivot node; the kernel in
-:mod:`sp_core._fit_kernels` forms J_fᵀ J_f and J_fᵀ r_f node by node from the channels above each
-node, which costs O(Σ_n |channels above n|²) per frame instead of O(n_nodes C²).
+:mod:`sp_core._fit_kernels` forms each nonzero of J_fᵀ J_f and J_fᵀ r_f in closed form from
+weighted moments of the subtree both channels move, summed up the tree once per frame: O(n_nodes
++ pairs of channels on one chain) per frame instead of O(n_nodes C²) (on the sample: 1,116 pairs
+per frame, where summing node by node took 7,434 products).
 
 The result is the same block-tridiagonal normal system as the dense product (to rounding; the
 tests compare both on real mocap), laid out like :func:`sp_core.fitting.refine_world` expects.
@@ -33,13 +35,13 @@ class TreeLayout:
         translations (move along an axis).
     pivot : (Cf,) int64
         The node that owns each channel.
-    node_ptr : (n_nodes + 1,) int64
-    node_chan : (nnz,) int64
-        ``node_chan[node_ptr[n]:node_ptr[n + 1]]``: indices into ``columns`` of the channels
-        that move node n (its own and its ancestors'), ascending.
+    parents : (n_nodes,) int64
+        The clip's parents (parents before children).
     pair_a, pair_b : (P,) int64
         Every pair a ≤ b of free channels that move a common node: the nonzeros of the upper
         triangle of J_fᵀ J_f.
+    pair_above : (P,) bool
+        True where a's owner is b's or one of its ancestors (else b's is an ancestor of a's).
     slot : (C_all,) int64
         Index of every channel of the clip among ``columns``, -1 for fixed channels.
     rot_ptr, rot_chan : (n_nodes + 1,), (R,) int64
@@ -53,10 +55,10 @@ class TreeLayout:
     columns: np.ndarray
     rotation: np.ndarray
     pivot: np.ndarray
-    node_ptr: np.ndarray
-    node_chan: np.ndarray
+    parents: np.ndarray
     pair_a: np.ndarray
     pair_b: np.ndarray
+    pair_above: np.ndarray
     slot: np.ndarray
     rot_ptr: np.ndarray
     rot_chan: np.ndarray
@@ -81,7 +83,11 @@ class TreeLayout:
                 for b in chans[i:]:
                     pairs.add((a, b))
         ordered = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
-        lengths = np.array([len(a) for a in above], dtype=np.int64)
+        pivot = np.asarray(clip.channel_nodes, dtype=np.int64)[columns]
+        lineage: list[set[int]] = []  # every node with its ancestors
+        for n in range(clip.n_nodes):
+            p = int(clip.parents[n])
+            lineage.append({n} | (lineage[p] if p >= 0 else set()))
         slot = np.full(clip.n_channels, -1, dtype=np.int64)
         slot[columns] = np.arange(len(columns))
         rot_axis = np.zeros(clip.n_channels, dtype=np.int64)
@@ -94,11 +100,12 @@ class TreeLayout:
         return cls(
             columns=columns,
             rotation=np.asarray(clip.is_rotation_channel(), dtype=bool)[columns],
-            pivot=np.asarray(clip.channel_nodes, dtype=np.int64)[columns],
-            node_ptr=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-            node_chan=np.array([c for a in above for c in a], dtype=np.int64),
+            pivot=pivot,
+            parents=np.asarray(clip.parents, dtype=np.int64),
             pair_a=np.ascontiguousarray(ordered[:, 0]),
             pair_b=np.ascontiguousarray(ordered[:, 1]),
+            pair_above=np.array([int(pivot[a]) in lineage[int(pivot[b])] for a, b in ordered],
+                                dtype=bool),
             slot=slot,
             rot_ptr=np.concatenate([[0], np.cumsum(rot_counts)]).astype(np.int64),
             rot_chan=np.concatenate([np.asarray(c, dtype=np.int64)
@@ -233,8 +240,8 @@ def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarra
         raise ValueError("out must be C-contiguous float64 arrays of the blocks' shapes")
     return segment_normal_blocks(
         np.ascontiguousarray(positions), np.ascontiguousarray(miss),
-        np.ascontiguousarray(axes), layout.rotation, layout.pivot, layout.node_ptr,
-        layout.node_chan, layout.pair_a, layout.pair_b,
+        np.ascontiguousarray(axes), layout.rotation, layout.pivot, layout.parents,
+        layout.pair_a, layout.pair_b, layout.pair_above,
         np.ascontiguousarray(w_out[:, columns]), np.ascontiguousarray(w_in[:, columns]),
         bounds, q, np.ascontiguousarray(node_weight, dtype=np.float64), diagonal, upper, rhs)
 

@@ -86,6 +86,44 @@ def test_tree_blocks_with_orients_and_a_subset_of_channels(sample_clip):
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
 
 
+@pytest.mark.parametrize("translation_space", ["parent", "oriented"])
+def test_tree_blocks_with_translations_everywhere_two_roots_and_node_weights(translation_space):
+    """The subtree-moment blocks cover what the sample skeleton lacks: translation channels
+    below the root (their pairs with rotations above and below them), a second root, nodes
+    far from the origin, an orient on every node, and weights per node and frame (the
+    minimax rounds); they equal the dense Jacobian's products."""
+    rng = np.random.default_rng(11)
+    parents = [-1, 0, 1, 1, 3, -1, 5, 6]
+    names = [f"n{i}" for i in range(len(parents))]
+    order = "ZXY"
+    channel_names = [f"{n}.{axis}{kind}" for n in names
+                     for axis, kind in [(a, "position") for a in "XYZ"]
+                     + [(a, "rotation") for a in order]]
+    frames = 60
+    channels = np.cumsum(rng.normal(0.0, 2.0, (frames, len(channel_names))), axis=0)
+    channels[:, 0:3] += 500.0  # far from the origin: the moments must not cancel
+    clip = Clip(names, parents, rng.normal(0.0, 10.0, (len(parents), 3)),
+                np.zeros(len(parents), bool), channel_names, channels, 30.0,
+                orients=Rotation.random(len(parents), random_state=3).as_matrix(),
+                translation_space=translation_space).unwrapped()
+    rows = np.array([0, 17, 38, 59])
+    columns = np.flatnonzero(rng.random(clip.n_channels) < 0.8)
+    fit = fit_channels(clip.channels, rows, "broken")
+    basis = fitting._Basis(rows, clip.channels, fit.out_length, fit.in_length)
+    channels = basis.evaluate(fit.slopes + rng.normal(0, 0.3, fit.slopes.shape), 2)
+    positions = clip.forward_kinematics(channels)
+    miss = positions - clip.positions
+    weights = rng.uniform(0.0, 3.0, positions.shape[:2])
+    weights[:, 4] = 0.0  # a node left out, as a zero weight does
+    dense = fitting._world_normal_blocks(clip, basis, channels, miss, 2, columns, weights)
+    layout = TreeLayout.of(clip, columns)
+    _, axes = pose(clip, layout, channels)
+    tree = world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in, positions, miss,
+                               axes, 2, weights)
+    for a, b in zip(dense, tree, strict=True):
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
+
+
 def test_channel_axes_match_the_position_jacobian(sample_clip):
     clip = sample_clip.sub_range(10, 14)
     columns = np.arange(clip.n_channels)

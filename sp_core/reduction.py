@@ -87,8 +87,10 @@ class Reduction:
         return self.reduced + self.corrections.dense()
 
 
-#: Floating-point operations above which the world fit is not attempted (about 10-15 s on the
-#: project's two-core machine); see :func:`world_fit_flops`.
+#: Floating-point operations above which the world fit is not attempted; see
+#: :func:`world_fit_flops`. The estimate runs at 4-6e9 a second on the project's two-core
+#: machine (the sample at 46 and 200 keys, a 5,000-frame take at 250 keys), so the limit is
+#: about 15-25 s of fitting.
 WORLD_FIT_FLOP_LIMIT = 1e11
 
 
@@ -97,10 +99,11 @@ def world_fit_flops(clip: Clip, n_keys: int, n_frames: int, free: np.ndarray,
     """Estimated floating-point operations of a world-space fit.
 
     Per iteration, the key blocks' Cholesky solves (``n_keys`` blocks of two slopes per free
-    channel: ``(2 C)³ / 3`` each) and the tree kernel's per-frame normal equations (for every
-    node, the square of the number of free channels on its path to the root). Both grow with the
-    cube or square of the skeleton's channels, which is what makes a 500-joint chain
-    impractical while any character rig is cheap.
+    channel: ``(2 C)³ / 3`` each) and the tree kernel's per-frame normal equations (about 40
+    operations for every pair of free channels on one path to the root, see
+    :mod:`sp_core.tree_jacobian`). They grow with the cube and the square of the skeleton's
+    channels, which is what makes a 500-joint chain impractical while any character rig is
+    cheap.
 
     Parameters
     ----------
@@ -111,11 +114,13 @@ def world_fit_flops(clip: Clip, n_keys: int, n_frames: int, free: np.ndarray,
     iterations : int
     """
     per_node = np.bincount(clip.channel_nodes[free], minlength=len(clip.node_names))
-    above = np.zeros(len(clip.node_names))
+    above = np.zeros(len(clip.node_names))  # free channels on the path from the root
     for i, parent in enumerate(clip.parents):  # parents come before their children
         above[i] = per_node[i] + (above[parent] if parent >= 0 else 0.0)
+    # each free channel pairs with those above it and the ones of its own node after it
+    pairs = float(np.sum(per_node * above - per_node * (per_node - 1) / 2.0))
     blocks = n_keys * (2.0 * free.sum()) ** 3 / 3.0
-    tree = n_frames * float(np.sum(above**2))
+    tree = n_frames * 40.0 * pairs
     return iterations * (blocks + tree)
 
 
@@ -239,7 +244,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
             space = "channel"
             notes.append(f"fitted in channel space: a world fit of {int(animated.sum())} "
                          f"channels and {len(rows)} keys needs about {flops:.1e} floating-point "
-                         f"operations (limit {WORLD_FIT_FLOP_LIMIT:.0e}, about 10 s on a "
+                         f"operations (limit {WORLD_FIT_FLOP_LIMIT:.0e}, about 15-25 s on a "
                          "two-core machine)")
     if len(rows) == 1:  # a one-frame clip: one key, nothing to fit
         curves = KeyedCurves(list(work.channel_names), keys.copy(), values[:1].copy(),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from sp_core import fitting
@@ -18,6 +20,8 @@ from sp_core.tree_jacobian import (
     solve_segment_blocks,
     world_normal_blocks,
 )
+
+from strategies import clips
 
 KEYS = np.array([0, 37, 80, 131, 190, 244, 299])
 
@@ -122,6 +126,45 @@ def test_tree_blocks_with_translations_everywhere_two_roots_and_node_weights(tra
                                axes, 2, weights)
     for a, b in zip(dense, tree, strict=True):
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
+
+
+@settings(max_examples=60, deadline=None)
+@given(clip=clips(max_joints=6, max_frames=12, min_frames=4), data=st.data())
+def test_tree_blocks_equal_the_dense_jacobian_on_random_skeletons(clip, data):
+    """Any hierarchy (several roots, End Sites, any channels in any order), orients or none,
+    any subset of free channels, node weights with zeros: the subtree-moment blocks are the
+    dense Jacobian's products."""
+    assume(clip.n_channels > 0)
+    if data.draw(st.booleans(), label="orients"):
+        seed = data.draw(st.integers(0, 2**16), label="orient seed")
+        clip = Clip(clip.node_names, clip.parents, clip.offsets, clip.end_sites,
+                    clip.channel_names, clip.channels, clip.fps,
+                    orients=Rotation.random(clip.n_nodes, random_state=seed).as_matrix(),
+                    translation_space=data.draw(st.sampled_from(["parent", "oriented"]),
+                                                label="translation space"))
+    clip = clip.unwrapped()
+    picked = data.draw(st.lists(st.booleans(), min_size=clip.n_channels,
+                                max_size=clip.n_channels), label="free")
+    columns = np.flatnonzero(picked)
+    assume(len(columns) > 0)
+    last = clip.n_frames - 1
+    rows = np.array([0, data.draw(st.integers(1, last - 1), label="middle key"), last])
+    tangents = data.draw(st.sampled_from(["unified", "broken"]), label="tangents")
+    fit = fit_channels(clip.channels, rows, tangents)
+    q = fit.slopes.shape[1]
+    basis = fitting._Basis(rows, clip.channels, fit.out_length, fit.in_length)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    channels = basis.evaluate(fit.slopes + rng.normal(0, 0.5, fit.slopes.shape), q)
+    positions = clip.forward_kinematics(channels)
+    miss = positions - clip.positions
+    weights = rng.uniform(0.0, 2.0, positions.shape[:2]) * (rng.random(positions.shape[:2]) > 0.2)
+    dense = fitting._world_normal_blocks(clip, basis, channels, miss, q, columns, weights)
+    layout = TreeLayout.of(clip, columns)
+    _, axes = pose(clip, layout, channels)
+    tree = world_normal_blocks(layout, basis.starts, basis.w_out, basis.w_in, positions, miss,
+                               axes, q, weights)
+    for a, b in zip(dense, tree, strict=True):
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-9 * max(np.abs(a).max(), 1e-300))
 
 
 def test_channel_axes_match_the_position_jacobian(sample_clip):

@@ -12,9 +12,10 @@ from numba import njit, prange
 @njit(cache=True, nogil=True)
 def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
              rotation: np.ndarray, pivot: np.ndarray, parents: np.ndarray, pair_a: np.ndarray,
-             pair_b: np.ndarray, pair_above: np.ndarray, w_out: np.ndarray, w_in: np.ndarray,
-             bounds: np.ndarray, q: int, node_weight: np.ndarray, diagonal: np.ndarray,
-             upper: np.ndarray, rhs: np.ndarray) -> None:
+             pair_b: np.ndarray, pair_hi: np.ndarray, pair_lo: np.ndarray, w_out: np.ndarray,
+             w_in: np.ndarray,
+             bounds: np.ndarray, q: int, node_weight: np.ndarray, shared: bool,
+             diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray) -> None:
     """Add segment s's rows to the blocks of its keys s (out slots) and s + 1 (in slots).
 
     A channel owned by node j moves j's subtree: a rotation about axis a through p_j moves
@@ -85,14 +86,20 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
         for c in range(n_free):
             rhs[s, o + c] -= w_out[f, c] * grad[c]
             rhs[s + 1, c] -= w_in[f, c] * grad[c]
+        if shared:  # (the same products as per channel below)
+            out_out = w_out[f, 0] * w_out[f, 0]
+            in_in = w_in[f, 0] * w_in[f, 0]
+            out_in = w_out[f, 0] * w_in[f, 0]
         for e in range(n_pairs):
             a = pair_a[e]
             b = pair_b[e]
-            hi, lo = (a, b) if pair_above[e] else (b, a)  # lo's owner is in hi's subtree
+            hi = pair_hi[e]
+            lo = pair_lo[e]
             big = pivot[lo]
-            dx = positions[f, big, 0] - positions[f, pivot[hi], 0]
-            dy = positions[f, big, 1] - positions[f, pivot[hi], 1]
-            dz = positions[f, big, 2] - positions[f, pivot[hi], 2]
+            top = pivot[hi]
+            dx = positions[f, big, 0] - positions[f, top, 0]
+            dy = positions[f, big, 1] - positions[f, top, 1]
+            dz = positions[f, big, 2] - positions[f, top, 2]
             hx = axes[f, hi, 0]
             hy = axes[f, hi, 1]
             hz = axes[f, hi, 2]
@@ -117,14 +124,19 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
                     + hz * (lx * sy - ly * sx)
             else:
                 value = (hx * lx + hy * ly + hz * lz) * m0[big]
-            oa = w_out[f, a]
-            ob = w_out[f, b]
-            ia = w_in[f, a]
-            ib = w_in[f, b]
-            acc[0, e] += oa * ob * value
-            acc[1, e] += ia * ib * value
-            acc[2, e] += oa * ib * value
-            acc[3, e] += ob * ia * value
+            if shared:
+                acc[0, e] += out_out * value
+                acc[1, e] += in_in * value
+                acc[2, e] += out_in * value
+            else:
+                oa = w_out[f, a]
+                ob = w_out[f, b]
+                ia = w_in[f, a]
+                ib = w_in[f, b]
+                acc[0, e] += oa * ob * value
+                acc[1, e] += ia * ib * value
+                acc[2, e] += oa * ib * value
+                acc[3, e] += ob * ia * value
     for e in range(n_pairs):
         a = pair_a[e]
         b = pair_b[e]
@@ -132,16 +144,17 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
         diagonal[s + 1, a, b] += acc[1, e]
         upper[s, o + a, b] += acc[2, e]
         if a != b:
-            upper[s, o + b, a] += acc[3, e]
+            upper[s, o + b, a] += acc[2, e] if shared else acc[3, e]
 
 
 @njit(cache=True, parallel=True, nogil=True)
 def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
                           rotation: np.ndarray, pivot: np.ndarray, parents: np.ndarray,
-                          pair_a: np.ndarray, pair_b: np.ndarray, pair_above: np.ndarray,
+                          pair_a: np.ndarray, pair_b: np.ndarray, pair_hi: np.ndarray,
+                          pair_lo: np.ndarray,
                           w_out: np.ndarray, w_in: np.ndarray, bounds: np.ndarray, q: int,
-                          node_weight: np.ndarray, diagonal: np.ndarray, upper: np.ndarray,
-                          rhs: np.ndarray):
+                          node_weight: np.ndarray, shared: bool, diagonal: np.ndarray,
+                          upper: np.ndarray, rhs: np.ndarray):
     """Gauss–Newton normal equations of the world fit, in key blocks.
 
     Parameters
@@ -157,8 +170,8 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
         Every node's parent (-1 for roots), parents before children.
     pair_a, pair_b : (P,) int64
         Pairs a ≤ b of channels moving a common node.
-    pair_above : (P,) bool
-        True where a's owner is b's or an ancestor of it (else b's is a's ancestor).
+    pair_hi, pair_lo : (P,) int64
+        The pair's channel whose owner is the other's or an ancestor of it, and the other.
     w_out, w_in : (F, Cf) float64
         Basis weights of each row's out slope (segment's first key) and in slope (second key).
     bounds : (S + 1,) int64
@@ -167,6 +180,10 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
         Slots per channel and key: 1 (one slope) or 2 (in, then out).
     node_weight : (F, n_nodes) float64
         Weight of every node's squared error on every frame (ones: plain least squares).
+    shared : bool
+        Every channel has the same weights on a row (``w_out[f, c] = w_out[f, 0]``, also for
+        ``w_in``): true of every mode's handles but weighted tangents'. A pair's products of
+        weights are then the row's, formed once per row.
     diagonal, upper, rhs : float64 arrays of the shapes returned
         Where to write the results (overwritten, not added to): a caller that forms blocks
         every iteration reuses them instead of having fresh memory mapped and zeroed.
@@ -196,8 +213,8 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
     for parity in range(2):
         for half in prange((n_segments - parity + 1) // 2):
             _segment(2 * half + parity, positions, miss, axes, rotation, pivot, parents,
-                     pair_a, pair_b, pair_above, w_out, w_in, bounds, q, node_weight,
-                     diagonal, upper, rhs)
+                     pair_a, pair_b, pair_hi, pair_lo, w_out, w_in, bounds, q, node_weight,
+                     shared, diagonal, upper, rhs)
     for k in prange(n_segments + 1):
         for a in range(size):
             for b in range(a + 1, size):

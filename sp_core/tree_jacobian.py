@@ -40,8 +40,9 @@ class TreeLayout:
     pair_a, pair_b : (P,) int64
         Every pair a ≤ b of free channels that move a common node: the nonzeros of the upper
         triangle of J_fᵀ J_f.
-    pair_above : (P,) bool
-        True where a's owner is b's or one of its ancestors (else b's is an ancestor of a's).
+    pair_hi, pair_lo : (P,) int64
+        Each pair's channel whose owner is the other's or one of its ancestors, and the other:
+        the nodes both move are ``pivot[pair_lo]``'s subtree.
     slot : (C_all,) int64
         Index of every channel of the clip among ``columns``, -1 for fixed channels.
     rot_ptr, rot_chan : (n_nodes + 1,), (R,) int64
@@ -58,7 +59,8 @@ class TreeLayout:
     parents: np.ndarray
     pair_a: np.ndarray
     pair_b: np.ndarray
-    pair_above: np.ndarray
+    pair_hi: np.ndarray
+    pair_lo: np.ndarray
     slot: np.ndarray
     rot_ptr: np.ndarray
     rot_chan: np.ndarray
@@ -88,6 +90,9 @@ class TreeLayout:
         for n in range(clip.n_nodes):
             p = int(clip.parents[n])
             lineage.append({n} | (lineage[p] if p >= 0 else set()))
+        # a's owner is b's or above it (else b's is above a's)
+        above_b = np.array([int(pivot[a]) in lineage[int(pivot[b])] for a, b in ordered],
+                           dtype=bool)
         slot = np.full(clip.n_channels, -1, dtype=np.int64)
         slot[columns] = np.arange(len(columns))
         rot_axis = np.zeros(clip.n_channels, dtype=np.int64)
@@ -104,8 +109,8 @@ class TreeLayout:
             parents=np.asarray(clip.parents, dtype=np.int64),
             pair_a=np.ascontiguousarray(ordered[:, 0]),
             pair_b=np.ascontiguousarray(ordered[:, 1]),
-            pair_above=np.array([int(pivot[a]) in lineage[int(pivot[b])] for a, b in ordered],
-                                dtype=bool),
+            pair_hi=np.where(above_b, ordered[:, 0], ordered[:, 1]),
+            pair_lo=np.where(above_b, ordered[:, 1], ordered[:, 0]),
             slot=slot,
             rot_ptr=np.concatenate([[0], np.cumsum(rot_counts)]).astype(np.int64),
             rot_chan=np.concatenate([np.asarray(c, dtype=np.int64)
@@ -238,12 +243,16 @@ def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarra
             or rhs.shape != (n_keys, size) \
             or not all(a.flags.c_contiguous and a.dtype == np.float64 for a in out):
         raise ValueError("out must be C-contiguous float64 arrays of the blocks' shapes")
+    w_out = np.ascontiguousarray(w_out[:, columns])
+    w_in = np.ascontiguousarray(w_in[:, columns])
+    # every mode but weighted tangents gives all channels the same handles
+    shared = bool(len(columns) and np.all(w_out == w_out[:, :1])
+                  and np.all(w_in == w_in[:, :1]))
     return segment_normal_blocks(
         np.ascontiguousarray(positions), np.ascontiguousarray(miss),
         np.ascontiguousarray(axes), layout.rotation, layout.pivot, layout.parents,
-        layout.pair_a, layout.pair_b, layout.pair_above,
-        np.ascontiguousarray(w_out[:, columns]), np.ascontiguousarray(w_in[:, columns]),
-        bounds, q, np.ascontiguousarray(node_weight, dtype=np.float64), diagonal, upper, rhs)
+        layout.pair_a, layout.pair_b, layout.pair_hi, layout.pair_lo, w_out, w_in, bounds, q,
+        np.ascontiguousarray(node_weight, dtype=np.float64), shared, diagonal, upper, rhs)
 
 
 def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray, q: int,

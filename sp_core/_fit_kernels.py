@@ -12,8 +12,8 @@ from numba import njit, prange
 @njit(cache=True, nogil=True)
 def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
              rotation: np.ndarray, pivot: np.ndarray, parents: np.ndarray, pair_a: np.ndarray,
-             pair_b: np.ndarray, pair_hi: np.ndarray, pair_lo: np.ndarray, w_out: np.ndarray,
-             w_in: np.ndarray,
+             pair_b: np.ndarray, pair_hi: np.ndarray, pair_slot: np.ndarray,
+             slot_top: np.ndarray, slot_lo: np.ndarray, w_out: np.ndarray, w_in: np.ndarray,
              bounds: np.ndarray, q: int, node_weight: np.ndarray, shared: bool,
              diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray) -> None:
     """Add segment s's rows to the blocks of its keys s (out slots) and s + 1 (in slots).
@@ -40,6 +40,10 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
     r1 = np.empty((n_nodes, 3))
     trace = np.empty(n_nodes)
     turned = np.empty((n_free, 3))  # M2 of the owner's subtree times the channel's axis
+    n_slots = len(slot_lo)
+    # per (ancestor owner, deeper channel): the vector a pair's value is the ancestor
+    # channel's axis dotted with, for a rotation (0) or a translation (1) above
+    lever = np.empty((n_slots, 2, 3))
     grad = np.empty(n_free)
     acc = np.zeros((4, n_pairs))  # (out, out), (in, in), (out a, in b), (out b, in a) sums
     d = np.empty(3)
@@ -90,40 +94,50 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
             out_out = w_out[f, 0] * w_out[f, 0]
             in_in = w_in[f, 0] * w_in[f, 0]
             out_in = w_out[f, 0] * w_in[f, 0]
-        for e in range(n_pairs):
-            a = pair_a[e]
-            b = pair_b[e]
-            hi = pair_hi[e]
-            lo = pair_lo[e]
+        for k in range(n_slots):
+            lo = slot_lo[k]
             big = pivot[lo]
-            top = pivot[hi]
+            top = slot_top[k]
             dx = positions[f, big, 0] - positions[f, top, 0]
             dy = positions[f, big, 1] - positions[f, top, 1]
             dz = positions[f, big, 2] - positions[f, top, 2]
-            hx = axes[f, hi, 0]
-            hy = axes[f, hi, 1]
-            hz = axes[f, hi, 2]
             lx = axes[f, lo, 0]
             ly = axes[f, lo, 1]
             lz = axes[f, lo, 2]
             sx = m1[big, 0]
             sy = m1[big, 1]
             sz = m1[big, 2]
-            if rotation[hi] and rotation[lo]:
-                value = (hx * lx + hy * ly + hz * lz) * (trace[big] + dx * sx + dy * sy + dz * sz) \
-                    - (hx * turned[lo, 0] + hy * turned[lo, 1] + hz * turned[lo, 2]) \
-                    - (hx * sx + hy * sy + hz * sz) * (dx * lx + dy * ly + dz * lz)
-            elif rotation[hi]:  # t_lo · (a_hi × (M1 + M0 d))
+            if rotation[lo]:
+                # a rotation above: (a · b)(tr M2 + d · M1) − aᵀ M2 b − (a · M1)(d · b)
+                spread = trace[big] + dx * sx + dy * sy + dz * sz
+                along = dx * lx + dy * ly + dz * lz
+                lever[k, 0, 0] = spread * lx - turned[lo, 0] - sx * along
+                lever[k, 0, 1] = spread * ly - turned[lo, 1] - sy * along
+                lever[k, 0, 2] = spread * lz - turned[lo, 2] - sz * along
+                # a translation t above: t · (b × M1)
+                lever[k, 1, 0] = ly * sz - lz * sy
+                lever[k, 1, 1] = lz * sx - lx * sz
+                lever[k, 1, 2] = lx * sy - ly * sx
+            else:
+                # a rotation a above: t · (a × (M1 + M0 d)) = a · ((M1 + M0 d) × t)
                 vx = sx + m0[big] * dx
                 vy = sy + m0[big] * dy
                 vz = sz + m0[big] * dz
-                value = lx * (hy * vz - hz * vy) + ly * (hz * vx - hx * vz) \
-                    + lz * (hx * vy - hy * vx)
-            elif rotation[lo]:  # t_hi · (b_lo × M1)
-                value = hx * (ly * sz - lz * sy) + hy * (lz * sx - lx * sz) \
-                    + hz * (lx * sy - ly * sx)
-            else:
-                value = (hx * lx + hy * ly + hz * lz) * m0[big]
+                lever[k, 0, 0] = vy * lz - vz * ly
+                lever[k, 0, 1] = vz * lx - vx * lz
+                lever[k, 0, 2] = vx * ly - vy * lx
+                # a translation above: M0 (t_a · t)
+                lever[k, 1, 0] = m0[big] * lx
+                lever[k, 1, 1] = m0[big] * ly
+                lever[k, 1, 2] = m0[big] * lz
+        for e in range(n_pairs):
+            a = pair_a[e]
+            b = pair_b[e]
+            hi = pair_hi[e]
+            k = pair_slot[e]
+            w = 0 if rotation[hi] else 1
+            value = axes[f, hi, 0] * lever[k, w, 0] + axes[f, hi, 1] * lever[k, w, 1] \
+                + axes[f, hi, 2] * lever[k, w, 2]
             if shared:
                 acc[0, e] += out_out * value
                 acc[1, e] += in_in * value
@@ -151,7 +165,7 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
 def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
                           rotation: np.ndarray, pivot: np.ndarray, parents: np.ndarray,
                           pair_a: np.ndarray, pair_b: np.ndarray, pair_hi: np.ndarray,
-                          pair_lo: np.ndarray,
+                          pair_slot: np.ndarray, slot_top: np.ndarray, slot_lo: np.ndarray,
                           w_out: np.ndarray, w_in: np.ndarray, bounds: np.ndarray, q: int,
                           node_weight: np.ndarray, shared: bool, diagonal: np.ndarray,
                           upper: np.ndarray, rhs: np.ndarray):
@@ -170,8 +184,12 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
         Every node's parent (-1 for roots), parents before children.
     pair_a, pair_b : (P,) int64
         Pairs a ≤ b of channels moving a common node.
-    pair_hi, pair_lo : (P,) int64
-        The pair's channel whose owner is the other's or an ancestor of it, and the other.
+    pair_hi : (P,) int64
+        The pair's channel whose owner is the other's or an ancestor of it.
+    pair_slot : (P,) int64
+        The pair's (ancestor owner, deeper channel) slot.
+    slot_top, slot_lo : (L,) int64
+        Each slot's ancestor owner (node) and deeper channel.
     w_out, w_in : (F, Cf) float64
         Basis weights of each row's out slope (segment's first key) and in slope (second key).
     bounds : (S + 1,) int64
@@ -213,7 +231,8 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
     for parity in range(2):
         for half in prange((n_segments - parity + 1) // 2):
             _segment(2 * half + parity, positions, miss, axes, rotation, pivot, parents,
-                     pair_a, pair_b, pair_hi, pair_lo, w_out, w_in, bounds, q, node_weight,
+                     pair_a, pair_b, pair_hi, pair_slot, slot_top, slot_lo, w_out, w_in,
+                     bounds, q, node_weight,
                      shared, diagonal, upper, rhs)
     for k in prange(n_segments + 1):
         for a in range(size):

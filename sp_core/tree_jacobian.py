@@ -40,9 +40,14 @@ class TreeLayout:
     pair_a, pair_b : (P,) int64
         Every pair a ≤ b of free channels that move a common node: the nonzeros of the upper
         triangle of J_fᵀ J_f.
-    pair_hi, pair_lo : (P,) int64
-        Each pair's channel whose owner is the other's or one of its ancestors, and the other:
-        the nodes both move are ``pivot[pair_lo]``'s subtree.
+    pair_hi : (P,) int64
+        Each pair's channel whose owner is the other's or one of its ancestors (the nodes both
+        move are the other's owner's subtree).
+    pair_slot : (P,) int64
+        Each pair's slot: its (``pivot[pair_hi]``, other channel) combination, which the
+        kernel forms one vector for per frame.
+    slot_top, slot_lo : (L,) int64
+        Every slot's ancestor owner (a node) and deeper channel.
     slot : (C_all,) int64
         Index of every channel of the clip among ``columns``, -1 for fixed channels.
     rot_ptr, rot_chan : (n_nodes + 1,), (R,) int64
@@ -60,7 +65,9 @@ class TreeLayout:
     pair_a: np.ndarray
     pair_b: np.ndarray
     pair_hi: np.ndarray
-    pair_lo: np.ndarray
+    pair_slot: np.ndarray
+    slot_top: np.ndarray
+    slot_lo: np.ndarray
     slot: np.ndarray
     rot_ptr: np.ndarray
     rot_chan: np.ndarray
@@ -93,6 +100,11 @@ class TreeLayout:
         # a's owner is b's or above it (else b's is above a's)
         above_b = np.array([int(pivot[a]) in lineage[int(pivot[b])] for a, b in ordered],
                            dtype=bool)
+        pair_hi = np.where(above_b, ordered[:, 0], ordered[:, 1])
+        pair_lo = np.where(above_b, ordered[:, 1], ordered[:, 0])
+        slots, pair_slot = np.unique(np.stack([pivot[pair_hi], pair_lo], axis=1).reshape(-1, 2),
+                                     axis=0, return_inverse=True)
+        slots = slots.astype(np.int64).reshape(-1, 2)
         slot = np.full(clip.n_channels, -1, dtype=np.int64)
         slot[columns] = np.arange(len(columns))
         rot_axis = np.zeros(clip.n_channels, dtype=np.int64)
@@ -109,8 +121,10 @@ class TreeLayout:
             parents=np.asarray(clip.parents, dtype=np.int64),
             pair_a=np.ascontiguousarray(ordered[:, 0]),
             pair_b=np.ascontiguousarray(ordered[:, 1]),
-            pair_hi=np.where(above_b, ordered[:, 0], ordered[:, 1]),
-            pair_lo=np.where(above_b, ordered[:, 1], ordered[:, 0]),
+            pair_hi=pair_hi,
+            pair_slot=np.ascontiguousarray(pair_slot.reshape(-1), dtype=np.int64),
+            slot_top=np.ascontiguousarray(slots[:, 0]),
+            slot_lo=np.ascontiguousarray(slots[:, 1]),
             slot=slot,
             rot_ptr=np.concatenate([[0], np.cumsum(rot_counts)]).astype(np.int64),
             rot_chan=np.concatenate([np.asarray(c, dtype=np.int64)
@@ -251,7 +265,8 @@ def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarra
     return segment_normal_blocks(
         np.ascontiguousarray(positions), np.ascontiguousarray(miss),
         np.ascontiguousarray(axes), layout.rotation, layout.pivot, layout.parents,
-        layout.pair_a, layout.pair_b, layout.pair_hi, layout.pair_lo, w_out, w_in, bounds, q,
+        layout.pair_a, layout.pair_b, layout.pair_hi, layout.pair_slot, layout.slot_top,
+        layout.slot_lo, w_out, w_in, bounds, q,
         np.ascontiguousarray(node_weight, dtype=np.float64), shared, diagonal, upper, rhs)
 
 

@@ -27,7 +27,10 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
     = (a · b)(tr M2 + d · M1) − aᵀ M2 b − (a · M1)(d · b). The moments are summed up the tree
     once per row, so a row costs O(nodes + pairs) instead of O(Σ_n |channels above n|²), and
     the moments about each subtree's own root keep the sums free of cancellation far from
-    the origin. The gradient is a · Σ h e × r (rotations) or t · Σ h r.
+    the origin. Every such entry is linear in the upper channel's axis a: a · w, with w
+    depending only on A, b and the kind of a (rotation or translation); w is formed once per
+    (A, b) slot and row, and each pair costs one dot product. The gradient is
+    a · Σ h e × r (rotations) or t · Σ h r.
     """
     n_free = axes.shape[1]
     n_nodes = positions.shape[1]

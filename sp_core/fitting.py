@@ -743,14 +743,14 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
     def stage(first: float, length: float, what: str = "") -> Callable[[float, str], None]:
         return lambda f, m: report((first + f * length) / budget, what or m)
 
-    def errors_of(slopes: np.ndarray) -> np.ndarray:
-        # the current basis: the key-value rounds replace it
-        return np.linalg.norm(kinematics(basis.evaluate(slopes, q))[0] - reference, axis=-1)
-
     def pose_of(slopes: np.ndarray) -> _Pose:
+        # the current basis: the key-value rounds replace it
         channels = basis.evaluate(slopes, q)
         positions, axes = kinematics(channels)
         return channels, positions, positions - reference, axes
+
+    def errors_of(slopes: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(pose_of(slopes)[2], axis=-1)
 
     # the block solves are small (q C unknowns per key): BLAS threads only spin against each
     # other and against the tree kernel's threads (see sp_core.threads)
@@ -788,10 +788,11 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             result.key_values = at_keys
         _tidy_ends(result, q)  # (slopes that shape nothing: the pose stays the fit's)
         errors = np.linalg.norm(posed[2], axis=-1)
-        if errors.mean() > np.linalg.norm(start_pose[2], axis=-1).mean():
+        start_errors = np.linalg.norm(start_pose[2], axis=-1)
+        if errors.mean() > start_errors.mean():
             result, basis = fit.copy(), start_basis
             c_diag, c_upper, c_rhs = channel_blocks(basis, q)
-            errors = np.linalg.norm(start_pose[2], axis=-1)
+            errors = start_errors
         if minimax:
             result, errors, kept = _reweighted_rounds(
                 lambda start, joint_weight, r: _world_iterations(

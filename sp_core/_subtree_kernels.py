@@ -127,3 +127,120 @@ def subtree_positions(channels: np.ndarray, base: np.ndarray, roots: np.ndarray,
                     _turn(partial, turn, temp)
                 world[i] = partial
     return positions
+
+
+@njit(cache=True, nogil=True)
+def _block_sum(values: np.ndarray, lo: int, n: int) -> float:
+    """numpy's sum of a block of up to 128 values: eight running sums, then the rest."""
+    if n < 8:
+        total = 0.0
+        for i in range(n):
+            total += values[lo + i]
+        return total
+    r0, r1, r2, r3 = values[lo], values[lo + 1], values[lo + 2], values[lo + 3]
+    r4, r5, r6, r7 = values[lo + 4], values[lo + 5], values[lo + 6], values[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0 += values[lo + i]
+        r1 += values[lo + i + 1]
+        r2 += values[lo + i + 2]
+        r3 += values[lo + i + 3]
+        r4 += values[lo + i + 4]
+        r5 += values[lo + i + 5]
+        r6 += values[lo + i + 6]
+        r7 += values[lo + i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        total += values[lo + i]
+        i += 1
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _pairwise_sum(values: np.ndarray) -> float:
+    """Sum of ``values`` (n,) in numpy's pairwise order (blocks of up to 128, halves cut at a
+    multiple of 8 above), so a mean here equals numpy's to the bit. The halves are walked
+    with an explicit stack: numba cannot cache a recursive kernel."""
+    n = values.shape[0]
+    if n <= 128:
+        return _block_sum(values, 0, n)
+    los = np.empty(64, dtype=np.int64)
+    sizes = np.empty(64, dtype=np.int64)
+    lefts = np.empty(64)  # a range's left half's sum, once known
+    halves_done = np.zeros(64, dtype=np.bool_)
+    los[0], sizes[0], depth = 0, n, 1
+    while True:
+        top = depth - 1
+        if sizes[top] > 128:  # descend into the left half
+            half = sizes[top] // 2
+            half -= half % 8
+            los[depth], sizes[depth], halves_done[depth] = los[top], half, False
+            depth += 1
+            continue
+        total = _block_sum(values, los[top], sizes[top])
+        depth -= 1
+        while depth > 0:  # hand the sum up: a left half starts its right one
+            parent = depth - 1
+            half = sizes[parent] // 2
+            half -= half % 8
+            if not halves_done[parent]:
+                halves_done[parent], lefts[parent] = True, total
+                los[depth], sizes[depth] = los[parent] + half, sizes[parent] - half
+                halves_done[depth] = False
+                depth += 1
+                break
+            total = lefts[parent] + total
+            depth -= 1
+        if depth == 0:
+            return total
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def row_errors(positions: np.ndarray, target: np.ndarray, frames: np.ndarray,
+               current: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every node's distance to its target on rows of candidate motion, with each row's worst
+    and mean, and the current motion's worst on the same frames.
+
+    The same numbers as ``np.linalg.norm(positions - target[frames], axis=-1)`` and its
+    ``max``/``mean`` along the nodes to the bit (the sums run in numpy's order): the greedy
+    search compares candidates by them, so a last digit changes which keys it writes.
+
+    Parameters
+    ----------
+    positions : (B, N, 3) float64
+        Candidate rows' world positions (:func:`subtree_positions`).
+    target : (F, N, 3) float64
+    frames : (B,) int64
+        Frame of each row.
+    current : (F, N) float64
+        The current motion's distances.
+
+    Returns
+    -------
+    errors : (B, N) float64
+    worst, mean : (B,) float64
+    current_worst : (B,) float64
+        ``current[frames].max(axis=1)``.
+    """
+    n_rows, n_nodes = positions.shape[0], positions.shape[1]
+    errors = np.empty((n_rows, n_nodes))
+    worst = np.empty(n_rows)
+    mean = np.empty(n_rows)
+    current_worst = np.empty(n_rows)
+    for b in prange(n_rows):
+        f = frames[b]
+        top = -np.inf
+        was = -np.inf
+        for i in range(n_nodes):
+            d0 = positions[b, i, 0] - target[f, i, 0]
+            d1 = positions[b, i, 1] - target[f, i, 1]
+            d2 = positions[b, i, 2] - target[f, i, 2]
+            e = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+            errors[b, i] = e
+            top = max(top, e)
+            was = max(was, current[f, i])
+        worst[b] = top
+        mean[b] = _pairwise_sum(errors[b]) / n_nodes
+        current_worst[b] = was
+    return errors, worst, mean, current_worst

@@ -207,6 +207,10 @@ class Clip:
         self.rotation_slot = np.full(len(self.channel_names), -1, dtype=np.int64)
         self.rotation_slot[grouped] = np.arange(len(grouped))
         self.rotation_slot.flags.writeable = False
+        # each channel's axis, by its place in AXES (-1: a translation)
+        self._axis_of = np.full(len(self.channel_names), -1, dtype=np.int64)
+        for a, axis in enumerate(AXES):
+            self._axis_of[self._axis_columns[axis]] = a
         self._rotation_index = [np.asarray(r, dtype=np.int64) for r in rotation_index]
         self.channel_nodes.flags.writeable = False
         self._translation_index.flags.writeable = False
@@ -369,8 +373,9 @@ class Clip:
         angles = np.asarray(angles, dtype=np.float64)
         columns = np.asarray(columns, dtype=np.int64)
         out = np.empty((len(angles), 3, 3))
-        for axis, of_axis in self._axis_columns.items():
-            here = np.flatnonzero(np.isin(columns, of_axis))
+        axis_of = self._axis_of[columns]
+        for a, axis in enumerate(AXES):
+            here = np.flatnonzero(axis_of == a)
             if len(here):
                 out[here] = Rotation.from_euler(axis, angles[here].reshape(-1, 1),
                                                 degrees=True).as_matrix()

@@ -363,9 +363,10 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     layout = TreeLayout.of(clip, np.unique(columns))
     below = clip._subtrees()
 
-    def errors_of(corr: np.ndarray) -> np.ndarray:
-        moved = fk(reduced + corr).reshape(n_frames, -1)
-        return np.linalg.norm((moved - target).reshape(n_frames, -1, 3), axis=-1)
+    def errors_of(corr: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        # (rows only: a trial changes the rows of its hats, on a long take a fraction of it)
+        moved = fk(reduced[rows] + corr[rows])
+        return np.linalg.norm(moved - clip.positions[rows], axis=-1)
 
     current = errors_of(correction)
     for done in range(rounds):
@@ -402,10 +403,13 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             if progress is not None:
                 progress(done / rounds, f"refitting {len(unknowns)} corrective keys together")
             trial = correction.copy()
+            changed = np.zeros(n_frames, dtype=bool)
             for (rows, h), c, d, on in zip(hats, columns, step, active, strict=True):
                 if on:
                     trial[rows, c] += d * h
-            new = errors_of(trial)
+                    changed[rows] = True
+            new = current.copy()
+            new[changed] = errors_of(trial, changed)
             bad = (new.max(axis=1) > base_max + slack) | (new.mean(axis=1) > base_mean + slack)
             if bad.any():
                 touching = np.array([bool(bad[rows].any()) for rows, _ in hats])
@@ -474,6 +478,8 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                     base_mean: np.ndarray, slack: float, left: int):  # noqa: ANN202
     """The best accepted candidate at frame ``worst`` (None if none improves it):
     ``(channel, knots, lo, hi, column, new errors (hi - lo + 1, n_nodes), cost)``."""
+    from sp_core._subtree_kernels import row_errors
+
     n_frames = reduced.shape[0]
     above, under = movers_of
     movers = np.concatenate([above, under])
@@ -597,11 +603,9 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             patch_columns.append(np.full(c_hi - c_lo + 1, c))
         tops.append(int(clip.channel_nodes[changes[0][0]]) if len(changes) == 1
                     else fk.root(np.array([ch[0] for ch in changes])))
-    moved = np.linalg.norm(
+    moved, moved_max, moved_mean, current_max = row_errors(  # per row of every block
         fk.patched(block, rows, np.concatenate(patch_rows), np.concatenate(patch_columns),
-                   np.repeat(tops, lengths)) - target[rows], axis=-1)
-    moved_max, moved_mean = moved.max(axis=1), moved.mean(axis=1)  # per row of every block
-    current_max = errors[rows].max(axis=1)
+                   np.repeat(tops, lengths)), target, rows, errors)
     worse = np.logical_or.reduceat((moved_max > base_max[rows] + slack)
                                    | (moved_mean > base_mean[rows] + slack), offsets)
     at_worst = offsets + worst - ranges[:, 0]

@@ -192,6 +192,27 @@ def test_patched_kinematics_equals_full_forward_kinematics(sample_clip):
                           clip.axis_rotations(current[3:4])[0, clip.rotation_slot[turning]])
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 40), st.floats(1e-3, 1e3), st.integers(0, 2**32 - 1))
+def test_candidate_row_errors_equal_numpys_to_the_bit(nodes, rows, scale, seed):
+    """The greedy search scores candidates by every row's worst and mean node distance; the
+    kernel must give numpy's numbers to the last digit (its sums in numpy's pairwise order,
+    checked across the block sizes of that order) or other keys would be chosen."""
+    from sp_core._subtree_kernels import row_errors
+
+    rng = np.random.default_rng(seed)
+    target = rng.normal(0.0, scale, (50, nodes, 3))
+    frames = rng.integers(0, 50, rows)
+    positions = target[frames] + rng.normal(0.0, scale / 10, (rows, nodes, 3))
+    current = rng.random((50, nodes)) * scale
+    errors, worst, mean, current_worst = row_errors(positions, target, frames, current)
+    expected = np.linalg.norm(positions - target[frames], axis=-1)
+    assert np.array_equal(errors, expected)
+    assert np.array_equal(worst, expected.max(axis=1))
+    assert np.array_equal(mean, expected.mean(axis=1))
+    assert np.array_equal(current_worst, current[frames].max(axis=1))
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_a_candidates_hat_and_key_cost_equal_those_of_the_whole_channel(data):

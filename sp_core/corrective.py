@@ -25,6 +25,7 @@ Greedy step
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -120,6 +121,9 @@ class _Channel:
     def knots(self, knots: dict[int, float]) -> None:
         self._knots = knots
         self.rows = self.points(knots)[0]  # rows of the current points, ascending
+        # the same as a list: a greedy step bisects it tens of times, where numpy's calls
+        # on a few rows cost more than the search
+        self.row_list: list[int] = self.rows.tolist()
         self.written_count = len(self.written(knots))
 
     def points(self, knots: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -146,10 +150,10 @@ class _Channel:
 
     def span(self, new_rows: list[int]) -> tuple[int, int]:
         """Rows lo..hi (inclusive) whose correction changes when ``new_rows`` get knots."""
-        rows = self.rows
+        rows = self.row_list
         first, last = min(new_rows), max(new_rows)
-        before = int(np.searchsorted(rows, first, side="left")) - 1
-        after = int(np.searchsorted(rows, last, side="right"))
+        before = bisect_left(rows, first) - 1
+        after = bisect_right(rows, last)
         # a knot on the first or last key changes the correction up to the range's end
         lo = rows[before] if before >= 0 else first
         hi = rows[after] if after < len(rows) else last
@@ -444,7 +448,7 @@ def jacobian_column(clip: Clip, layout: TreeLayout, below: list[np.ndarray],
     nodes = below[node]
     axis = axes[rows, layout.slot[channel]]  # (rows, 3)
     out = np.zeros((len(rows), clip.n_nodes, 3))
-    if clip.is_rotation_channel()[channel]:
+    if clip.rotation_slot[channel] >= 0:  # a rotation
         arms = positions[rows][:, nodes] - positions[rows, node][:, None, :]
         out[:, nodes] = np.cross(axis[:, None, :], arms)
     else:
@@ -555,6 +559,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     # the best few channels together (a shoulder fix with the wrist compensating): one
     # Gauss-Newton step on their joint hat amplitudes
     together = [int(m) for m in tried]
+    joint = []  # (hats, cost, normal equations) of every width
     for width in (0,) + WIDTHS:
         hats = []
         for m in together:
@@ -573,11 +578,10 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         normal = np.einsum("fni,fnj->ij", weighted, weighted)
         gradient = np.einsum("fni,fn->i", weighted, miss)
         normal += 1e-9 * np.trace(normal) * np.eye(size)
-        try:
-            deltas = -np.linalg.solve(normal, gradient)
-        except np.linalg.LinAlgError:
-            continue
-        if not np.all(np.isfinite(deltas)):
+        joint.append((hats, cost, normal, gradient))
+    for (hats, cost, _normal, _gradient), deltas in zip(joint, _solve_each(joint),
+                                                        strict=True):
+        if deltas is None or not np.all(np.isfinite(deltas)):
             continue
         candidates.append(([_changed(knots, worst, correction[:, c], float(d), hat, c, lo, hi)
                             for (_m, c, hat, knots, lo, hi, _cost), d in zip(hats, deltas,
@@ -594,18 +598,27 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     rows = np.repeat(ranges[:, 0] - offsets, lengths) + np.arange(int(lengths.sum()))
     block = reduced[rows] + correction[rows]
-    patch_rows, patch_columns, tops = [], [], []
+    # every change's rows in the block and in the take, and its channel, gathered first
+    # and written at once
+    starts, firsts, sizes, changed, columns, tops = [], [], [], [], [], []
     for (changes, _cost), (lo, _hi), offset in zip(candidates, ranges, offsets, strict=True):
         for c, _knots, c_lo, c_hi, column in changes:
-            at = offset + c_lo - lo
-            block[at:at + c_hi - c_lo + 1, c] = reduced[c_lo:c_hi + 1, c] + column
-            patch_rows.append(np.arange(at, at + c_hi - c_lo + 1))
-            patch_columns.append(np.full(c_hi - c_lo + 1, c))
+            starts.append(offset + c_lo - lo)
+            firsts.append(c_lo)
+            sizes.append(c_hi - c_lo + 1)
+            changed.append(c)
+            columns.append(column)
         tops.append(int(clip.channel_nodes[changes[0][0]]) if len(changes) == 1
                     else fk.root(np.array([ch[0] for ch in changes])))
+    sizes_ = np.array(sizes)
+    steps = np.arange(int(sizes_.sum())) - np.repeat(np.cumsum(sizes_) - sizes_, sizes_)
+    patch_rows = np.repeat(starts, sizes_) + steps
+    patch_columns = np.repeat(changed, sizes_)
+    block[patch_rows, patch_columns] = reduced[np.repeat(firsts, sizes_) + steps,
+                                               patch_columns] + np.concatenate(columns)
     moved, moved_max, moved_mean, current_max = row_errors(  # per row of every block
-        fk.patched(block, rows, np.concatenate(patch_rows), np.concatenate(patch_columns),
-                   np.repeat(tops, lengths)), target, rows, errors)
+        fk.patched(block, rows, patch_rows, patch_columns, np.repeat(tops, lengths)),
+        target, rows, errors)
     worse = np.logical_or.reduceat((moved_max > base_max[rows] + slack)
                                    | (moved_mean > base_mean[rows] + slack), offsets)
     at_worst = offsets + worst - ranges[:, 0]
@@ -620,6 +633,27 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             best_score = score
             best = (changes, int(lo), int(hi), moved[offset:offset + hi - lo + 1], cost)
     return best
+
+
+def _solve_each(joint: list[tuple]) -> list[np.ndarray | None]:
+    """The joint steps' amplitudes, ``-normal⁻¹ gradient`` of every width (None where the
+    normal matrix is singular): one LAPACK call for the stack (the same ``gesv`` per
+    matrix, so the same numbers as one by one) unless one of them is singular."""
+    if not joint:
+        return []
+    normals = np.stack([normal for _hats, _cost, normal, _gradient in joint])
+    gradients = np.stack([gradient for _hats, _cost, _normal, gradient in joint])
+    try:
+        return list(-np.linalg.solve(normals, gradients[..., None])[..., 0])
+    except np.linalg.LinAlgError:
+        pass
+    out: list[np.ndarray | None] = []
+    for normal, gradient in zip(normals, gradients, strict=True):
+        try:
+            out.append(-np.linalg.solve(normal, gradient))
+        except np.linalg.LinAlgError:
+            out.append(None)
+    return out
 
 
 def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, ...]
@@ -637,11 +671,11 @@ def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, 
     knots = dict(state.knots)
     knots.update(new)
     lo, hi = state.span(list(new))
-    rows = state.rows
-    first = int(np.searchsorted(rows, lo, side="left"))
-    stop = int(np.searchsorted(rows, hi, side="right"))
+    rows = state.row_list
+    first = bisect_left(rows, lo)
+    stop = bisect_right(rows, hi)
     # the current points on lo..hi with one more point each side (if any), then the new ones
-    near = rows[max(first - 1, 0):stop + 1].tolist()
+    near = rows[max(first - 1, 0):stop + 1]
     points = sorted(set(near).union(new))
     values = [knots.get(r, 0.0) for r in points]
     inside = slice(points.index(lo), points.index(hi) + 1)
@@ -681,8 +715,8 @@ def _shapes(state: _Channel, worst: int, n_frames: int,
             widths: tuple[int, ...] = WIDTHS) -> list[tuple[int, ...]]:
     """Closing knots of the candidate shapes at ``worst``: none (a ramp to the points around
     it), or one each side at ``w`` frames (a hat), unless a point is already nearer."""
-    rows = state.rows
-    i, j = np.searchsorted(rows, worst, side="left"), np.searchsorted(rows, worst, side="right")
+    rows = state.row_list
+    i, j = bisect_left(rows, worst), bisect_right(rows, worst)
     before = rows[i - 1] if i > 0 else -1
     after = rows[j] if j < len(rows) else n_frames
     shapes: list[tuple[int, ...]] = [()]

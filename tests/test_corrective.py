@@ -213,6 +213,24 @@ def test_candidate_row_errors_equal_numpys_to_the_bit(nodes, rows, scale, seed):
     assert np.array_equal(current_worst, current[frames].max(axis=1))
 
 
+def test_joint_steps_are_solved_together_as_one_by_one_and_a_singular_one_is_left_out():
+    from sp_core.corrective import _solve_each
+
+    rng = np.random.default_rng(3)
+    joint = []
+    for _ in range(5):
+        a = rng.normal(size=(4, 4))
+        joint.append(([], 0, a @ a.T + 1e-3 * np.eye(4), rng.normal(size=4)))
+    each = [-np.linalg.solve(normal, gradient) for _h, _c, normal, gradient in joint]
+    assert all(np.array_equal(got, want) for got, want in zip(_solve_each(joint), each,
+                                                             strict=True))
+    joint[2] = ([], 0, np.zeros((4, 4)), np.ones(4))
+    got = _solve_each(joint)
+    assert got[2] is None
+    assert all(np.array_equal(got[i], each[i]) for i in (0, 1, 3, 4))
+    assert _solve_each([]) == []
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_a_candidates_hat_and_key_cost_equal_those_of_the_whole_channel(data):

@@ -605,7 +605,10 @@ class Clip:
         for cols in self._rotation_index:
             if len(cols):
                 values[:, cols] = unwrap_euler(self._channels[:, cols])
-        return self._derived(channels=values, raw_channels=self.raw_channels)
+        unwrapped = self._derived(channels=values, raw_channels=self.raw_channels)
+        if self._positions is not None and np.array_equal(values, self._channels):
+            unwrapped._positions = self._positions  # nothing wrapped: the same positions
+        return unwrapped
 
     def __repr__(self) -> str:
         return (f"Clip({self.name!r}, frames {self.first_frame}..{self.last_frame} at "

@@ -84,6 +84,9 @@ def test_unwrapping_a_clip_keeps_world_positions(clip):
     rot = clip.is_rotation_channel()
     assert np.all(np.abs(np.diff(unwrapped.channels[:, rot], axis=0)) <= 180 + 1e-9)
     np.testing.assert_array_equal(unwrapped.raw_channels, clip.channels)
+    # positions are its own channels' (reused from the clip only when nothing wrapped)
+    assert np.array_equal(unwrapped.positions,
+                          unwrapped.forward_kinematics(unwrapped.channels))
 
 
 @pytest.mark.parametrize("order", ORDERS + ["Z", "XY", "YX"])

@@ -373,17 +373,24 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         return np.linalg.norm(moved - clip.positions[rows], axis=-1)
 
     current = errors_of(correction)
+    # the rows some hat covers, and where each sits among them: the Jacobian and the misses
+    # are needed there only (the sparse products read nothing else)
+    covered = np.unique(np.concatenate([rows for rows, _h in hats]))
+    place = np.zeros(n_frames, dtype=np.int64)
+    place[covered] = np.arange(len(covered))
     for done in range(rounds):
         if progress is not None:
             progress(done / rounds, f"refitting {len(unknowns)} corrective keys together")
-        positions, axes = pose(clip, layout, reduced + correction)
-        miss = (positions.reshape(n_frames, -1) - target)
+        positions, axes = pose(clip, layout, reduced[covered] + correction[covered])
+        miss = np.zeros_like(target)
+        miss[covered] = positions.reshape(len(covered), -1) - target[covered]
         frame_max = current.max(axis=1)
         weight = worst_first_weights(frame_max, 4.0)
         data, row_index, col_index = [], [], []
         width = miss.shape[1]
         for j, ((rows, h), c) in enumerate(zip(hats, columns, strict=True)):
-            column = jacobian_column(clip, layout, below, positions, axes, int(c), rows)
+            column = jacobian_column(clip, layout, below, positions, axes, int(c),
+                                     place[rows])
             block = column.reshape(len(rows), -1) * (h * np.sqrt(weight[rows]))[:, None]
             data.append(block.reshape(-1))
             row_index.append((rows[:, None] * width + np.arange(width)).reshape(-1))

@@ -1,12 +1,15 @@
-"""numba kernels of forward kinematics that recompute only a subtree (private; used by
-:mod:`sp_core.corrective`).
+"""numba kernels of the corrective stage's greedy search (private; used by
+:mod:`sp_core.corrective`): forward kinematics that recompute only a subtree, the candidates'
+node errors and the joint steps' normal equations.
 
 The corrective stage evaluates hundreds of candidate blocks per greedy step: rows of the
 current motion in which one channel (or a few on one chain) changed. Only the nodes below the
 topmost changed node move, so these kernels keep every node's world position and rotation for
 the current motion and redo only that subtree, from its parent's kept transform. A node's step
 is :func:`sp_core._fit_kernels.chain_kinematics`'s own (``_place``, ``_turn``), so the
-positions are the same to the bit.
+positions are the same to the bit. The other kernels sum in the order of the numpy
+expressions they replace, for the same reason: the greedy search's choices follow the last
+digits of its scores.
 """
 
 from __future__ import annotations
@@ -244,3 +247,55 @@ def row_errors(positions: np.ndarray, target: np.ndarray, frames: np.ndarray,
         mean[b] = _pairwise_sum(errors[b]) / n_nodes
         current_worst[b] = was
     return errors, worst, mean, current_worst
+
+
+@njit(cache=True, nogil=True)
+def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
+                  shaped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Normal equations of the greedy step's joint corrections, one per hat width.
+
+    Correction i of width w moves the positions by ``jac[:, :, columns[w, i]]`` times its
+    hat ``shaped[w, i]``; the products are those numpy's ``einsum("fni,fnj->ij")`` and
+    ``einsum("fni,fn->i")`` of the weighted columns form, summed in the same order (frames,
+    then coordinates), so the steps equal theirs to the bit. Off a hat the column is zero,
+    which adds nothing to a sum.
+
+    Parameters
+    ----------
+    jac : (F, M, n_movers) float64
+        Position change per unit of each channel on the window's frames.
+    miss : (F, M) float64
+        Position minus target on those frames.
+    columns : (W, S) int64
+        The channel (of ``jac``'s last axis) of each correction.
+    shaped : (W, S, F) float64
+        Each correction's hat on the window's frames (0 where it does not reach).
+
+    Returns
+    -------
+    normals : (W, S, S) float64
+    gradients : (W, S) float64
+    """
+    n_widths, size = columns.shape
+    n_frames, n_coords = miss.shape
+    normals = np.zeros((n_widths, size, size))
+    gradients = np.zeros((n_widths, size))
+    weighted = np.empty(size)
+    for w in range(n_widths):
+        for f in range(n_frames):
+            reached = False
+            for i in range(size):
+                reached = reached or shaped[w, i, f] != 0.0
+            if not reached:
+                continue
+            for n in range(n_coords):
+                for i in range(size):
+                    weighted[i] = jac[f, n, columns[w, i]] * shaped[w, i, f]
+                for i in range(size):
+                    for j in range(i, size):
+                        normals[w, i, j] += weighted[i] * weighted[j]
+                    gradients[w, i] += weighted[i] * miss[f, n]
+        for i in range(size):
+            for j in range(i):
+                normals[w, i, j] = normals[w, j, i]
+    return normals, gradients

@@ -489,7 +489,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                     base_mean: np.ndarray, slack: float, left: int):  # noqa: ANN202
     """The best accepted candidate at frame ``worst`` (None if none improves it):
     ``(channel, knots, lo, hi, column, new errors (hi - lo + 1, n_nodes), cost)``."""
-    from sp_core._subtree_kernels import row_errors
+    from sp_core._subtree_kernels import joint_normals, row_errors
 
     n_frames = reduced.shape[0]
     above, under = movers_of
@@ -566,7 +566,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     # the best few channels together (a shoulder fix with the wrist compensating): one
     # Gauss-Newton step on their joint hat amplitudes
     together = [int(m) for m in tried]
-    joint = []  # (hats, cost, normal equations) of every width
+    joint = []  # (hats, cost) of every width
     for width in (0,) + WIDTHS:
         hats = []
         for m in together:
@@ -577,17 +577,20 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         cost = sum(h[-1] for h in hats)
         if len(hats) < 2 or cost > left:
             continue
-        size = len(hats)
-        weighted = np.zeros((hi_j - lo_j + 1, jac.shape[1], size))
-        for i, (m, _c, hat, _knots, lo, hi, _cost) in enumerate(hats):
+        joint.append((hats, cost))
+    # every width's normal equations in one kernel call, from each correction's hat on the
+    # Jacobian's rows (the einsums of the weighted columns, to the bit)
+    shaped = np.zeros((len(joint), len(together), hi_j - lo_j + 1))
+    for w, (hats, _cost) in enumerate(joint):
+        for i, (_m, _c, hat, _knots, lo, hi, _cost_i) in enumerate(hats):
             h, rows = _window(hat, lo, hi, lo_j, hi_j)
-            weighted[rows, :, i] = jac[rows, :, m] * h[:, None]
-        normal = np.einsum("fni,fnj->ij", weighted, weighted)
-        gradient = np.einsum("fni,fn->i", weighted, miss)
-        normal += 1e-9 * np.trace(normal) * np.eye(size)
-        joint.append((hats, cost, normal, gradient))
-    for (hats, cost, _normal, _gradient), deltas in zip(joint, _solve_each(joint),
-                                                        strict=True):
+            shaped[w, i, rows] = h
+    normals, gradients = joint_normals(
+        jac, miss, np.array([[h[0] for h in hats] for hats, _cost in joint],
+                            dtype=np.int64).reshape(len(joint), len(together)), shaped)
+    for normal in normals:
+        normal += 1e-9 * np.trace(normal) * np.eye(len(normal))
+    for (hats, cost), deltas in zip(joint, _solve_each(normals, gradients), strict=True):
         if deltas is None or not np.all(np.isfinite(deltas)):
             continue
         candidates.append(([_changed(knots, worst, correction[:, c], float(d), hat, c, lo, hi)
@@ -642,14 +645,13 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     return best
 
 
-def _solve_each(joint: list[tuple]) -> list[np.ndarray | None]:
-    """The joint steps' amplitudes, ``-normal⁻¹ gradient`` of every width (None where the
-    normal matrix is singular): one LAPACK call for the stack (the same ``gesv`` per
-    matrix, so the same numbers as one by one) unless one of them is singular."""
-    if not joint:
+def _solve_each(normals: np.ndarray, gradients: np.ndarray) -> list[np.ndarray | None]:
+    """The joint steps' amplitudes, ``-normal⁻¹ gradient`` of every width (``normals``
+    (W, S, S), ``gradients`` (W, S); None where the normal matrix is singular): one LAPACK
+    call for the stack (the same ``gesv`` per matrix, so the same numbers as one by one)
+    unless one of them is singular."""
+    if not len(normals):
         return []
-    normals = np.stack([normal for _hats, _cost, normal, _gradient in joint])
-    gradients = np.stack([gradient for _hats, _cost, _normal, gradient in joint])
     try:
         return list(-np.linalg.solve(normals, gradients[..., None])[..., 0])
     except np.linalg.LinAlgError:

@@ -217,18 +217,44 @@ def test_joint_steps_are_solved_together_as_one_by_one_and_a_singular_one_is_lef
     from sp_core.corrective import _solve_each
 
     rng = np.random.default_rng(3)
-    joint = []
-    for _ in range(5):
-        a = rng.normal(size=(4, 4))
-        joint.append(([], 0, a @ a.T + 1e-3 * np.eye(4), rng.normal(size=4)))
-    each = [-np.linalg.solve(normal, gradient) for _h, _c, normal, gradient in joint]
-    assert all(np.array_equal(got, want) for got, want in zip(_solve_each(joint), each,
-                                                             strict=True))
-    joint[2] = ([], 0, np.zeros((4, 4)), np.ones(4))
-    got = _solve_each(joint)
+    roots = rng.normal(size=(5, 4, 4))
+    normals = roots @ roots.transpose(0, 2, 1) + 1e-3 * np.eye(4)
+    gradients = rng.normal(size=(5, 4))
+    each = [-np.linalg.solve(normal, gradient)
+            for normal, gradient in zip(normals, gradients, strict=True)]
+    assert all(np.array_equal(got, want) for got, want in
+               zip(_solve_each(normals, gradients), each, strict=True))
+    normals[2] = 0.0
+    got = _solve_each(normals, gradients)
     assert got[2] is None
     assert all(np.array_equal(got[i], each[i]) for i in (0, 1, 3, 4))
-    assert _solve_each([]) == []
+    assert _solve_each(normals[:0], gradients[:0]) == []
+
+
+def test_joint_normal_equations_equal_the_einsums_of_the_weighted_columns():
+    """The kernel forms each width's normal equations from the hats without the weighted
+    columns numpy's einsums took; the numbers must be the same to the bit."""
+    from sp_core._subtree_kernels import joint_normals
+
+    rng = np.random.default_rng(11)
+    frames, coords, movers, size = 23, 57, 9, 5
+    jac = rng.normal(size=(frames, coords, movers))
+    miss = rng.normal(size=(frames, coords))
+    columns = np.array([rng.choice(movers, size, replace=False) for _ in range(3)])
+    shaped = np.zeros((3, size, frames))
+    for w in range(3):
+        for i in range(size):  # a hat on some window of the frames
+            lo = int(rng.integers(0, frames - 2))
+            hi = int(rng.integers(lo + 1, frames))
+            shaped[w, i, lo:hi] = rng.random(hi - lo)
+    normals, gradients = joint_normals(jac, miss, columns, shaped)
+    for w in range(3):
+        weighted = np.zeros((frames, coords, size))
+        for i in range(size):
+            rows = np.flatnonzero(shaped[w, i])
+            weighted[rows, :, i] = jac[rows, :, columns[w, i]] * shaped[w, i, rows][:, None]
+        assert np.array_equal(normals[w], np.einsum("fni,fnj->ij", weighted, weighted))
+        assert np.array_equal(gradients[w], np.einsum("fni,fn->i", weighted, miss))
 
 
 @settings(max_examples=200, deadline=None)

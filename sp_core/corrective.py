@@ -608,24 +608,24 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     rows = np.repeat(ranges[:, 0] - offsets, lengths) + np.arange(int(lengths.sum()))
     block = reduced[rows] + correction[rows]
-    # every change's rows in the block and in the take, and its channel, gathered first
-    # and written at once
-    starts, firsts, sizes, changed, columns, tops = [], [], [], [], [], []
+    # every change's first row in the block and in the take, its length and channel,
+    # gathered first and written at once
+    in_block, in_take, lengths_of, channel_of, values, tops = [], [], [], [], [], []
     for (changes, _cost), (lo, _hi), offset in zip(candidates, ranges, offsets, strict=True):
         for c, _knots, c_lo, c_hi, column in changes:
-            starts.append(offset + c_lo - lo)
-            firsts.append(c_lo)
-            sizes.append(c_hi - c_lo + 1)
-            changed.append(c)
-            columns.append(column)
+            in_block.append(offset + c_lo - lo)
+            in_take.append(c_lo)
+            lengths_of.append(c_hi - c_lo + 1)
+            channel_of.append(c)
+            values.append(column)
         tops.append(int(clip.channel_nodes[changes[0][0]]) if len(changes) == 1
                     else fk.root(np.array([ch[0] for ch in changes])))
-    sizes_ = np.array(sizes)
-    steps = np.arange(int(sizes_.sum())) - np.repeat(np.cumsum(sizes_) - sizes_, sizes_)
-    patch_rows = np.repeat(starts, sizes_) + steps
-    patch_columns = np.repeat(changed, sizes_)
-    block[patch_rows, patch_columns] = reduced[np.repeat(firsts, sizes_) + steps,
-                                               patch_columns] + np.concatenate(columns)
+    counts = np.array(lengths_of)
+    steps = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    patch_rows = np.repeat(in_block, counts) + steps
+    patch_columns = np.repeat(channel_of, counts)
+    block[patch_rows, patch_columns] = reduced[np.repeat(in_take, counts) + steps,
+                                               patch_columns] + np.concatenate(values)
     moved, moved_max, moved_mean, current_max = row_errors(  # per row of every block
         fk.patched(block, rows, patch_rows, patch_columns, np.repeat(tops, lengths)),
         target, rows, errors)

@@ -243,7 +243,8 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         used += cost
         given_up[lo:hi + 1] = False  # what changed may now be fixable
     if polish:
-        _polish(clip, fk, reduced, correction, channels, base_max, base_mean, slack, polish,
+        _polish(clip, fk, reduced, correction, errors, channels, base_max, base_mean, slack,
+                polish,
                 None if progress is None else
                 lambda f, m: progress(share + (1.0 - share) * f, m))
     for c, state in channels.items():
@@ -333,7 +334,7 @@ class _Kinematics:
 
 
 def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
-            correction: np.ndarray,
+            correction: np.ndarray, errors: np.ndarray,
             channels: dict[int, _Channel], base_max: np.ndarray, base_mean: np.ndarray,
             slack: float, rounds: int,
             progress: Callable[[float, str], None] | None = None) -> None:
@@ -342,7 +343,9 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
 
     A round is kept only when no frame becomes worse than the pose keys alone and neither the
     largest nor the mean joint error grows (the step is halved up to four times before giving
-    up). ``correction`` and the knots are updated in place.
+    up). ``correction`` and the knots are updated in place; ``errors`` (F, n_nodes) are the
+    nodes' distances with ``correction`` as it comes (the greedy search's, the same numbers
+    as the whole chain's forward kinematics gives).
     """
     from scipy import sparse
 
@@ -372,7 +375,7 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         moved = fk(reduced[rows] + corr[rows])
         return np.linalg.norm(moved - clip.positions[rows], axis=-1)
 
-    current = errors_of(correction)
+    current = errors
     # the rows some hat covers, and where each sits among them: the Jacobian and the misses
     # are needed there only (the sparse products read nothing else)
     covered = np.unique(np.concatenate([rows for rows, _h in hats]))

@@ -120,10 +120,9 @@ class _Channel:
     @knots.setter
     def knots(self, knots: dict[int, float]) -> None:
         self._knots = knots
-        self.rows = self.points(knots)[0]  # rows of the current points, ascending
-        # the same as a list: a greedy step bisects it tens of times, where numpy's calls
-        # on a few rows cost more than the search
-        self.row_list: list[int] = self.rows.tolist()
+        # rows of the current points, ascending; a list: a greedy step bisects it tens of
+        # times, where numpy's calls on a few rows cost more than the search
+        self.rows: list[int] = self.points(knots)[0].tolist()
         self.written_count = len(self.written(knots))
 
     def points(self, knots: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -150,7 +149,7 @@ class _Channel:
 
     def span(self, new_rows: list[int]) -> tuple[int, int]:
         """Rows lo..hi (inclusive) whose correction changes when ``new_rows`` get knots."""
-        rows = self.row_list
+        rows = self.rows
         first, last = min(new_rows), max(new_rows)
         before = bisect_left(rows, first) - 1
         after = bisect_right(rows, last)
@@ -370,7 +369,7 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     layout = TreeLayout.of(clip, np.unique(columns))
     below = clip._subtrees()
 
-    def errors_of(corr: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+    def errors_of(corr: np.ndarray, rows: np.ndarray) -> np.ndarray:
         # (rows only: a trial changes the rows of its hats, on a long take a fraction of it)
         moved = fk(reduced[rows] + corr[rows])
         return np.linalg.norm(moved - clip.positions[rows], axis=-1)
@@ -683,7 +682,7 @@ def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, 
     knots = dict(state.knots)
     knots.update(new)
     lo, hi = state.span(list(new))
-    rows = state.row_list
+    rows = state.rows
     first = bisect_left(rows, lo)
     stop = bisect_right(rows, hi)
     # the current points on lo..hi with one more point each side (if any), then the new ones
@@ -727,7 +726,7 @@ def _shapes(state: _Channel, worst: int, n_frames: int,
             widths: tuple[int, ...] = WIDTHS) -> list[tuple[int, ...]]:
     """Closing knots of the candidate shapes at ``worst``: none (a ramp to the points around
     it), or one each side at ``w`` frames (a hat), unless a point is already nearer."""
-    rows = state.row_list
+    rows = state.rows
     i, j = bisect_left(rows, worst), bisect_right(rows, worst)
     before = rows[i - 1] if i > 0 else -1
     after = rows[j] if j < len(rows) else n_frames

@@ -24,9 +24,12 @@ search spends its fits where they are cheap:
    one K at a time while the mean is met, at first; by a tenth after that);
    the K below it is checked first when its pose keys miss the mean by at most
    :data:`NEAR_MISS`;
-4. the K below it tried with the corrective keys, one at a time (at most two), while the
-   mean its pose keys leave, lowered as much as the corrective keys lowered it at the K
-   above, is within the tolerance.
+4. the K below it tried with the corrective keys, down to :data:`TRIES_BELOW` below it, where
+   the mean its pose keys leave, lowered as much as the corrective keys lowered it at the K
+   above, is within the tolerance: first the lowest of them whose pose keys the search
+   fitted already (on a long take stage 2 stops up to 1 % below K, so that K costs a
+   corrective stage instead of a world fit and a corrective stage for every K between),
+   then one at a time from the top while they meet.
 
 Every K returned was checked with exactly the reduction :func:`sp_core.reduction.reduce` gives
 (so it meets the tolerance); a smaller K might too, since the error of the fitted curves falls
@@ -57,7 +60,8 @@ RATIO_PRIOR = 0.75
 #: as K^-2 near the default K on the shared takes); measured ones are kept within
 #: [2, 1/4] times it.
 SLOPE_PRIOR = -2.0
-#: Smaller K tried with the corrective keys after the first K that meets the tolerance.
+#: How far below the first K that meets the tolerance smaller K are tried with the corrective
+#: keys.
 TRIES_BELOW = 2
 #: K tried one at a time above a K whose reduction meets the mean but misses the max by
 #: more than 10 % before raising K by a tenth.
@@ -310,18 +314,36 @@ class ToleranceSearch:
         return k
 
     def _below(self, k: int, low: int, span: Callable[[], tuple[float, float]]) -> int:
-        """Stage 4: the K below ``k``, one at a time, while its pose-key mean, lowered by the
-        corrective keys' share at the K above it, is within the tolerance and the check with
-        the corrective keys confirms it (at most :data:`TRIES_BELOW` checks; a K already
-        found to miss ends the walk)."""
+        """Stage 4: a smaller K than ``k`` (which meets the tolerance) that meets it too, down
+        to :data:`TRIES_BELOW` below ``k``; else ``k``.
+
+        A K is checked with the corrective keys only where its pose-key mean, lowered by the
+        corrective keys' share at the K above it (at ``k`` for the first check), is within the
+        tolerance. The lowest K whose pose keys were fitted already is checked first: it
+        needs no world fit, and if it meets, the K between need none either. Then the K
+        below ``k`` (or below the K that met) one at a time while they meet; a K already
+        found to miss ends the walk.
+        """
         mean_mm = self.tolerance[0]
-        for _ in range(TRIES_BELOW):
-            pose_mean = self.pose_error(k, self.fit.space)[0]
-            lowered = self._full[k][0] / pose_mean if pose_mean > 0 else 1.0
-            below = k - 1
-            if lowered >= 1.0 or below < low or below in self._full:
+        space = self.fit.space
+        floor = max(low, k - TRIES_BELOW)
+
+        def lowered(j: int) -> float:
+            # what the corrective keys multiplied the pose keys' mean by at j (1 or more:
+            # they did not lower it)
+            pose_mean = self.pose_error(j, space)[0]
+            return self._full[j][0] / pose_mean if pose_mean > 0 else 1.0
+
+        share = lowered(k)
+        fitted = [j for j in range(floor, k) if (j, space) in self._pose
+                  and j not in self._full and self._pose[j, space][0] * share <= mean_mm]
+        if share < 1.0 and fitted and self.meets(fitted[0], *span()):
+            k = fitted[0]
+        while k > floor:
+            share, below = lowered(k), k - 1
+            if share >= 1.0 or below in self._full:
                 return k
-            if self.pose_error(below, self.fit.space)[0] * lowered > mean_mm:
+            if self.pose_error(below, space)[0] * share > mean_mm:
                 return k
             if not self.meets(below, *span()):
                 return k

@@ -14,7 +14,7 @@ from sp_core.options import DEFAULT_TOLERANCE, Options, corrective_plan
 from sp_core.reduction import reduce
 from sp_core.session import AnalysisCancelled, CancelToken, Session
 from sp_core.standalone import StandaloneHost
-from sp_core.tolerance import START, ToleranceSearch, resolution
+from sp_core.tolerance import START, TRIES_BELOW, ToleranceSearch, resolution
 
 DATA = Path(__file__).parent / "data"
 
@@ -161,3 +161,84 @@ def test_the_predicted_search_ends_on_a_k_that_meets_above_one_that_misses(top, 
         assert len(tried) == len(set(tried))  # no K fitted twice
     if noise == 0.0 and low < first < top:
         assert search.fits <= 8
+
+
+class _Checked(_Scripted):
+    """A scripted search whose reductions with the corrective keys are given too ((mean, max)
+    per K, no corrective stage), and a list of the K checked."""
+
+    def __init__(self, real, full):
+        super().__init__(real, real)
+        self.full, self.checks = full, []
+
+    def error(self, k, start, stop):
+        if k not in self._full:
+            self.checks.append(k)
+            self._full[k] = self.full[k]
+        return self._full[k]
+
+
+def _one_at_a_time(real, full, k, low):
+    """Stage 4 as it was: the K below ``k`` one at a time (two at most) while the pose-key
+    mean lowered by the corrective keys' share at the K above is within the tolerance and
+    the reduction meets it."""
+    for _ in range(TRIES_BELOW):
+        share = full[k][0] / real[k]
+        below = k - 1
+        if share >= 1.0 or below < low or real[below] * share > 2.0 \
+                or full[below][0] > 2.0 or full[below][1] > 20.0:
+            return k
+        k = below
+    return k
+
+
+def test_the_k_below_whose_pose_keys_were_fitted_is_checked_without_fitting_those_between():
+    """A long take's stage 2 ends at K = 239 with 237 fitted (it missed the mean by 1.5 %):
+    the corrective keys' share at 239 puts 237 within the tolerance, so 237 is checked
+    first and, as it meets, 238 is never fitted (a world fit and a corrective stage saved)."""
+    real = {237: 2.029, 238: 1.981, 239: 1.991}
+    full = {237: (1.985, 19.8), 238: (1.936, 19.6), 239: (1.944, 19.8)}
+    search = _Checked(real, full)
+    for k in (237, 239):
+        search.pose_error(k, "world")
+    search.error(239, 0.0, 1.0)
+    assert search._below(239, 2, lambda: (0.0, 1.0)) == 237
+    assert search.checks == [239, 237] and search.fits == 2  # 238 neither fitted nor checked
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(1.85, 2.2), min_size=4, max_size=4),
+       st.lists(st.floats(0.94, 1.01), min_size=4, max_size=4),
+       st.lists(st.booleans(), min_size=4, max_size=4), st.lists(st.floats(15.0, 25.0),
+                                                                   min_size=4, max_size=4))
+def test_the_k_below_meets_and_is_no_larger_than_one_at_a_time(pose, shares, known, worst):
+    """Stage 4 on scripted means of K = 10..13 (13 meets): it returns 13 or a K it checked
+    that meets, no larger than the one-at-a-time walk's, fits no K fitted before and checks
+    no K twice."""
+    ks = range(10, 14)
+    real = dict(zip(ks, pose, strict=True))
+    full = {k: (m * s, w) for k, m, s, w in zip(ks, pose, shares, worst, strict=True)}
+    full[13] = (min(full[13][0], 2.0), min(full[13][1], 20.0))
+    real[13] = max(real[13], full[13][0])  # (the corrective keys never raise the mean)
+    search = _Checked(real, full)
+    for k, fitted in zip(ks, known, strict=True):
+        if fitted or k == 13:
+            search.pose_error(k, "world")
+    before = {k for k, _ in search._pose}
+    search.error(13, 0.0, 1.0)
+    k = search._below(13, 10, lambda: (0.0, 1.0))
+    assert 13 - TRIES_BELOW <= k <= 13
+    assert k == 13 or (full[k][0] <= 2.0 and full[k][1] <= 20.0 and k in search.checks)
+    assert k <= _one_at_a_time(real, full, 13, 10)
+    assert len(search.checks) == len(set(search.checks))
+    # the lowest K fitted before that the corrective keys' share at 13 (below 1: they
+    # lowered the mean) predicts to meet is checked first; if it meets, no K between it and
+    # 13 is fitted
+    share = full[13][0] / real[13]
+    predicted = [j for j in before if 13 - TRIES_BELOW <= j < 13 and real[j] * share <= 2.0]
+    if share < 1.0 and predicted:
+        lowest = min(predicted)
+        assert search.checks[1] == lowest
+        if full[lowest][0] <= 2.0 and full[lowest][1] <= 20.0:
+            assert k <= lowest
+            assert not {k for k, _ in search._pose} - before & set(range(lowest + 1, 13))

@@ -242,3 +242,17 @@ def test_the_k_below_meets_and_is_no_larger_than_one_at_a_time(pose, shares, kno
         if full[lowest][0] <= 2.0 and full[lowest][1] <= 20.0:
             assert k <= lowest
             assert not {k for k, _ in search._pose} - before & set(range(lowest + 1, 13))
+
+
+def test_on_a_long_take_no_k_below_is_fitted_for_stage_4():
+    """From K = 200 on the K below are within the search's precision: stage 4 fits none (a
+    10,000-frame take spent a world fit and a corrective stage on 477 to find it missing the
+    max by 0.02 mm), and checks only one whose pose keys were fitted already."""
+    real = {476: 2.01, 477: 1.977, 478: 2.008}
+    full = {476: (1.95, 19.0), 477: (1.935, 19.0), 478: (1.958, 19.8)}
+    search = _Checked(real, full)
+    search.pose_error(478, "world")
+    search.error(478, 0.0, 1.0)
+    assert search._below(478, 2, lambda: (0.0, 1.0)) == 478
+    assert search.fits == 1 and search.checks == [478]
+    assert resolution(478) > 1 and resolution(199) == 1

@@ -523,12 +523,15 @@ class Clip:
             raise ClipError(f"up axis must be one of x, y, z; got {up_axis!r}")
         rest = self.rest_positions()
         extent = np.ptp(rest, axis=0)
-        candidates = [extent[UP_AXES[up_axis.lower()]], extent.max()]
-        if self.n_frames:
-            candidates.append(float(np.ptp(self.positions, axis=1).max()))
-        for value in candidates:
+        for value in (extent[UP_AXES[up_axis.lower()]], extent.max()):
             if value > 1e-9:
                 return float(value)
+        # (only now: over every frame of a long take this costs tens of milliseconds, and a
+        # reduction asks for the scale of its clip at every K the search fits)
+        if self.n_frames:
+            value = float(np.ptp(self.positions, axis=1).max())
+            if value > 1e-9:
+                return value
         raise ClipError(f"clip {self.name!r} has no measurable size: every node is at one point")
 
     def mm_per_unit(self, up_axis: str | None = None) -> float:

@@ -76,6 +76,9 @@ def test_height_of_degenerate_skeletons():
     point = Clip(["a"], [-1], [[0, 0, 0]], [False], [], np.zeros((2, 0)), fps=24)
     with pytest.raises(ClipError, match="no measurable size"):
         point.height()
+    moving = Clip(["a", "b"], [-1, 0], [[0, 0, 0], [0, 0, 0]], [False, False],
+                  ["b.Xposition"], [[0.0], [2.0]], fps=24)
+    assert moving.height() == 2.0  # one point at rest: the largest extent of a frame's pose
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -32,7 +32,7 @@ search spends its fits where they are cheap:
    then one at a time from the top while they meet. From K = 200 on, only the first: the
    others are within :data:`PRECISION` of K, which stage 2 does not tell apart either, for a
    world fit each (a 10,000-frame take: 6.8 s, then a corrective stage of 4.9 s that found
-   477 missing the max by 0.02 mm).
+   477 missing the max by 0.003 mm).
 
 Every K returned was checked with exactly the reduction :func:`sp_core.reduction.reduce` gives
 (so it meets the tolerance); a smaller K might too, since the error of the fitted curves falls

@@ -247,7 +247,7 @@ def test_the_k_below_meets_and_is_no_larger_than_one_at_a_time(pose, shares, kno
 def test_on_a_long_take_no_k_below_is_fitted_for_stage_4():
     """From K = 200 on the K below are within the search's precision: stage 4 fits none (a
     10,000-frame take spent a world fit and a corrective stage on 477 to find it missing the
-    max by 0.02 mm), and checks only one whose pose keys were fitted already."""
+    max by 0.003 mm), and checks only one whose pose keys were fitted already."""
     real = {476: 2.01, 477: 1.977, 478: 2.008}
     full = {476: (1.95, 19.0), 477: (1.935, 19.0), 478: (1.958, 19.8)}
     search = _Checked(real, full)

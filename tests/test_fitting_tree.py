@@ -55,6 +55,24 @@ def test_tree_blocks_equal_the_dense_jacobian_on_mocap(sample_clip, tangents):
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-11 * np.abs(a).max())
 
 
+def test_pose_in_blocks_of_frames_is_the_same_to_the_bit(sample_clip, monkeypatch):
+    """A long take's poses are formed a block of frames at a time (the rotation matrices of
+    every frame at once took hundreds of MB): blocks of any size, a short last one included,
+    give what one call over every frame gives."""
+    from sp_core import tree_jacobian
+
+    clip = sample_clip.unwrapped()
+    channels = clip.channels + np.random.default_rng(3).normal(0, 2.0, clip.channels.shape)
+    layout = TreeLayout.of(clip, np.flatnonzero(~constant_channels(clip.channels)))
+    whole = pose(clip, layout, channels)
+    assert len(channels) <= tree_jacobian.POSE_BLOCK  # (one call)
+    for block in (1, 97, 500, len(channels) - 1):
+        monkeypatch.setattr(tree_jacobian, "POSE_BLOCK", block)
+        blocked = pose(clip, layout, channels)
+        for a, b in zip(whole, blocked, strict=True):
+            assert a.shape == b.shape and np.array_equal(a, b), block
+
+
 @pytest.mark.parametrize("tangents", ["unified", "broken"])
 def test_tree_blocks_overwrite_reused_arrays(sample_clip, tangents):
     """Blocks written into a previous iteration's arrays (holding anything) are the blocks

@@ -23,7 +23,9 @@ search spends its fits where they are cheap:
 3. that K checked with the corrective keys (seconds), raised until it meets the tolerance (by
    one K at a time while the mean is met, at first; by a tenth after that);
    the K below it is checked first when its pose keys miss the mean by at most
-   :data:`NEAR_MISS`;
+   :data:`NEAR_MISS`. With corrective keys such a near miss is checked as soon as stage 2
+   fits it, and if it meets, stage 2 ends there: the fits that would close the bracket above
+   it are spared (a 5,000-frame take: a world fit and a corrective stage);
 4. the K below it tried with the corrective keys, down to :data:`TRIES_BELOW` below it, where
    the mean its pose keys leave, lowered as much as the corrective keys lowered it at the K
    above, is within the tolerance: first the lowest of them whose pose keys the search
@@ -204,13 +206,16 @@ class ToleranceSearch:
         return high
 
     def _guided(self, low: int, high: int, fit_space: str, first: int, start: float,
-                stop: float) -> tuple[int, list[int]]:
+                stop: float, settles: Callable[[int], bool] | None = None
+                ) -> tuple[int, list[int]]:
         """The smallest K in [low, high] whose pose-key mean with the fit in ``fit_space`` is
         within the tolerance, given that it is at ``high``, found by trying ``first``, then
         where a power law through the latest two K tried puts the tolerance (see the module
         docstring); the K returned meets the mean and ``K - 1`` (if at least ``low``) does
         not, as a bisection's would (or, from K = 200 on, a K within :data:`PRECISION` of K
-        below it does not). Returns that K and the K tried, in order."""
+        below it does not). ``settles(k)``, optional, is asked of every K that misses: if it
+        holds, the search ends there and returns that K. Returns that K and the K tried, in
+        order."""
         mean_mm = self.tolerance[0]
 
         def mean(j: int) -> float:
@@ -229,6 +234,8 @@ class ToleranceSearch:
             else:
                 failed = k
             tried.append(k)
+            if failed == k and settles is not None and settles(k):
+                return k, tried
             edge = edge + 1 if passed - failed == width - 1 else 0
             self._progress(start + (stop - start) * min(len(tried) / steps, 1.0))
             if edge >= 2:  # the predictions creep: halve the bracket instead
@@ -275,13 +282,6 @@ class ToleranceSearch:
         elif fit.space == "world" and pose_ok(high, START):
             bound = self._bisect(low, high, lambda k: pose_ok(k, START), 0.0, one)
         self._progress(one, f"K at most {bound} (channel fit)")
-        if guided and (bounded or pose_ok(bound, fit.space)):
-            k, _ = self._guided(low, bound, fit.space, first, one, one + two)
-        elif not pose_ok(bound, fit.space):
-            k = bound
-        else:  # the max too: the channel fit's means predict nothing of it
-            k = self._bisect(low, bound, lambda k: pose_ok(k, fit.space), one, one + two)
-        self._progress(one + two, f"checking K = {k} with the {fit.space} fit")
         checks = 0
 
         def span() -> tuple[float, float]:
@@ -292,6 +292,20 @@ class ToleranceSearch:
             checks += 1
             return start, one + two + left * (1.0 - 0.5 ** checks)
 
+        def near_miss(j: int) -> bool:
+            # pose keys that miss the mean by at most NEAR_MISS, which the corrective keys
+            # often make up for: checked as soon as stage 2 fits them, a K that meets spares
+            # the fits that would close the bracket above it (seconds each on a long take)
+            return self.pose_error(j, fit.space)[0] <= mean_mm * (1.0 + NEAR_MISS) \
+                and self.meets(j, *span())
+
+        if guided and (bounded or pose_ok(bound, fit.space)):
+            k, _ = self._guided(low, bound, fit.space, first, one, one + two, near_miss)
+        elif not pose_ok(bound, fit.space):
+            k = bound
+        else:  # the max too: the channel fit's means predict nothing of it
+            k = self._bisect(low, bound, lambda k: pose_ok(k, fit.space), one, one + two)
+        self._progress(one + two, f"checking K = {k} with the {fit.space} fit")
         below = self._pose.get((k - 1, fit.space))
         if corrected and k > low and below is not None \
                 and below[0] <= mean_mm * (1.0 + NEAR_MISS) and self.meets(k - 1, *span()):

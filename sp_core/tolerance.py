@@ -293,9 +293,10 @@ class ToleranceSearch:
             return start, one + two + left * (1.0 - 0.5 ** checks)
 
         def near_miss(j: int) -> bool:
-            # pose keys that miss the mean by at most NEAR_MISS, which the corrective keys
-            # often make up for: checked as soon as stage 2 fits them, a K that meets spares
-            # the fits that would close the bracket above it (seconds each on a long take)
+            # pose keys (fitted) that miss the mean by at most NEAR_MISS, which the corrective
+            # keys often make up for: checked as soon as stage 2 fits them, a K that meets
+            # spares the fits that would close the bracket above it (seconds each on a long
+            # take); stage 3 asks it of the K below the one stage 2 found
             return self.pose_error(j, fit.space)[0] <= mean_mm * (1.0 + NEAR_MISS) \
                 and self.meets(j, *span())
 
@@ -306,9 +307,7 @@ class ToleranceSearch:
         else:  # the max too: the channel fit's means predict nothing of it
             k = self._bisect(low, bound, lambda k: pose_ok(k, fit.space), one, one + two)
         self._progress(one + two, f"checking K = {k} with the {fit.space} fit")
-        below = self._pose.get((k - 1, fit.space))
-        if corrected and k > low and below is not None \
-                and below[0] <= mean_mm * (1.0 + NEAR_MISS) and self.meets(k - 1, *span()):
+        if corrected and k > low and (k - 1, fit.space) in self._pose and near_miss(k - 1):
             k -= 1  # the corrective keys made up the pose keys' near miss of the mean
         single = 0  # steps of one K in a row
         while not self.meets(k, *span()):

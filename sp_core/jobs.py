@@ -182,7 +182,10 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
         def step(fraction: float, message: str) -> None:
             progress(share * fraction, message)
     if keys.frames is None:
-        session.analyze(progress=step, cancel=cancel, choose=job.command == "reduce")
+        # a reduction reads the K it tries and writes only the chosen one: the selection DP
+        # runs that far only (on a long take a fraction of it), not for every K
+        session.analyze(progress=step, cancel=cancel, choose=job.command == "reduce",
+                        whole_space=job.command != "reduce")
         result.space, result.keys = session.space, session.k
         result.frames = [int(f) for f in session.keyframes()]
         result.notes = list(session.notes)

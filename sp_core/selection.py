@@ -9,6 +9,7 @@ candidate frames and no gap longer than ``max_span``. Lookups afterwards are arr
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -97,6 +98,14 @@ class SelectionSpace:
         ``progress(fraction, message)`` between blocks of the cost table and of the
         selection (about every 0.1 s); it may raise (e.g. to cancel), which aborts the
         analysis.
+    on_demand : callable, optional
+        Solve the DP for a K only when it is first asked for (:meth:`error`,
+        :meth:`keyframes`; :attr:`errors` and what derives from it ask for every K), calling
+        ``on_demand()`` between blocks of it (it may raise to cancel: the K solved so far stay
+        solved). For callers that read a few K only (a reduction at the K the tolerance's
+        search tries): the DP of each K costs about the same, so a 5,000-frame take whose
+        search reaches K = 300 solves an eighth of it. The results are the same as solving
+        every K at once. Default: every K now.
 
     Notes
     -----
@@ -133,6 +142,7 @@ class SelectionSpace:
         memory_limit: int = DEFAULT_MEMORY_LIMIT,
         time_budget: float | None = None,
         progress: Callable[[float, str], None] | None = None,
+        on_demand: Callable[[], None] | None = None,
     ) -> None:
         report = progress or (lambda fraction, message: None)
         poses = np.asarray(poses, dtype=np.float64)
@@ -192,12 +202,20 @@ class SelectionSpace:
                                       progress=lambda f: report(0.05 + (share - 0.05) * f,
                                                                 message))
         t1 = time.perf_counter()
-        self._errors, self._back = self._select(band, lowest, compose == "sum",
-                                                lambda f, text: report(share + (0.95 - share)
-                                                                       * f, text))
+        self._start_select(band, lowest, compose == "sum")
+        self._on_demand = on_demand
+        self._solving = threading.Lock()
+        if on_demand is None:
+            self._solve_to(self.max_keys, lambda f, text: report(share + (0.95 - share) * f,
+                                                                 text))
+        else:  # up to the smallest feasible K (doubling: the DP of a K costs about the same)
+            self._solve_to(min(2, self.max_keys), lambda f, text: on_demand())
+            while not np.isfinite(self._errors[:self._solved + 1]).any() \
+                    and self._solved < self.max_keys:
+                self._solve_to(min(2 * self._solved, self.max_keys), lambda f, text: on_demand())
         t2 = time.perf_counter()
         self.timings = {"table_s": t1 - t0, "select_s": t2 - t1}
-        feasible = np.flatnonzero(np.isfinite(self._errors))
+        feasible = np.flatnonzero(np.isfinite(self._errors[:self._solved + 1]))
         if len(feasible) == 0:
             raise SelectionError(f"no selection of at most {self.max_keys} keys meets max_span "
                                  f"{self.max_span} with these pins; raise max_keys or max_span")
@@ -205,31 +223,52 @@ class SelectionSpace:
         self._poses = centred
         self._diameter: float | None = None
 
-    def _select(self, band: int, lowest: np.ndarray, use_sum: bool,
-                report: Callable[[float, str], None]) -> tuple[np.ndarray, np.ndarray]:
-        """Run the DP a few key counts per kernel call; returns ``error[K, last]`` for every
-        K (inf where none) and the back-pointer offsets (see :func:`_kernels.select_rows`)."""
+    def _start_select(self, band: int, lowest: np.ndarray, use_sum: bool) -> None:
+        """Allocate the DP's arrays (nothing solved yet): ``error[K, last]`` for every K (inf
+        where none or not solved yet), the back-pointer offsets (see
+        :func:`_kernels.select_rows`; zero pages until their K is solved) and the two rows of
+        errors the recursion carries from one K to the next."""
         m = len(self._candidates)
-        rows = np.full((2, m), np.inf)
-        rows[1, 0] = 0.0  # one key: only the first candidate
-        final = np.full(self.max_keys + 1, np.inf)
         narrow = np.uint8 if band <= 0xFF else np.uint16 if band <= 0xFFFF else np.int32
-        back = np.zeros((self.max_keys + 1, m), dtype=narrow)
-        steps = self._select_steps(band, self.max_keys)
+        self._dp = (lowest, use_sum, self._select_steps(band, self.max_keys))
+        self._rows = np.full((2, m), np.inf)
+        self._rows[1, 0] = 0.0  # one key: only the first candidate
+        self._errors = np.full(self.max_keys + 1, np.inf)
+        self._back = np.zeros((self.max_keys + 1, m), dtype=narrow)
+        self._solved = 1  # the largest K solved
+
+    def _solve_to(self, keys: int, report: Callable[[float, str], None]) -> None:
+        """Run the DP up to ``keys`` key counts (from the last K solved), a few key counts per
+        kernel call, with ``report(fraction, message)`` between calls."""
+        lowest, use_sum, steps = self._dp
         threads = numba.get_num_threads()
-        message = f"optimal selections for K up to {self.max_keys:,}"
+        message = f"optimal selections for K up to {keys:,}"
+        first = self._solved + 1
         report(0.0, message)
 
-        def solve(first: int, stop: int) -> None:  # indices of steps: K - 2
-            keys, stop = first + 2, stop + 2
+        def solve(start: int, stop: int) -> None:  # indices of the K to solve from `first`
+            keys, stop = first + start, first + stop
             while keys < stop:  # again from where a worker stopped waiting (a busy machine)
                 keys = _kernels.select_rows(
                     self._table, lowest, keys, stop, use_sum, 2 * threads, threads,
-                    _kernels.DP_PATIENCE, rows, final, back,
+                    _kernels.DP_PATIENCE, self._rows, self._errors, self._back,
                     np.zeros(stop - keys + 1, dtype=np.int64),
                     np.zeros(stop - keys + 1, dtype=np.int64))
-        fill_in_blocks(steps, solve, lambda f: report(f, message), per_block=SELECT_BLOCK)
-        return final, back
+            self._solved = stop - 1
+        fill_in_blocks(steps[first - 2:keys - 1], solve, lambda f: report(f, message),
+                       per_block=SELECT_BLOCK)
+
+    def _need(self, keys: int) -> None:
+        """Solve the DP up to ``keys`` if it was left to be solved on demand."""
+        if keys <= self._solved or self._on_demand is None:
+            return
+        hook = self._on_demand
+        with self._solving:  # one thread extends the DP, the others then find it solved
+            t = time.perf_counter()
+            try:
+                self._solve_to(keys, lambda f, text: hook())
+            finally:
+                self.timings["select_s"] += time.perf_counter() - t
 
     # ------------------------------------------------------------------------------ planning
     def _band(self, span: int) -> int:
@@ -477,6 +516,7 @@ class SelectionSpace:
     @property
     def errors(self) -> np.ndarray:
         """(n,) float64: ``error(K)`` for every K of :attr:`key_counts` (inf where infeasible)."""
+        self._need(self.max_keys)
         return self._errors[self.min_keys:self.max_keys + 1].copy()
 
     def _check_k(self, keys: int) -> int:
@@ -489,11 +529,14 @@ class SelectionSpace:
 
     def error(self, keys: int) -> float:
         """Composed cost of the optimal selection of ``keys`` keyframes (pose units)."""
-        return float(self._errors[self._check_k(keys)])
+        keys = self._check_k(keys)
+        self._need(keys)
+        return float(self._errors[keys])
 
     def keyframes(self, keys: int) -> np.ndarray:
         """(keys,) int64: the optimal keyframes as ascending host frames."""
         keys = self._check_k(keys)
+        self._need(keys)
         if not np.isfinite(self._errors[keys]):
             raise SelectionError(f"no selection of exactly {keys} keys meets the constraints "
                                  "(max_span, pins); choose another K")

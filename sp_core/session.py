@@ -201,7 +201,7 @@ class Session:
 
     def analyze(self, progress: Callable[[float, str], None] | None = None,
                 cancel: CancelToken | None = None, motion: Clip | None = None,
-                choose: bool = True) -> SelectionSpace:
+                choose: bool = True, whole_space: bool = True) -> SelectionSpace:
         """Build the selection space (in the caller's thread) and make it the session's.
 
         K becomes the K the options ask for (``keys``/``ratio``), else the current K if the new
@@ -221,14 +221,21 @@ class Session:
         choose : bool
             Run the tolerance's search for K when the tolerance chooses it (False: the
             analysis alone, K the suggested K; for ``analyze`` jobs, which fit nothing).
+        whole_space : bool
+            Solve the selection DP for every K now (True), or only for the K the caller and
+            the search ask for (False, ``on_demand`` of
+            :class:`~sp_core.selection.SelectionSpace`, checking ``cancel``): for callers
+            that use the chosen K only, such as the ``reduce`` job; reading the whole space
+            later (its graph, the suggested K) solves the rest then.
         """
-        return self.adopt_analysis(self.compute_analysis(progress, cancel, motion, choose))
+        return self.adopt_analysis(self.compute_analysis(progress, cancel, motion, choose,
+                                                         whole_space=whole_space))
 
     def compute_analysis(self, progress: Callable[[float, str], None] | None = None,
                          cancel: CancelToken | None = None, motion: Clip | None = None,
                          choose: bool = True,
-                         space_ready: Callable[[SelectionSpace], None] | None = None
-                         ) -> Analysis:
+                         space_ready: Callable[[SelectionSpace], None] | None = None,
+                         whole_space: bool = True) -> Analysis:
         """The analysis of :meth:`analyze` without changing the session (a worker thread runs
         this; the UI thread then calls :meth:`adopt_analysis`).
 
@@ -273,7 +280,8 @@ class Session:
                     max_keys=max_keys_for(self.options, wanted),
                     memory_limit=int(options.memory_gib * 1024**3),
                     time_budget=time_budget_for(self.options, motion.n_frames),
-                    progress=lambda f, m: report(0.05 + (share - 0.05) * f, m))
+                    progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
+                    on_demand=None if whole_space else token.check)
             notes = list(space.notes)  # e.g. a long take's window
             token.check()
         except AnalysisCancelled:

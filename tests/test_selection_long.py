@@ -15,7 +15,8 @@ from reference_dp import dense_keyframes, dense_select
 from sp_core import _kernels, selection
 from sp_core.cli import main
 from sp_core.errors import CapacityError, SelectionError
-from sp_core.io.bvh import write_bvh
+from sp_core.io.bvh import read_bvh, write_bvh
+from sp_core.jobs import Job, run_job
 from sp_core.options import Options
 from sp_core.poses import pose_matrix
 from sp_core.selection import SelectionSpace
@@ -323,3 +324,80 @@ def test_a_long_take_of_real_mocap_gets_a_window_and_narrow_offsets(sample_clip,
     for keys in (space.min_keys, space.max_keys):
         assert gaps_at_most(space.keyframes(keys), space.max_span)
     assert_same_as_dense(space)
+
+
+# ------------------------------------------------------------------- the DP on demand
+@pytest.mark.parametrize("seed", range(6))
+def test_dp_on_demand_equals_the_whole_dp_and_solves_only_the_k_asked(seed):
+    # K asked in any order (the tolerance's search jumps about) give the errors and keys the
+    # whole DP gives; nothing above the largest K asked is solved until the whole space is
+    # read, and then everything equals the whole DP's, back-pointers included
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(60, 400))
+    poses = random_poses(seed, n, dims=int(rng.integers(1, 6)))
+    if seed % 2:  # exact ties
+        poses = rng.integers(0, 3, size=(n, 2)).astype(float)
+    options = {"compose": ("max", "sum")[seed % 2], "cost": ("line-max", "line-sse")[seed // 3]}
+    if seed % 3 == 1:
+        options.update(max_span=int(rng.integers(n // 8, n // 2)),
+                       pins=[int(rng.integers(1, n - 1))])
+    whole = SelectionSpace(poses, **options)
+    calls = []
+    lazy = SelectionSpace(poses, on_demand=lambda: calls.append(1), **options)
+    assert lazy.min_keys == whole.min_keys and lazy.max_keys == whole.max_keys
+    assert lazy._solved < whole.max_keys // 2  # up to the smallest feasible K, doubling
+    asked = [int(k) for k in rng.integers(whole.min_keys, whole.max_keys // 3, size=8)]
+    for k in asked:
+        assert lazy.error(k) == whole.error(k)
+        if np.isfinite(whole.error(k)):
+            np.testing.assert_array_equal(lazy.keyframes(k), whole.keyframes(k))
+    assert lazy._solved == max(asked + [lazy.min_keys])
+    assert not lazy._back[lazy._solved + 1:].any() and calls
+    np.testing.assert_array_equal(lazy.errors, whole.errors)
+    assert lazy._solved == whole.max_keys
+    np.testing.assert_array_equal(lazy._back, whole._back)
+    assert lazy.suggestions() == whole.suggestions()
+
+
+def test_dp_on_demand_cancelled_midway_keeps_what_it_solved(sample_clip):
+    # the hook raises between blocks (a cancelled job): the K solved so far stay valid, and
+    # asking again carries on from there to the same result as the whole DP
+    whole = SelectionSpace.from_clip(sample_clip)
+    state = {"calls": 0, "cancel": False}
+
+    class Cancelled(Exception):
+        pass
+
+    def hook():
+        state["calls"] += 1
+        if state["cancel"]:
+            raise Cancelled
+
+    lazy = SelectionSpace.from_clip(sample_clip, on_demand=hook)
+    state["cancel"] = True
+    with pytest.raises(Cancelled):
+        lazy.keyframes(whole.max_keys)
+    solved = lazy._solved
+    assert solved < whole.max_keys
+    np.testing.assert_array_equal(lazy._errors[:solved + 1], whole._errors[:solved + 1])
+    state["cancel"] = False
+    np.testing.assert_array_equal(lazy.keyframes(whole.max_keys),
+                                  whole.keyframes(whole.max_keys))
+    np.testing.assert_array_equal(lazy.errors, whole.errors)
+    assert lazy.timings["select_s"] > 0
+
+
+def test_reduce_job_solves_the_dp_as_far_as_its_search_goes():
+    # the default reduce job: the same K and keys as with the whole space solved first,
+    # from part of the DP; the whole space, read afterwards, is the same too
+    clip = read_bvh("tests/data/cmu_131_01_walk.bvh")
+    options = Options()
+    result = run_job(Job("tests/data/cmu_131_01_walk.bvh", options, "reduce"), clip=clip)
+    space = result.space
+    assert space is not None and space._solved < space.max_keys
+    session = Session(StandaloneHost(clip, source="walk"), options)
+    session.analyze()  # whole space first, then the same search
+    assert session.space._solved == session.space.max_keys
+    assert session.k == result.keys
+    assert [int(f) for f in session.keyframes()] == result.frames
+    np.testing.assert_array_equal(space.errors, session.space.errors)

@@ -82,7 +82,9 @@ class Result:
     clip : dict
         ``name``, ``frames``, ``fps``, ``first_frame``, ``last_frame`` of the motion used.
     space : SelectionSpace or None
-        The analysis (None when the frames were given).
+        The analysis (None when the frames were given). A ``reduce`` job's has solved the
+        selection DP only up to the largest K its choice of K read; reading every K (its
+        ``errors``, the suggested K) solves the rest first.
     keys : int or None
         K (keyposes in layered mode).
     frames : list of int

@@ -509,6 +509,13 @@ class SelectionSpace:
         return self._candidates[self._pins] + self.first_frame
 
     @property
+    def solved(self) -> int:
+        """The largest K whose selection is solved: :attr:`max_keys`, unless the space was
+        built ``on_demand`` and nothing has asked for it yet (reading a K above solves up to
+        it first)."""
+        return self._solved
+
+    @property
     def key_counts(self) -> np.ndarray:
         """(n,) int64: every K from :attr:`min_keys` to :attr:`max_keys`."""
         return np.arange(self.min_keys, self.max_keys + 1)

@@ -134,6 +134,9 @@ class ToleranceSearch:
                 progress: Callable[[float, str], None] | None = None) -> Reduction:
         fit = self.fit
         start = fit_space == START
+        if k > self.space.solved:  # a space solved on demand: its DP runs up to k first
+            self._progress(self._fraction, f"K = {k}: optimal keyframes (selections up to "
+                                           f"K = {k:,})")
         return reduce(self.motion, self.space.keyframes(k), tangents=fit.tangents,
                       smoothness=fit.smoothness, space=fit.space if start else fit_space,
                       world_iterations=fit.world_iterations, objective=fit.objective,

@@ -392,12 +392,17 @@ def test_reduce_job_solves_the_dp_as_far_as_its_search_goes():
     # from part of the DP; the whole space, read afterwards, is the same too
     clip = read_bvh("tests/data/cmu_131_01_walk.bvh")
     options = Options()
-    result = run_job(Job("tests/data/cmu_131_01_walk.bvh", options, "reduce"), clip=clip)
+    messages = []
+    result = run_job(Job("tests/data/cmu_131_01_walk.bvh", options, "reduce"), clip=clip,
+                     progress=lambda f, m: messages.append(m))
     space = result.space
-    assert space is not None and space._solved < space.max_keys
+    assert space is not None and space.solved < space.max_keys
+    # the wait for the DP says what it is, at the K that needed it
+    assert any(re.fullmatch(r"K = \d+: optimal keyframes \(selections up to K = \d+\)", m)
+               for m in messages)
     session = Session(StandaloneHost(clip, source="walk"), options)
     session.analyze()  # whole space first, then the same search
-    assert session.space._solved == session.space.max_keys
+    assert session.space.solved == session.space.max_keys
     assert session.k == result.keys
     assert [int(f) for f in session.keyframes()] == result.frames
     np.testing.assert_array_equal(space.errors, session.space.errors)

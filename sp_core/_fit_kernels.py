@@ -1,6 +1,7 @@
 """numba kernels of the world-space fit (private; use :mod:`sp_core.tree_jacobian`).
 
-Imported only when a world fit runs, so reading files and the channel fit never load numba.
+Imported only when a world fit runs or the channel fit's arrays are large
+(:data:`sp_core.curves.KERNEL_SIZE`), so reading files and short channel fits never load numba.
 """
 
 from __future__ import annotations
@@ -474,3 +475,124 @@ def segment_solve(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray,
         for a in range(n):
             x[key, first + a] = b[a]
     return x
+
+
+@njit(cache=True, nogil=True)
+def _block_sum(values: np.ndarray, lo: int, n: int) -> float:
+    """numpy's sum of a block of up to 128 values: eight running sums, then the rest."""
+    if n < 8:
+        total = -0.0  # as numpy: -0.0 + x is x for every x, so sums of -0.0 stay -0.0
+        for i in range(n):
+            total += values[lo + i]
+        return total
+    r0, r1, r2, r3 = values[lo], values[lo + 1], values[lo + 2], values[lo + 3]
+    r4, r5, r6, r7 = values[lo + 4], values[lo + 5], values[lo + 6], values[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0 += values[lo + i]
+        r1 += values[lo + i + 1]
+        r2 += values[lo + i + 2]
+        r3 += values[lo + i + 3]
+        r4 += values[lo + i + 4]
+        r5 += values[lo + i + 5]
+        r6 += values[lo + i + 6]
+        r7 += values[lo + i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        total += values[lo + i]
+        i += 1
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _pairwise_sum(values: np.ndarray) -> float:
+    """Sum of ``values`` (n,) in numpy's pairwise order (blocks of up to 128, halves cut at a
+    multiple of 8 above), so a mean here equals numpy's to the bit. The halves are walked
+    with an explicit stack: numba cannot cache a recursive kernel."""
+    n = values.shape[0]
+    if n <= 128:
+        return _block_sum(values, 0, n)
+    los = np.empty(64, dtype=np.int64)
+    sizes = np.empty(64, dtype=np.int64)
+    lefts = np.empty(64)  # a range's left half's sum, once known
+    halves_done = np.zeros(64, dtype=np.bool_)
+    los[0], sizes[0], depth = 0, n, 1
+    while True:
+        top = depth - 1
+        if sizes[top] > 128:  # descend into the left half
+            half = sizes[top] // 2
+            half -= half % 8
+            los[depth], sizes[depth], halves_done[depth] = los[top], half, False
+            depth += 1
+            continue
+        total = _block_sum(values, los[top], sizes[top])
+        depth -= 1
+        while depth > 0:  # hand the sum up: a left half starts its right one
+            parent = depth - 1
+            half = sizes[parent] // 2
+            half -= half % 8
+            if not halves_done[parent]:
+                halves_done[parent], lefts[parent] = True, total
+                los[depth], sizes[depth] = los[parent] + half, sizes[parent] - half
+                halves_done[depth] = False
+                depth += 1
+                break
+            total = lefts[parent] + total
+            depth -= 1
+        if depth == 0:
+            return total
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def segment_normal_sums(w_out: np.ndarray, w_in: np.ndarray, residual: np.ndarray,
+                        starts: np.ndarray) -> np.ndarray:
+    """The channel fit's per-segment sums of products (see :func:`sp_core.fitting._normal_blocks`).
+
+    Each sum is what numpy's ``add.reduceat`` gives, to the bit: a segment's first row, plus
+    the pairwise sum of the others (numpy's order, :func:`_pairwise_sum`).
+    One pass reads each row once instead of forming five (F, C) products first, and the
+    segments run in parallel.
+
+    Parameters
+    ----------
+    w_out, w_in, residual : (F, C) float64
+        Basis weights of the out and in slopes of every row, and the residual.
+    starts : (S,) int64
+        First row of every segment (the last runs to row F - 1).
+
+    Returns
+    -------
+    (5, S, C) float64
+        Σ w_out², Σ w_in², Σ w_out w_in, Σ w_out r and Σ w_in r per segment and channel.
+    """
+    n_rows, n_channels = residual.shape
+    n_segments = starts.shape[0]
+    out = np.empty((5, n_segments, n_channels))
+    for s in prange(n_segments):
+        lo = starts[s]
+        hi = starts[s + 1] if s + 1 < n_segments else n_rows
+        rest = hi - lo - 1
+        terms = np.empty((5, rest))
+        for c in range(n_channels):
+            for j in range(rest):
+                o = w_out[lo + 1 + j, c]
+                i = w_in[lo + 1 + j, c]
+                r = residual[lo + 1 + j, c]
+                terms[0, j] = o * o
+                terms[1, j] = i * i
+                terms[2, j] = o * i
+                terms[3, j] = o * r
+                terms[4, j] = i * r
+            o = w_out[lo, c]
+            i = w_in[lo, c]
+            r = residual[lo, c]
+            out[0, s, c] = o * o
+            out[1, s, c] = i * i
+            out[2, s, c] = o * i
+            out[3, s, c] = o * r
+            out[4, s, c] = i * r
+            if rest:  # (a one-row segment adds nothing: -0.0 stays -0.0, as in numpy)
+                for k in range(5):
+                    out[k, s, c] += _pairwise_sum(terms[k])
+    return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from sp_core._fit_kernels import _place, _turn
+from sp_core._fit_kernels import _pairwise_sum, _place, _turn
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -130,73 +130,6 @@ def subtree_positions(channels: np.ndarray, base: np.ndarray, roots: np.ndarray,
                     _turn(partial, turn, temp)
                 world[i] = partial
     return positions
-
-
-@njit(cache=True, nogil=True)
-def _block_sum(values: np.ndarray, lo: int, n: int) -> float:
-    """numpy's sum of a block of up to 128 values: eight running sums, then the rest."""
-    if n < 8:
-        total = 0.0
-        for i in range(n):
-            total += values[lo + i]
-        return total
-    r0, r1, r2, r3 = values[lo], values[lo + 1], values[lo + 2], values[lo + 3]
-    r4, r5, r6, r7 = values[lo + 4], values[lo + 5], values[lo + 6], values[lo + 7]
-    i = 8
-    while i < n - n % 8:
-        r0 += values[lo + i]
-        r1 += values[lo + i + 1]
-        r2 += values[lo + i + 2]
-        r3 += values[lo + i + 3]
-        r4 += values[lo + i + 4]
-        r5 += values[lo + i + 5]
-        r6 += values[lo + i + 6]
-        r7 += values[lo + i + 7]
-        i += 8
-    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        total += values[lo + i]
-        i += 1
-    return total
-
-
-@njit(cache=True, nogil=True)
-def _pairwise_sum(values: np.ndarray) -> float:
-    """Sum of ``values`` (n,) in numpy's pairwise order (blocks of up to 128, halves cut at a
-    multiple of 8 above), so a mean here equals numpy's to the bit. The halves are walked
-    with an explicit stack: numba cannot cache a recursive kernel."""
-    n = values.shape[0]
-    if n <= 128:
-        return _block_sum(values, 0, n)
-    los = np.empty(64, dtype=np.int64)
-    sizes = np.empty(64, dtype=np.int64)
-    lefts = np.empty(64)  # a range's left half's sum, once known
-    halves_done = np.zeros(64, dtype=np.bool_)
-    los[0], sizes[0], depth = 0, n, 1
-    while True:
-        top = depth - 1
-        if sizes[top] > 128:  # descend into the left half
-            half = sizes[top] // 2
-            half -= half % 8
-            los[depth], sizes[depth], halves_done[depth] = los[top], half, False
-            depth += 1
-            continue
-        total = _block_sum(values, los[top], sizes[top])
-        depth -= 1
-        while depth > 0:  # hand the sum up: a left half starts its right one
-            parent = depth - 1
-            half = sizes[parent] // 2
-            half -= half % 8
-            if not halves_done[parent]:
-                halves_done[parent], lefts[parent] = True, total
-                los[depth], sizes[depth] = los[parent] + half, sizes[parent] - half
-                halves_done[depth] = False
-                depth += 1
-                break
-            total = lefts[parent] + total
-            depth -= 1
-        if depth == 0:
-            return total
 
 
 @njit(cache=True, parallel=True, nogil=True)

@@ -49,10 +49,15 @@ def warm() -> float:
         reduce(clip, [0, 13, 27, clip.n_frames - 1], tangents, space="world")
     # the corrective stage's subtree kernels
     reduce(clip, [0, clip.n_frames - 1], "unified", space="world", corrective_budget="50%")
-    # the Bezier parameter kernel runs only on large arrays (weighted fits of long takes)
+    # the Bezier parameter kernel runs only on large arrays (weighted fits of long takes),
+    # and so do the channel fit's segment sums (any clip of a thousand frames or more)
     size = KERNEL_SIZE
     solve_parameter(np.full(size, 0.5), np.full(size, 0.3), np.full(size, 0.2),
                     np.ones(size))
+    from sp_core._fit_kernels import segment_normal_sums
+
+    weights = np.ones((4, 2))
+    segment_normal_sums(weights, weights, weights, np.array([0, 2], dtype=np.int64))
     return time.perf_counter() - started
 
 

@@ -359,3 +359,46 @@ def test_tree_kinematics_of_oriented_translations():
         # a location moves its own node along the axis
         np.testing.assert_allclose(axes[:, c], jacobian[:, clip.channel_nodes[c], :, c],
                                    atol=1e-12)
+
+
+# ------------------------------------------------------- the channel fit's segment sums
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 400), st.integers(1, 9), st.data())
+def test_segment_sums_kernel_equals_numpys_reduceat_to_the_bit(n_rows, n_channels, data):
+    # numpy's add.reduceat is the segment's first row plus the pairwise sum of the rest (in
+    # blocks of eight, from -0.0): segments of one, two and hundreds of rows, and signed zeros
+    # (a segment's first row has w_in = -0.0), must come out the same to the bit
+    from sp_core._fit_kernels import segment_normal_sums
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    starts = np.unique(np.array([0, *data.draw(st.lists(st.integers(1, n_rows - 1),
+                                                       max_size=min(n_rows - 1, 60)))],
+                                dtype=np.int64))
+    arrays = []
+    for _ in range(3):
+        a = rng.normal(size=(n_rows, n_channels)) * 10.0 ** rng.integers(-3, 4)
+        zeros = rng.random((n_rows, n_channels)) < 0.2
+        a[zeros] = np.where(rng.random(zeros.sum()) < 0.5, -0.0, 0.0)
+        arrays.append(a)
+    w_out, w_in, residual = arrays
+    got = segment_normal_sums(w_out, w_in, residual, starts)
+    for k, product in enumerate((w_out * w_out, w_in * w_in, w_out * w_in, w_out * residual,
+                                 w_in * residual)):
+        expected = np.add.reduceat(product, starts, axis=0)
+        np.testing.assert_array_equal(got[k], expected)
+        np.testing.assert_array_equal(np.signbit(got[k]), np.signbit(expected))
+
+
+@pytest.mark.parametrize("tangents", ["unified", "broken", "weighted"])
+def test_channel_fit_with_the_sums_kernel_is_numpys_to_the_bit(sample_clip, monkeypatch,
+                                                                tangents):
+    # the sample (994 x 96 values) takes the kernel; forcing numpy's path gives the same fit
+    values = sample_clip.unwrapped().channels
+    rows = np.linspace(0, len(values) - 1, 40).round().astype(np.int64)
+    assert values.size >= fitting.KERNEL_SIZE
+    kernel = fit_channels(values, rows, tangents, key_values="fitted")
+    monkeypatch.setattr(fitting, "KERNEL_SIZE", values.size + 1)
+    plain = fit_channels(values, rows, tangents, key_values="fitted")
+    np.testing.assert_array_equal(kernel.slopes, plain.slopes)
+    np.testing.assert_array_equal(kernel.key_values, plain.key_values)
+    np.testing.assert_array_equal(kernel.out_length, plain.out_length)

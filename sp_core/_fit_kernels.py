@@ -569,21 +569,23 @@ def segment_normal_sums(w_out: np.ndarray, w_in: np.ndarray, residual: np.ndarra
     n_rows, n_channels = residual.shape
     n_segments = starts.shape[0]
     out = np.empty((5, n_segments, n_channels))
+    # one channel's products of every row: segments own disjoint rows, so the threads share
+    # it without allocating (allocations in parallel threads grew the heap by arenas)
+    terms = np.empty((5, n_rows))
     for s in prange(n_segments):
         lo = starts[s]
         hi = starts[s + 1] if s + 1 < n_segments else n_rows
         rest = hi - lo - 1
-        terms = np.empty((5, rest))
         for c in range(n_channels):
-            for j in range(rest):
-                o = w_out[lo + 1 + j, c]
-                i = w_in[lo + 1 + j, c]
-                r = residual[lo + 1 + j, c]
-                terms[0, j] = o * o
-                terms[1, j] = i * i
-                terms[2, j] = o * i
-                terms[3, j] = o * r
-                terms[4, j] = i * r
+            for f in range(lo + 1, hi):
+                o = w_out[f, c]
+                i = w_in[f, c]
+                r = residual[f, c]
+                terms[0, f] = o * o
+                terms[1, f] = i * i
+                terms[2, f] = o * i
+                terms[3, f] = o * r
+                terms[4, f] = i * r
             o = w_out[lo, c]
             i = w_in[lo, c]
             r = residual[lo, c]
@@ -594,5 +596,5 @@ def segment_normal_sums(w_out: np.ndarray, w_in: np.ndarray, residual: np.ndarra
             out[4, s, c] = i * r
             if rest:  # (a one-row segment adds nothing: -0.0 stays -0.0, as in numpy)
                 for k in range(5):
-                    out[k, s, c] += _pairwise_sum(terms[k])
+                    out[k, s, c] += _pairwise_sum(terms[k, lo + 1:hi])
     return out

@@ -264,6 +264,8 @@ class SelectionSpace:
             return
         hook = self._on_demand
         with self._solving:  # one thread extends the DP, the others then find it solved
+            if keys <= self._solved:
+                return
             t = time.perf_counter()
             try:
                 self._solve_to(keys, lambda f, text: hook())

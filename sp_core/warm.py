@@ -50,7 +50,8 @@ def warm() -> float:
     # the corrective stage's subtree kernels
     reduce(clip, [0, clip.n_frames - 1], "unified", space="world", corrective_budget="50%")
     # the Bezier parameter kernel runs only on large arrays (weighted fits of long takes),
-    # and so do the channel fit's segment sums (any clip of a thousand frames or more)
+    # and so do the channel fit's segment sums (frames x channels from KERNEL_SIZE: the
+    # sample's 96 channels from 521 frames on)
     size = KERNEL_SIZE
     solve_parameter(np.full(size, 0.5), np.full(size, 0.3), np.full(size, 0.2),
                     np.ones(size))

@@ -539,8 +539,13 @@ def select_rows(table: np.ndarray, lowest: np.ndarray, first: int, stop: int, us
                         after[b] = error  # inf and no back-pointer if unreachable
                         if d:
                             back[keys, b] = d
-                if _add(done, level, 1) == chunks - 1:  # the last unit: the row is complete
-                    final[keys] = after[m - 1]
+                    if group + _DP_GROUP >= m:
+                        # the last candidate's error is K's, taken by the unit that computed
+                        # it, before it counts as done: once every unit is done another
+                        # worker may solve K + 1 and K + 2, which overwrites this row (taken
+                        # after the count, a worker held up in between read K + 2's error)
+                        final[keys] = after[m - 1]
+                _add(done, level, 1)
             polls = 0
             while _load(done, level) < chunks:  # the other workers' last units
                 polls += 1

@@ -209,7 +209,6 @@ class SelectionSpace:
             self._solve_to(self.max_keys, lambda f, text: report(share + (0.95 - share) * f,
                                                                  text))
         else:  # up to the smallest feasible K (doubling: the DP of a K costs about the same)
-            self._solve_to(min(2, self.max_keys), lambda f, text: on_demand())
             while not np.isfinite(self._errors[:self._solved + 1]).any() \
                     and self._solved < self.max_keys:
                 self._solve_to(min(2 * self._solved, self.max_keys), lambda f, text: on_demand())

@@ -353,9 +353,13 @@ class ToleranceSearch:
             pose_mean = self.pose_error(j, space)[0]
             return self._full[j][0] / pose_mean if pose_mean > 0 else 1.0
 
+        def predicted(j: int, share: float) -> bool:
+            # j's pose-key mean, lowered by that share, within the tolerance (fits j)
+            return self.pose_error(j, space)[0] * share <= mean_mm
+
         share = lowered(k)
         fitted = [j for j in range(floor, k) if (j, space) in self._pose
-                  and j not in self._full and self._pose[j, space][0] * share <= mean_mm]
+                  and j not in self._full and predicted(j, share)]
         long_take = resolution(k) > 1
         if share < 1.0 and fitted and self.meets(fitted[0], *span()):
             k = fitted[0]
@@ -365,7 +369,7 @@ class ToleranceSearch:
             share, below = lowered(k), k - 1
             if share >= 1.0 or below in self._full:
                 return k
-            if self.pose_error(below, space)[0] * share > mean_mm:
+            if not predicted(below, share):
                 return k
             if not self.meets(below, *span()):
                 return k

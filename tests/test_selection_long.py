@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -390,10 +391,11 @@ def test_dp_on_demand_cancelled_midway_keeps_what_it_solved(sample_clip):
 def test_reduce_job_solves_the_dp_as_far_as_its_search_goes():
     # the default reduce job: the same K and keys as with the whole space solved first,
     # from part of the DP; the whole space, read afterwards, is the same too
-    clip = read_bvh("tests/data/cmu_131_01_walk.bvh")
+    walk = Path(__file__).parent / "data" / "cmu_131_01_walk.bvh"
+    clip = read_bvh(walk)
     options = Options()
     messages = []
-    result = run_job(Job("tests/data/cmu_131_01_walk.bvh", options, "reduce"), clip=clip,
+    result = run_job(Job(str(walk), options, "reduce"), clip=clip,
                      progress=lambda f, m: messages.append(m))
     space = result.space
     assert space is not None and space.solved < space.max_keys

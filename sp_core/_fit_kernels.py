@@ -570,7 +570,8 @@ def segment_normal_sums(w_out: np.ndarray, w_in: np.ndarray, residual: np.ndarra
     n_segments = starts.shape[0]
     out = np.empty((5, n_segments, n_channels))
     # one channel's products of every row: segments own disjoint rows, so the threads share
-    # it without allocating (allocations in parallel threads grew the heap by arenas)
+    # it without allocating (allocations in parallel threads grew the heap by arenas; only a
+    # segment of more than 129 rows allocates, _pairwise_sum's small stack)
     terms = np.empty((5, n_rows))
     for s in prange(n_segments):
         lo = starts[s]

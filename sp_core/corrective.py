@@ -241,6 +241,8 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     largest = float(frame_max.max())
     for cycle in range(CYCLES):
         if cycle:  # what the polish left: every row, nothing given up
+            if not polish:  # (the same search again would give the same frames up)
+                break
             fk.update(reduced + correction, 0)
             errors[:] = np.linalg.norm(fk.positions - target, axis=-1)
             frame_max = errors.max(axis=1)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import sp_core.corrective as corrective
 from sp_core.corrective import _Channel, _hat, _shapes, budget_keys, correct
 from sp_core.errors import OptionError
 from sp_core.options import Options, coerce, corrective_plan
@@ -287,8 +288,6 @@ def test_the_greedy_search_starts_again_after_the_polish_until_the_max_is_met(
     search and its polish leave the right arm near frame 237 at about 33 mm; starting the
     greedy search again from what the polish left, with no frame given up, meets 20 mm, and
     still no frame is worse than with the pose keys alone."""
-    import sp_core.corrective as corrective
-
     session = Session(StandaloneHost(sample_clip), Options().replace(keys=38))
     session.analyze()
     frames = session.space.keyframes(38)
@@ -308,8 +307,6 @@ def test_the_greedy_search_starts_again_after_the_polish_until_the_max_is_met(
 def test_without_a_max_to_meet_the_greedy_search_runs_once(sample_clip, monkeypatch):
     """A budget alone (no tolerance) is spent by one greedy search and its polish: the same
     keys as with one round allowed."""
-    import sp_core.corrective as corrective
-
     clip = sample_clip.sub_range(700, 899)
     frames = np.linspace(700, 899, 13).round().astype(int)
     default = reduce(clip, frames, space="channel", corrective_budget=300)

@@ -187,11 +187,9 @@ def bench_gil() -> None:
         f"timer beside a sleeping thread: {1000 * idle:.0f} ms", "—")
     # what the panel's preview and Apply run in their worker: the world fit (scipy, LAPACK and
     # Python between the kernels) and the corrective stage, as the tolerance's checks run them
-    from sp_core.reduction import reduce
-
     frames = np.linspace(0, 4999, 250).round().astype(int)
-    stall, took = largest_gap(lambda: reduce(clip, frames, corrective_budget="5%",
-                                             corrective_stop_mm=20.0))
+    stall, took = largest_gap(lambda: reduction.reduce(clip, frames, corrective_budget="5%",
+                                                       corrective_stop_mm=20.0))
     row("largest stall of a 5 ms timer during a 5,000-frame world fit + corrective keys "
         "(250 keys) in a thread", "≤ 50 ms", f"{1000 * stall:.0f} ms (fits {took:.1f} s)",
         f"timer beside a sleeping thread: {1000 * idle:.0f} ms", "—")

@@ -246,9 +246,10 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
             fk.update(reduced + correction, 0)
             errors[:] = np.linalg.norm(fk.positions - target, axis=-1)
             frame_max = errors.max(axis=1)
-            if stop_at <= 0 or frame_max.max() <= floor or frame_max.max() >= largest - slack:
+            top = float(frame_max.max())
+            if stop_at <= 0 or top <= floor or top >= largest - slack:
                 break
-            largest = float(frame_max.max())
+            largest = top
             given_up[:] = False
         while used < budget and steps < 20 * budget + 100:
             steps += 1

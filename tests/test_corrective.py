@@ -282,22 +282,30 @@ def test_a_candidates_hat_and_key_cost_equal_those_of_the_whole_channel(data):
         assert (lo, hi) == state.span([*shape, worst])
 
 
+def meets_20_mm_at(sample_clip, k):
+    """The sample's optimal keyframes at ``k``, the default corrective budget and the world-fit
+    reduction with it at a 20 mm max (the default tolerance's), checked: it meets 20 mm where
+    the pose keys alone miss it, and no frame is worse than with the pose keys alone."""
+    session = Session(StandaloneHost(sample_clip), Options().replace(keys=k))
+    session.analyze()
+    frames = session.space.keyframes(k)
+    budget, _stop = corrective_plan(Options())
+    corrected = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=20.0)
+    assert corrected.metrics.max_mm <= 20.0 < corrected.pose_metrics.max_mm
+    before_max, before_mean = frame_errors(sample_clip, corrected.reduced)
+    after_max, after_mean = frame_errors(sample_clip, corrected.corrected)
+    slack = 1e-7 * float(np.ptp(sample_clip.positions))
+    assert np.all(after_max <= before_max + slack) and np.all(after_mean <= before_mean + slack)
+    return frames, budget, corrected
+
+
 def test_the_greedy_search_starts_again_after_the_polish_until_the_max_is_met(
         sample_clip, monkeypatch):
     """The sample at K = 34 (world fit), the default tolerance's max of 20 mm: one greedy
     search and its polish leave the right shoulder at frame 239 about 28 mm off; starting the
     greedy search again from what the polish left, with no frame given up, meets 20 mm, and
     still no frame is worse than with the pose keys alone."""
-    session = Session(StandaloneHost(sample_clip), Options().replace(keys=34))
-    session.analyze()
-    frames = session.space.keyframes(34)
-    budget, _stop = corrective_plan(Options())
-    again = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=20.0)
-    assert again.metrics.max_mm <= 20.0 < again.pose_metrics.max_mm
-    before_max, before_mean = frame_errors(sample_clip, again.reduced)
-    after_max, after_mean = frame_errors(sample_clip, again.corrected)
-    slack = 1e-7 * float(np.ptp(sample_clip.positions))
-    assert np.all(after_max <= before_max + slack) and np.all(after_mean <= before_mean + slack)
+    frames, budget, again = meets_20_mm_at(sample_clip, 34)
     monkeypatch.setattr(corrective, "CYCLES", 1)
     once = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=20.0)
     assert once.metrics.max_mm > 25.0
@@ -309,16 +317,7 @@ def test_damped_joint_steps_reach_what_the_undamped_one_overshoots(sample_clip, 
     frame 168 is 51.8 mm off. No single channel lowers it without raising the frame's mean,
     and the undamped joint step of the channels that move it overshoots; the damped joint
     steps meet 20 mm there, and no frame is worse than with the pose keys alone."""
-    session = Session(StandaloneHost(sample_clip), Options().replace(keys=30))
-    session.analyze()
-    frames = session.space.keyframes(30)
-    budget, _stop = corrective_plan(Options())
-    damped = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=20.0)
-    assert damped.metrics.max_mm <= 20.0 < damped.pose_metrics.max_mm
-    before_max, before_mean = frame_errors(sample_clip, damped.reduced)
-    after_max, after_mean = frame_errors(sample_clip, damped.corrected)
-    slack = 1e-7 * float(np.ptp(sample_clip.positions))
-    assert np.all(after_max <= before_max + slack) and np.all(after_mean <= before_mean + slack)
+    frames, budget, _damped = meets_20_mm_at(sample_clip, 30)
     monkeypatch.setattr(corrective, "JOINT_DAMPING", (0.0,))
     undamped = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=20.0)
     assert undamped.metrics.max_mm > 40.0

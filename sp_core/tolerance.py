@@ -21,7 +21,8 @@ search spends its fits where they are cheap:
    one that misses within 1 % below it: :data:`PRECISION`). Without
    corrective keys the max decides too, which follows no power law: both are bisections;
 3. that K checked with the corrective keys (seconds), raised until it meets the tolerance (by
-   one K at a time while the mean is met, at first; by a tenth after that);
+   one K at a time while the mean is met, at first, and where the mean is missed as far as
+   the power law puts it, a tenth at most; by a tenth after that);
    the K below it is checked first when its pose keys miss the mean by at most
    :data:`NEAR_MISS`. With corrective keys such a near miss is checked as soon as stage 2
    fits it, and if it meets, stage 2 ends there: the fits that would close the bracket above
@@ -68,8 +69,9 @@ SLOPE_PRIOR = -2.0
 #: How far below the first K that meets the tolerance smaller K are tried with the corrective
 #: keys.
 TRIES_BELOW = 2
-#: K tried one at a time above a K whose reduction meets the mean but misses the max by
-#: more than 10 % before raising K by a tenth.
+#: Steps shorter than a tenth of K in a row in stage 3 (one K above a K whose reduction meets
+#: the mean but misses the max by more than 10 %, or as far as the power law puts a missed
+#: mean) before raising K by a tenth.
 STEPS_ABOVE = 3
 #: A K whose pose keys miss the mean by at most this fraction is checked with the corrective
 #: keys first (before the smallest K whose pose keys meet it): the corrective keys lowered
@@ -322,11 +324,19 @@ class ToleranceSearch:
                     f" with the {fit.space} fit); raise --max-keys or loosen --tolerance")
             # with the mean met, the max is a frame or two the corrective keys gave up on,
             # which the next K's keys often reach (a 5,000-frame take: 23.7 mm at K = 234,
-            # 21.0 at 235, 19.9 at 236), so the next few K come first; a missed mean, or a
-            # max still missed after those, needs more keys
-            near = mean <= mean_mm and (worst <= 1.1 * max_mm or single < STEPS_ABOVE)
-            single = single + 1 if near else 0
-            k = min(high, k + (1 if near else max(1, k // 10)))
+            # 21.0 at 235, 19.9 at 236), so the next few K come first; a missed mean is as
+            # many K away as the power law puts it (a 10,000-frame take's mean missed by 0.4 %
+            # at K = 383 is one K away, not a tenth); a max still missed after those needs a
+            # tenth more keys
+            tenth = max(1, k // 10)
+            if single >= STEPS_ABOVE and not (mean <= mean_mm and worst <= 1.1 * max_mm):
+                step = tenth
+            elif mean > mean_mm:
+                step = min(tenth, max(1, power_law([(k, mean)], mean_mm) - k))
+            else:
+                step = 1
+            single = single + 1 if step < tenth else 0
+            k = min(high, k + step)
         if corrected:
             k = self._below(k, low, span)
         self._progress(1.0, f"K = {k}")

@@ -293,3 +293,26 @@ def test_stage_2_ends_at_a_near_miss_that_meets_with_the_corrective_keys():
     assert events[first_check - 1] == ("fit", k)  # checked as soon as it was fitted
     assert len(events) == first_check + 1, events  # nothing after it
     assert [e for e in events if e[0] == "fit"] == [("fit", 256), ("fit", k)]
+
+
+def test_a_mean_missed_by_a_little_in_stage_3_is_followed_by_the_next_k_not_a_tenth():
+    """Checks like the 10,000-frame take's at 3 / 20 mm: stage 3 steps one K at a time while
+    the max is missed (24.7, 35.0, 24.3 mm at K = 379-381); at 382 the corrective keys meet
+    the max but miss the mean by 0.4 % (the world fit's mean is not monotone in K). The power
+    law puts the mean one K away, so 383 is checked next and returned, instead of K + a
+    tenth (420)."""
+    from types import SimpleNamespace
+
+    ks = np.arange(601)
+    real = dict(zip(ks.tolist(), (3.0 * (np.maximum(ks, 1) / 380.0) ** -2.0).tolist(),
+                    strict=True))
+    real[382] = 3.05
+    start = {k: mean / 0.75 for k, mean in real.items()}
+    full = {k: (0.976 * mean, 19.8) for k, mean in real.items()}
+    full.update({379: (2.88, 24.7), 380: (2.85, 35.0), 381: (2.98, 24.3), 382: (3.013, 20.0),
+                 383: (2.98, 20.0)})
+    search = _Checked(real, full)
+    search.start, search.budget = start, "5%"
+    search.space = SimpleNamespace(min_keys=2, max_keys=600)
+    assert search.smallest_k(3.0, 20.0) == 383
+    assert search.checks == [379, 380, 381, 382, 383]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -177,6 +178,13 @@ class _Checked(_Scripted):
             self._full[k] = self.full[k]
         return self._full[k]
 
+    def searching(self, start, max_keys):
+        """This search, ready for :meth:`smallest_k` over K = 2..``max_keys`` with corrective
+        keys, its start fits' means ``start`` (by K)."""
+        self.start, self.budget = start, "5%"
+        self.space = SimpleNamespace(min_keys=2, max_keys=max_keys)
+        return self
+
 
 def _one_at_a_time(real, full, k, low):
     """Stage 4 as it was: the K below ``k`` one at a time (two at most) while the pose-key
@@ -263,8 +271,6 @@ def test_stage_2_ends_at_a_near_miss_that_meets_with_the_corrective_keys():
     1.5 % at 237 and meet it at 246; the corrective keys lower it by 2.4 %): the first K
     stage 2 fits that misses the mean by at most 3 % is checked with the corrective keys at
     once, and as it meets, the search ends there without fitting the K above it."""
-    from types import SimpleNamespace
-
     ks = np.arange(301)
     real = dict(zip(ks.tolist(), (2.0 * (np.maximum(ks, 1) / 238.0) ** -2.0).tolist(),
                     strict=True))
@@ -284,9 +290,7 @@ def test_stage_2_ends_at_a_near_miss_that_meets_with_the_corrective_keys():
                 events.append(("check", k))
             return super().error(k, start, stop)
 
-    search = Recorded(real, full)
-    search.start, search.budget = start, "5%"
-    search.space = SimpleNamespace(min_keys=2, max_keys=300)
+    search = Recorded(real, full).searching(start, 300)
     k = search.smallest_k(2.0, 20.0)
     assert full[k][0] <= 2.0 and real[k] > 2.0  # a near miss the corrective keys made up
     first_check = events.index(("check", k))
@@ -301,8 +305,6 @@ def test_a_mean_missed_by_a_little_in_stage_3_is_followed_by_the_next_k_not_a_te
     the max but miss the mean by 0.4 % (the world fit's mean is not monotone in K). The power
     law puts the mean one K away, so 383 is checked next and returned, instead of K + a
     tenth (420)."""
-    from types import SimpleNamespace
-
     ks = np.arange(601)
     real = dict(zip(ks.tolist(), (3.0 * (np.maximum(ks, 1) / 380.0) ** -2.0).tolist(),
                     strict=True))
@@ -311,8 +313,6 @@ def test_a_mean_missed_by_a_little_in_stage_3_is_followed_by_the_next_k_not_a_te
     full = {k: (0.976 * mean, 19.8) for k, mean in real.items()}
     full.update({379: (2.88, 24.7), 380: (2.85, 35.0), 381: (2.98, 24.3), 382: (3.013, 20.0),
                  383: (2.98, 20.0)})
-    search = _Checked(real, full)
-    search.start, search.budget = start, "5%"
-    search.space = SimpleNamespace(min_keys=2, max_keys=600)
+    search = _Checked(real, full).searching(start, 600)
     assert search.smallest_k(3.0, 20.0) == 383
     assert search.checks == [379, 380, 381, 382, 383]

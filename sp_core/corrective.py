@@ -38,12 +38,16 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sp_core.clip import Clip
 from sp_core.reweighting import worst_first_weights
 from sp_core.tree_jacobian import TreeLayout, pose
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 #: Channels tried per greedy step (the best by their Gauss–Newton gain at the worst frame).
 CHANNELS_TRIED = 8
@@ -450,11 +454,8 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                                                       np.concatenate(col_index))),
                               shape=(n_frames * width, len(unknowns)))
         rhs = -(a.T @ (miss * np.sqrt(weight)[:, None]).reshape(-1))
-        normal = (a.T @ a).toarray()
-        normal += 1e-3 * np.mean(np.diag(normal)) * np.eye(len(unknowns))
-        try:
-            step = np.linalg.solve(normal, rhs)
-        except np.linalg.LinAlgError:
+        step = _damped_step(a, rhs)
+        if step is None:
             return
         # knots whose change makes some frame worse than the pose keys are left out of the
         # step (frames where the correction already sits at that bound leave no room), and
@@ -490,6 +491,39 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         step = np.where(active, step, 0.0)
         for (c, r), d in zip(unknowns, step, strict=True):
             channels[c].knots[r] += float(d)
+
+
+def _damped_step(a: sparse.csr_matrix, rhs: np.ndarray) -> np.ndarray | None:
+    """The polish's Gauss–Newton step: ``(aᵀ a + μ I)⁻¹ rhs`` with μ a thousandth of the mean
+    of ``aᵀ a``'s diagonal; None where that matrix is singular.
+
+    Parameters
+    ----------
+    a : (rows, n) sparse matrix
+        The weighted Jacobian of the knot values (each column nonzero on its hat's rows only).
+    rhs : (n,) float64
+
+    Returns
+    -------
+    (n,) float64 or None
+
+    Two knots are coupled only where their hats share rows, so ``aᵀ a`` is sparse, and it is
+    symmetric positive definite: it is factored sparse, in a symmetric fill-reducing order
+    without pivoting. Dense, the factorisation was cubic in the knots and the matrix
+    quadratic in memory (5,562 knots at 36,000 frames: 3.2-3.7 s a round, 250 MB a copy).
+    """
+    from scipy import sparse
+    from scipy.sparse.linalg import splu
+
+    normal = (a.T @ a).tocsc()
+    ridge = 1e-3 * float(np.mean(normal.diagonal()))
+    damped = (normal + ridge * sparse.identity(normal.shape[0], format="csc")).tocsc()
+    try:
+        step = splu(damped, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                    options={"SymmetricMode": True}).solve(rhs)
+    except RuntimeError:  # exactly singular
+        return None
+    return step if np.all(np.isfinite(step)) else None
 
 
 def jacobian_column(clip: Clip, layout: TreeLayout, below: list[np.ndarray],

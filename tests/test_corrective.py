@@ -235,6 +235,36 @@ def test_joint_steps_are_solved_together_as_one_by_one_and_a_singular_one_is_lef
     assert _solve_each(normals[:0], gradients[:0]) == []
 
 
+def test_the_polish_step_from_its_sparse_factorisation_is_the_dense_solves():
+    """The polish factors its normal matrix sparse: the step is the dense solve's to rounding
+    on columns shaped like its knots' hats (runs of rows), with columns of very different
+    scales and knots that share no row; an all-zero Jacobian gives no step."""
+    from scipy import sparse
+
+    from sp_core.corrective import _damped_step
+
+    rng = np.random.default_rng(11)
+    n_rows, n_knots = 3000, 400
+    data, rows, columns = [], [], []
+    for j in range(n_knots):
+        first = int(rng.integers(0, n_rows - 60))
+        length = int(rng.integers(3, 60))
+        data.append(rng.normal(size=length) * 10.0 ** rng.uniform(-3, 2))
+        rows.append(np.arange(first, first + length))
+        columns.append(np.full(length, j))
+    a = sparse.csr_matrix((np.concatenate(data), (np.concatenate(rows),
+                                                  np.concatenate(columns))),
+                          shape=(n_rows, n_knots))
+    rhs = rng.normal(size=n_knots)
+    normal = (a.T @ a).toarray()
+    normal += 1e-3 * np.mean(np.diag(normal)) * np.eye(n_knots)
+    want = np.linalg.solve(normal, rhs)
+    got = _damped_step(a, rhs)
+    assert got is not None
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+    assert _damped_step(sparse.csr_matrix((50, 4)), np.ones(4)) is None
+
+
 def test_joint_normal_equations_equal_the_einsums_of_the_weighted_columns():
     """The kernel forms each width's normal equations from the hats without the weighted
     columns numpy's einsums took; the numbers must be the same to the bit."""

@@ -406,17 +406,33 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         return
     n_frames = reduced.shape[0]
     target = clip.positions.reshape(n_frames, -1)
-    # hat function of every knot over the rows (linear interpolation of the knot points)
-    hats: list[tuple[np.ndarray, np.ndarray]] = []
-    for c, r in unknowns:
-        points, _ = channels[c].points(channels[c].knots)
-        i = int(np.searchsorted(points, r))
-        # a knot on the first or last row has no point beyond it: its hat ends at that row
-        lo = int(points[i - 1]) if i > 0 else r - 1
-        hi = int(points[i + 1]) if i + 1 < len(points) else r + 1
-        rows = np.arange(lo + 1, hi)
-        hats.append((rows, np.interp(rows, [lo, r, hi], [0.0, 1.0, 0.0])))
+    # hat function of every knot over the rows (linear interpolation of the knot points),
+    # laid end to end in the unknowns' order: knot j's on hat_rows[starts[j]:starts[j + 1]]
+    # (one array for all, so that a round's Jacobian, trials and checks take each channel or
+    # all knots at once: a long take has thousands of knots)
+    pieces: list[tuple[np.ndarray, np.ndarray]] = []
+    for state in channels.values():
+        if not state.knots:
+            continue
+        points, _ = state.points(state.knots)
+        for r in sorted(state.knots):
+            i = int(np.searchsorted(points, r))
+            # a knot on the first or last row has no point beyond it: its hat ends at that row
+            lo = int(points[i - 1]) if i > 0 else r - 1
+            hi = int(points[i + 1]) if i + 1 < len(points) else r + 1
+            rows = np.arange(lo + 1, hi)
+            pieces.append((rows, np.interp(rows, [lo, r, hi], [0.0, 1.0, 0.0])))
+    lengths = np.array([len(rows) for rows, _h in pieces])
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    hat_rows = np.concatenate([rows for rows, _h in pieces])
+    hat_values = np.concatenate([h for _rows, h in pieces])
     columns = np.array([c for c, _ in unknowns])
+    hat_columns = np.repeat(columns, lengths)
+    hat_owner = np.repeat(np.arange(len(unknowns)), lengths)
+    # each channel's knots are consecutive unknowns: (channel, first row, end row) of their hats
+    channel_first = np.flatnonzero(np.r_[True, columns[1:] != columns[:-1]])
+    groups = [(int(columns[j]), int(starts[j]), int(starts[k])) for j, k in
+              zip(channel_first, np.r_[channel_first[1:], len(unknowns)], strict=True)]
     # the Jacobian columns of the knots' channels on their hats' rows only, from the world
     # axes of those channels (a dense position Jacobian of a long take is gigabytes)
     layout = TreeLayout.of(clip, np.unique(columns))
@@ -430,7 +446,7 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     current = errors
     # the rows some hat covers, and where each sits among them: the Jacobian and the misses
     # are needed there only (the sparse products read nothing else)
-    covered = np.unique(np.concatenate([rows for rows, _h in hats]))
+    covered = np.unique(hat_rows)
     place = np.zeros(n_frames, dtype=np.int64)
     place[covered] = np.arange(len(covered))
     for done in range(rounds):
@@ -443,13 +459,14 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         weight = worst_first_weights(frame_max, 4.0)
         data, row_index, col_index = [], [], []
         width = miss.shape[1]
-        for j, ((rows, h), c) in enumerate(zip(hats, columns, strict=True)):
-            column = jacobian_column(clip, layout, below, positions, axes, int(c),
-                                     place[rows])
-            block = column.reshape(len(rows), -1) * (h * np.sqrt(weight[rows]))[:, None]
+        for c, first, end in groups:  # a channel's knots at once: their hats' rows in turn
+            rows = hat_rows[first:end]
+            column = jacobian_column(clip, layout, below, positions, axes, c, place[rows])
+            block = column.reshape(len(rows), -1) \
+                * (hat_values[first:end] * np.sqrt(weight[rows]))[:, None]
             data.append(block.reshape(-1))
             row_index.append((rows[:, None] * width + np.arange(width)).reshape(-1))
-            col_index.append(np.full(block.size, j))
+            col_index.append(np.repeat(hat_owner[first:end], width))
         a = sparse.csr_matrix((np.concatenate(data), (np.concatenate(row_index),
                                                       np.concatenate(col_index))),
                               shape=(n_frames * width, len(unknowns)))
@@ -466,16 +483,17 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             if progress is not None:
                 progress(done / rounds, f"refitting {len(unknowns)} corrective keys together")
             trial = correction.copy()
+            on = np.repeat(active, lengths)
+            # (in the unknowns' order where hats overlap: as one knot after another)
+            np.add.at(trial, (hat_rows[on], hat_columns[on]),
+                      np.repeat(step, lengths)[on] * hat_values[on])
             changed = np.zeros(n_frames, dtype=bool)
-            for (rows, h), c, d, on in zip(hats, columns, step, active, strict=True):
-                if on:
-                    trial[rows, c] += d * h
-                    changed[rows] = True
+            changed[hat_rows[on]] = True
             new = current.copy()
             new[changed] = errors_of(trial, changed)
             bad = (new.max(axis=1) > base_max + slack) | (new.mean(axis=1) > base_mean + slack)
             if bad.any():
-                touching = np.array([bool(bad[rows].any()) for rows, _ in hats])
+                touching = np.logical_or.reduceat(bad[hat_rows], starts[:-1])
                 if not (touching & active).any():
                     break
                 active &= ~touching

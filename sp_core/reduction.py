@@ -124,6 +124,17 @@ def world_fit_flops(clip: Clip, n_keys: int, n_frames: int, free: np.ndarray,
     return iterations * (blocks + tree)
 
 
+def reduction_flops(work: Clip, n_keys: int, animated: np.ndarray, world_iterations: int,
+                    key_values: str, objective: str) -> float:
+    """Estimated floating-point operations of :func:`reduce`'s world fit of ``n_keys`` keys
+    on ``work`` (the range from the first key to the last) with these options; above
+    :data:`WORLD_FIT_FLOP_LIMIT` it fits in channel space instead."""
+    # the key-value and minimax rounds are more iterations of (at most) the same size
+    return world_fit_flops(work, n_keys, len(work.channels), animated, world_iterations + (
+        2 * VALUE_ROUNDS * ROUND_ITERATIONS if key_values == "fitted" else 0) + (
+        MINIMAX_ROUNDS * MINIMAX_ITERATIONS if objective == "minimax" else 0))
+
+
 def constant_channels(values: np.ndarray) -> np.ndarray:
     """(C,) bool: channels whose values do not change over the rows (to 1e-9 relative)."""
     if len(values) == 0:
@@ -236,10 +247,8 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     timings = {"channel_s": 0.0, "world_s": 0.0}
     notes: list[str] = []
     if space == "world" and len(rows) > 1:
-        # the key-value and minimax rounds are more iterations of (at most) the same size
-        flops = world_fit_flops(work, len(rows), len(values), animated, world_iterations + (
-            2 * VALUE_ROUNDS * ROUND_ITERATIONS if key_values == "fitted" else 0) + (
-            MINIMAX_ROUNDS * MINIMAX_ITERATIONS if objective == "minimax" else 0))
+        flops = reduction_flops(work, len(rows), animated, world_iterations, key_values,
+                                objective)
         if flops > WORLD_FIT_FLOP_LIMIT:
             space = "channel"
             notes.append(f"fitted in channel space: a world fit of {int(animated.sum())} "

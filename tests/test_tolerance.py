@@ -135,6 +135,9 @@ class _Scripted(ToleranceSearch):
             self._pose[k, fit_space] = (self.real[k], 0.0)
         return self._pose[k, fit_space]
 
+    def skips_world_fit(self, k):
+        return False  # (no motion: a world fit at every K)
+
 
 @settings(max_examples=300, deadline=None)
 @given(st.integers(3, 400), st.floats(1.2, 3.0), st.floats(0.5, 0.95), st.floats(0.0, 0.08),
@@ -316,3 +319,60 @@ def test_a_mean_missed_by_a_little_in_stage_3_is_followed_by_the_next_k_not_a_te
     search = _Checked(real, full).searching(start, 600)
     assert search.smallest_k(3.0, 20.0) == 383
     assert search.checks == [379, 380, 381, 382, 383]
+
+
+def test_past_the_world_fits_flops_limit_the_first_real_fit_is_where_the_start_fits_meet():
+    """A long take whose world fit reduce skips (over its flops limit) is fitted in channel
+    space, whose mean is about its start fit's (72,000 frames: 1.987 mm at K = 3,875 against
+    1.984 at 3,876): the first real fit is where the start fits' power law meets the mean, not
+    a quarter lower as for a world fit (a fit wasted on a take where one costs seconds), and two
+    real fits end the search."""
+    ks = np.arange(5001)
+    start = dict(zip(ks.tolist(), (2.0 * (np.maximum(ks, 1) / 3876.0) ** -2.0).tolist(),
+                     strict=True))
+    real = {k: mean * 1.0015 for k, mean in start.items()}
+    full = {k: (0.93 * mean, 20.0) for k, mean in real.items()}
+
+    class Fallback(_Checked):
+        """Real fits in channel space past the flops limit (``skipped``), the K fitted."""
+
+        def skips_world_fit(self, k):
+            return self.skipped
+
+        def pose_error(self, k, fit_space):
+            if fit_space != START and (k, fit_space) not in self._pose:
+                self.tried.append(k)
+            return super().pose_error(k, fit_space)
+
+    searches = {}
+    for skipped in (True, False):
+        search = Fallback(real, full).searching(start, 5000)
+        search.skipped, search.tried = skipped, []
+        searches[skipped] = (search, search.smallest_k(2.0, 20.0))
+    search, k = searches[True]
+    assert abs(search.tried[0] - 3876) <= 3, search.tried
+    assert search.fits <= 2 and full[k][0] <= 2.0 and real[k] <= 2.0 * 1.03
+    world, _k = searches[False]
+    assert world.tried[0] < 0.9 * 3876 and world.fits >= search.fits  # as for a world fit
+
+
+def test_the_search_knows_where_reduce_fits_in_channel_space_instead(sample_clip, monkeypatch):
+    """The search's guess of where the world fit is skipped is reduce's own: at the sample's
+    K = 46 under the flops limit as it is and under one a hundredth of the fit's estimate."""
+    import sp_core.reduction as reduction
+    from sp_core.poses import pose_matrix
+    from sp_core.selection import SelectionSpace
+
+    space = SelectionSpace(pose_matrix(sample_clip), first_frame=sample_clip.first_frame,
+                           max_keys=60)
+    search = ToleranceSearch(space, sample_clip, Options().fit)
+    frames = space.keyframes(46)
+    estimate = reduction.reduction_flops(sample_clip.unwrapped(), 46,
+                                         ~reduction.constant_channels(sample_clip.channels),
+                                         12, "fitted", "least-squares")
+    for limit, skipped in ((reduction.WORLD_FIT_FLOP_LIMIT, False), (estimate / 100, True)):
+        monkeypatch.setattr(reduction, "WORLD_FIT_FLOP_LIMIT", limit)
+        assert search.skips_world_fit(46) is skipped
+        # (start_only: the limit is checked before the fit, which is not needed here)
+        notes = reduce(sample_clip, frames, start_only=True).notes
+        assert any("fitted in channel space" in note for note in notes) is skipped

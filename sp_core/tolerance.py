@@ -17,8 +17,8 @@ search spends its fits where they are cheap:
    real fit's mean is 0.63-0.89 of its start's on the shared takes), or where it meets the
    tolerance itself if :func:`~sp_core.reduction.reduce` would skip the world fit there (a
    long take past its flops limit: the real fit is then a channel fit, whose mean is about
-   its start's). A bracket of a K that
-   meets and one that misses is kept, and halved when the predictions stop narrowing it.
+   its start's). A bracket of a K that meets and one that misses is kept, and halved when
+   the predictions stop narrowing it.
    On the sample this takes 5 start fits and 2 world fits instead of 10 and 6, and returns
    what a bisection returns: a K that meets the mean above one that misses (from K = 200 on,
    one that misses within 1 % below it: :data:`PRECISION`). Without

@@ -401,27 +401,31 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     """
     from scipy import sparse
 
-    unknowns = [(c, r) for c, state in channels.items() for r in sorted(state.knots)]
-    if not unknowns:
-        return
-    n_frames = reduced.shape[0]
-    target = clip.positions.reshape(n_frames, -1)
-    # hat function of every knot over the rows (linear interpolation of the knot points),
-    # laid end to end in the unknowns' order: knot j's on hat_rows[starts[j]:starts[j + 1]]
-    # (one array for all, so that a round's Jacobian, trials and checks take each channel or
-    # all knots at once: a long take has thousands of knots)
+    # the unknowns (channel, knot row), a channel's knots in turn, and the hat function of
+    # each over the rows (linear interpolation of the knot points), laid end to end in their
+    # order: knot j's on hat_rows[starts[j]:starts[j + 1]] (one array for all, so that a
+    # round's Jacobian, trials and checks take each channel or all knots at once: a long
+    # take has thousands of knots)
+    unknowns: list[tuple[int, int]] = []
     pieces: list[tuple[np.ndarray, np.ndarray]] = []
-    for state in channels.values():
+    spans: list[tuple[int, int, int]] = []  # (channel, first knot, end knot) among unknowns
+    for c, state in channels.items():
         if not state.knots:
             continue
         points, _ = state.points(state.knots)
+        spans.append((int(c), len(unknowns), len(unknowns) + len(state.knots)))
         for r in sorted(state.knots):
+            unknowns.append((c, r))
             i = int(np.searchsorted(points, r))
             # a knot on the first or last row has no point beyond it: its hat ends at that row
             lo = int(points[i - 1]) if i > 0 else r - 1
             hi = int(points[i + 1]) if i + 1 < len(points) else r + 1
             rows = np.arange(lo + 1, hi)
             pieces.append((rows, np.interp(rows, [lo, r, hi], [0.0, 1.0, 0.0])))
+    if not unknowns:
+        return
+    n_frames = reduced.shape[0]
+    target = clip.positions.reshape(n_frames, -1)
     lengths = np.array([len(rows) for rows, _h in pieces])
     starts = np.concatenate([[0], np.cumsum(lengths)])
     hat_rows = np.concatenate([rows for rows, _h in pieces])
@@ -429,10 +433,8 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     columns = np.array([c for c, _ in unknowns])
     hat_columns = np.repeat(columns, lengths)
     hat_owner = np.repeat(np.arange(len(unknowns)), lengths)
-    # each channel's knots are consecutive unknowns: (channel, first row, end row) of their hats
-    channel_first = np.flatnonzero(np.r_[True, columns[1:] != columns[:-1]])
-    groups = [(int(columns[j]), int(starts[j]), int(starts[k])) for j, k in
-              zip(channel_first, np.r_[channel_first[1:], len(unknowns)], strict=True)]
+    # (channel, first row, end row) of each channel's knots' hats
+    groups = [(c, int(starts[j]), int(starts[k])) for c, j, k in spans]
     # the Jacobian columns of the knots' channels on their hats' rows only, from the world
     # axes of those channels (a dense position Jacobian of a long take is gigabytes)
     layout = TreeLayout.of(clip, np.unique(columns))

@@ -229,7 +229,10 @@ class SelectionSpace:
         errors the recursion carries from one K to the next."""
         m = len(self._candidates)
         narrow = np.uint8 if band <= 0xFF else np.uint16 if band <= 0xFFFF else np.int32
-        self._dp = (lowest, use_sum, self._select_steps(band, self.max_keys))
+        # by max, a bound on each block of previous keys lets a cell skip most of them
+        floors = np.empty((m, 0), dtype=np.int64) if use_sum \
+            else _kernels.block_floors(self._table)
+        self._dp = (floors, lowest, use_sum, self._select_steps(band, self.max_keys))
         self._rows = np.full((2, m), np.inf)
         self._rows[1, 0] = 0.0  # one key: only the first candidate
         self._errors = np.full(self.max_keys + 1, np.inf)
@@ -239,7 +242,7 @@ class SelectionSpace:
     def _solve_to(self, keys: int, report: Callable[[float, str], None]) -> None:
         """Run the DP up to ``keys`` key counts (from the last K solved), a few key counts per
         kernel call, with ``report(fraction, message)`` between calls."""
-        lowest, use_sum, steps = self._dp
+        floors, lowest, use_sum, steps = self._dp
         threads = numba.get_num_threads()
         message = f"optimal selections for K up to {keys:,}"
         first = self._solved + 1
@@ -249,7 +252,7 @@ class SelectionSpace:
             keys, stop = first + start, first + stop
             while keys < stop:  # again from where a worker stopped waiting (a busy machine)
                 keys = _kernels.select_rows(
-                    self._table, lowest, keys, stop, use_sum, 2 * threads, threads,
+                    self._table, floors, lowest, keys, stop, use_sum, 2 * threads, threads,
                     _kernels.DP_PATIENCE, self._rows, self._errors, self._back,
                     np.zeros(stop - keys + 1, dtype=np.int64),
                     np.zeros(stop - keys + 1, dtype=np.int64))
@@ -296,7 +299,8 @@ class SelectionSpace:
         band = self._band(span)
         pointer = 1 if band <= 0xFF else 2 if band <= 0xFFFF else 4
         parts = {
-            "error table": 8 * m * (band + 1),
+            "error table": 8 * m * (band + 1) + (
+                0 if self.compose == "sum" else 8 * m * -(-band // _kernels.FLOOR_BLOCK)),
             self.cost.buffers: self.cost.extra_bytes(n, dims, span),
             "selection arrays": pointer * (max_keys + 1) * m + 16 * m + 8 * (max_keys + 1),
             "poses": 16 * n * dims,

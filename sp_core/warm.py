@@ -74,8 +74,10 @@ def warm_selection() -> None:
         rows[1, 0] = 0.0
         final = np.full(m + 1, np.inf)
         back = np.zeros((m + 1, m), dtype=dtype)
-        _kernels.select_rows(table, lowest, 2, 6, False, 4, 2, 100, rows, final, back,
-                             np.zeros(5, dtype=np.int64), np.zeros(5, dtype=np.int64))
+        for use_sum in (False, True):
+            _kernels.select_rows(table, _kernels.block_floors(table), lowest, 2, 6, use_sum, 4,
+                                 2, 100, rows, final, back, np.zeros(5, dtype=np.int64),
+                                 np.zeros(5, dtype=np.int64))
 
 
 def main() -> None:

@@ -111,8 +111,9 @@ def test_dp_kernel_gives_the_dense_result_with_any_workers_and_units(workers, ch
         back = np.zeros((stop, m), dtype=np.uint8)
         keys, calls = first, 0
         while keys < stop:
-            solved = _kernels.select_rows(table, lowest, keys, stop, use_sum, chunks, workers,
-                                          patience, rows, final, back,
+            solved = _kernels.select_rows(table, _kernels.block_floors(table), lowest, keys,
+                                          stop, use_sum, chunks, workers, patience, rows,
+                                          final, back,
                                           np.zeros(stop - keys + 1, dtype=np.int64),
                                           np.zeros(stop - keys + 1, dtype=np.int64))
             assert keys < solved <= stop  # every call solves at least one key count
@@ -125,6 +126,57 @@ def test_dp_kernel_gives_the_dense_result_with_any_workers_and_units(workers, ch
             np.testing.assert_array_equal(back[keys][reached],
                                           (np.arange(m) - previous[keys])[reached])
             assert not back[keys][~reached].any()
+
+
+def test_block_floors_bound_each_block_and_every_farther_one():
+    # floors[b, k]: the least cost at 1 + 16 k previous keys or farther, as a bit pattern
+    rng = np.random.default_rng(3)
+    table = rng.random((9, 41))
+    table[:, 0] = 0.0
+    table[2, 30:] = np.inf
+    table[4] = np.inf
+    floors = _kernels.block_floors(table)
+    block = _kernels.FLOOR_BLOCK
+    assert floors.shape == (9, -(-40 // block))
+    for b in range(9):
+        for k in range(floors.shape[1]):
+            expected = np.min(table[b, 1 + k * block:])
+            assert floors[b, k] == np.float64(expected).view(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_max_dp_skipping_blocks_of_far_keys_gives_the_dense_result(seed):
+    # Costs that grow with the span, as real ones do, let the kernel stop reading a cell's
+    # previous keys after a block or two; small integers tie often, at block edges too, so
+    # the nearest previous key must still win every tie. Pins and a window cut the blocks.
+    rng = np.random.default_rng(seed)
+    m, band = 150, 120 if seed % 2 else 149
+    table = np.cumsum(rng.integers(0, 2, size=(m, band + 1)), axis=1).astype(float)
+    dips = rng.random((m, band + 1)) < 0.05  # a long span that fits well now and then
+    table[dips] = rng.integers(0, 3, size=int(dips.sum()))
+    for b in range(m):
+        table[b, 0] = 0.0
+        table[b, b + 1:] = np.inf
+    lowest = np.maximum(np.arange(m) - band, 0).astype(np.int64)
+    lowest[90:] = np.maximum(lowest[90:], 70 + seed)  # a pin
+    stop = 80
+    error, previous = dense_select(table, lowest, stop - 1, False, 4)
+    rows = np.full((2, m), np.inf)
+    rows[1, 0] = 0.0
+    final = np.full(stop, np.inf)
+    back = np.zeros((stop, m), dtype=np.uint8)
+    keys = 2
+    while keys < stop:
+        keys = _kernels.select_rows(table, _kernels.block_floors(table), lowest, keys, stop,
+                                    False, 4, 2, 1 << 14, rows, final, back,
+                                    np.zeros(stop - keys + 1, dtype=np.int64),
+                                    np.zeros(stop - keys + 1, dtype=np.int64))
+    np.testing.assert_array_equal(final[2:], error[2:, -1])
+    for keys in range(2, stop):
+        reached = previous[keys] >= 0
+        np.testing.assert_array_equal(back[keys][reached],
+                                      (np.arange(m) - previous[keys])[reached])
+        assert not back[keys][~reached].any()
 
 
 # ------------------------------------------------------------------- windowed = brute force
@@ -215,14 +267,15 @@ def test_refuses_only_when_even_the_window_does_not_fit():
     assert "analysing 3,000 frames (3,000 candidates) even with the smallest plan" in message
     assert "more than the limit of 2.0 MB: raise memory_gib to 0.1" in message
     # explicit options the memory cannot hold are refused, not changed
-    parts = {"error table": 8 * 3000 * 3000, "Gram bands": 16 * 3000 * 3000,
+    # the table and its block floors (a bound per 16 previous keys, for the max DP)
+    parts = {"error table": 8 * 3000 * 3000 + 8 * 3000 * 188, "Gram bands": 16 * 3000 * 3000,
              "selection arrays": 2 * 1501 * 3000 + 16 * 3000 + 8 * 1501, "poses": 16 * 3000 * 3}
     total = sum(parts.values())
     with pytest.raises(CapacityError) as info:
         SelectionSpace(poses, max_span=2999, max_keys=1500, memory_limit=10**8)
     arrays = parts["selection arrays"] / 1e6
     assert (f"(max_span 2,999, max_keys 1,500) needs {total / 1e9:.2f} GB (error table "
-            f"72.0 MB, Gram bands 0.14 GB, selection arrays {arrays:.1f} MB, poses 0.1 MB), "
+            f"76.5 MB, Gram bands 0.14 GB, selection arrays {arrays:.1f} MB, poses 0.1 MB), "
             f"more than the limit of 0.10 GB: raise memory_gib to "
             f"{np.ceil(total / 1024**3 * 10) / 10:g}; or use a stride (e.g. 4), a smaller "
             "max_span, fewer max_keys") in str(info.value)

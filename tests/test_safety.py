@@ -8,8 +8,10 @@ import hashlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -98,6 +100,31 @@ def test_existing_outputs_need_overwrite(short_clip, tmp_path, capsys):
                         "--overwrite"], capsys)
     assert code == 0, err
     assert json.loads(out.read_text())["frames"][0] == 0
+
+
+def test_overwrite_replaces_a_links_file_and_writes_a_pipe_in_place(short_clip, tmp_path,
+                                                                    capsys):
+    # a symlink stays a link to the new file; a named pipe (as /dev/null, a device) is written
+    # to, not swapped for a regular file, and needs no --overwrite: nothing is replaced
+    real = tmp_path / "real.json"
+    real.write_text("an earlier result\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    code, _, err = run(["reduce", str(short_clip), "--keys", "8", "--json", str(link),
+                        "--overwrite"], capsys)
+    assert code == 0, err
+    assert link.is_symlink() and json.loads(real.read_text())["frames"][0] == 0
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_text()), daemon=True)
+    reader.start()
+    code, _, err = run(["reduce", str(short_clip), "--keys", "8", "--json", str(pipe)], capsys)
+    reader.join(timeout=60)
+    assert code == 0, err
+    assert stat.S_ISFIFO(pipe.lstat().st_mode)
+    assert received and json.loads(received[0])["frames"][0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "pipe.json", "real.json"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -5,10 +5,14 @@ temporary file in the target's folder, flushed to disk, then renamed over the ta
 step. A crash, a kill or a full disk therefore leaves either the old file or the complete new
 one under the target's name, never a truncated file that looks complete. A SIGKILL can leave
 the hidden temporary (``.NAME.<pid>.partial``); the next write of the same target removes it.
+A symlink is followed (the file it points to is replaced; the link stays), and a target that
+is not a regular file (``/dev/null``, ``/dev/stdout``, a named pipe) is written in place:
+renaming a file over it would replace the device or pipe itself.
 
 :class:`OutputGuard` checks a command's outputs before any work starts: an output may not be an
 input (same path, symlink or hard link), may not replace an existing file unless asked to, and
-its folder must exist.
+its folder must exist. A device or pipe (``/dev/null``) is written to, never replaced, and needs
+no ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -91,10 +96,18 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open writes only, mode {mode!r}")
-    target = Path(path)
+    given = Path(path)
+    if _is_stream(given):
+        try:
+            with open(given, mode, **kwargs) as handle:
+                yield handle
+        except OSError as exc:
+            raise OutputError(f"cannot write {given}: {exc.strerror or exc}") from None
+        return
+    target = Path(os.path.realpath(given))  # (the link's file, not the link)
     folder = target.parent
     if not folder.is_dir():
-        raise OutputError(f"cannot write {target}: folder {folder} does not exist")
+        raise OutputError(f"cannot write {given}: folder {folder} does not exist")
     remove_stale_partials(folder, target.name)
     temporary = folder / f".{target.name}.{os.getpid()}{PARTIAL}"
     with sigint_handler(signal.default_int_handler):
@@ -107,7 +120,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any
         except OSError as exc:
             with contextlib.suppress(OSError):
                 temporary.unlink()
-            raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
+            raise OutputError(f"cannot write {given}: {exc.strerror or exc}") from None
         except BaseException:
             with contextlib.suppress(OSError):
                 temporary.unlink()
@@ -120,12 +133,22 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
         handle.write(text)
 
 
+def _is_stream(path: Path) -> bool:
+    """``path`` exists and is not a regular file or folder (a device, a pipe, a socket),
+    following symlinks: it is written in place, never replaced."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     try:
-        stat = path.stat()
+        status = path.stat()
     except OSError:
         return None
-    return stat.st_dev, stat.st_ino
+    return status.st_dev, status.st_ino
 
 
 class OutputGuard:
@@ -178,7 +201,8 @@ class OutputGuard:
         if not os.access(target.parent, os.W_OK):
             raise OutputError(f"cannot write {label} {target}: folder {target.parent} is not "
                               "writable")
-        if target.exists() and not self.overwrite:
+        # (a device or pipe such as /dev/null is written to, not replaced)
+        if target.exists() and not self.overwrite and not _is_stream(target):
             raise OutputError(f"{label} {target} exists; add --overwrite to replace it")
         self.claimed[real] = label
         return target

@@ -9,6 +9,7 @@ atomically and inputs never (see docs/guide.md, "Your files are safe").
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -23,7 +24,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from sp_core.clip import Clip
-from sp_core.errors import SalientPosesError
+from sp_core.errors import SalientPosesError, one_line
 from sp_core.io.atomic import OutputGuard, atomic_open, sigint_handler, write_text
 from sp_core.jobs import Job, Result, guard_outputs, load_clip, run_job
 from sp_core.options import (
@@ -179,6 +180,13 @@ def _layered_summary(result: Result) -> str:
 def _choice_summary(result: Result) -> str:
     keys = result.job.options.keys
     n = result.clip["frames"]
+    if result.labels is not None:  # layered: K counts the keyposes, breakdowns come on top
+        breakdowns = sum(label != "keypose" for label in result.labels)
+        how = ("as asked" if keys.keys is not None
+               else f"ratio {keys.ratio:g} of {n} frames" if keys.ratio is not None
+               else "the threshold rule")
+        return (f"Keys       {len(result.labels) - breakdowns} keyposes ({how}) and "
+                f"{breakdowns} breakdowns (--layered)")
     if keys.frames is not None:
         return f"Keys       the {len(result.frames)} frames given"
     if keys.keys is not None:
@@ -537,12 +545,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return func(args, options)
         with sigint_handler(signal.SIG_DFL):  # Ctrl-C ends the command at once
             return func(args, options)
+    except BrokenPipeError:
+        # the reader of stdout went away (`| head`): stop quietly, and send what Python still
+        # flushes at exit nowhere (the recipe of Python's signal module documentation)
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (SalientPosesError, OSError) as exc:
         if args.debug:
             raise
-        message = (str(exc) if isinstance(exc, SalientPosesError)
-                   else f"{exc.strerror}: {exc.filename}")
-        print(f"{PROG}: error: {message}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

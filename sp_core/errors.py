@@ -58,3 +58,11 @@ class CapacityError(SalientPosesError, MemoryError):
 
 class ReductionError(SalientPosesError, ValueError):
     """Bad input to a reduction: keyframes outside the clip, unknown tangent mode, NaN values..."""
+
+
+def one_line(exc: Exception) -> str:
+    """The message a user sees for an expected failure: ours as they are, an OSError as its
+    reason and the file it concerns, if it names one."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc)

@@ -55,11 +55,41 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     assert main(["info", str(tmp_path / "missing.bvh")]) == 2
     assert main(["info", str(tmp_path / "clip.c3d")]) == 2
     assert "unsupported file type '.c3d'" in capsys.readouterr().err
+    for folder in (tmp_path / "takes", tmp_path / "takes.bvh"):  # whatever its name
+        folder.mkdir()
+        assert main(["reduce", str(folder)]) == 2
+        assert capsys.readouterr().err == (
+            f"salient-poses: error: {folder}: is a folder, not a motion file (`salient-poses "
+            "batch FOLDER --out OUT` reduces every take in a folder)\n")
 
 
 def test_unwritable_output_exits_2(sample_path, tmp_path, capsys):
     assert main(["info", str(sample_path), "--json", str(tmp_path / "no" / "x.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_ends_the_command_quietly(sample_path):
+    # `salient-poses info take.bvh | head -0`: the reader is gone before anything is printed
+    reader = subprocess.Popen([sys.executable, "-m", "sp_core.cli", "info", str(sample_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()
+    err = reader.stderr.read()
+    assert reader.wait(timeout=120) == 1 and err == b""
+
+
+def test_an_os_error_without_a_file_is_one_plain_line(sample_path, capsys, monkeypatch):
+    import errno
+    import os
+
+    import sp_core.cli as cli
+
+    def failing(args, options):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setitem(cli.COMMANDS, "info", failing)
+    assert main(["info", str(sample_path)]) == 2
+    assert capsys.readouterr().err == f"salient-poses: error: {os.strerror(errno.EIO)}\n"
 
 
 def test_debug_shows_the_traceback(tmp_path):

@@ -38,9 +38,13 @@ def read_clip(path: str | Path, first_frame: int | None = None, take: str | None
     Raises
     ------
     ClipFormatError
-        An unsupported file type, or whatever the reader finds wrong (file and line named).
+        A folder, an unsupported file type, or whatever the reader finds wrong (file and line
+        named).
     """
     suffix = Path(path).suffix.lower()
+    if Path(path).is_dir():
+        raise ClipFormatError("is a folder, not a motion file (`salient-poses batch FOLDER "
+                              "--out OUT` reduces every take in a folder)", str(path))
     if suffix not in READERS:
         raise ClipFormatError(f"unsupported file type {suffix or '(none)'!r}; salient-poses "
                               f"reads {', '.join(sorted(READERS))} files", str(path))

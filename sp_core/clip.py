@@ -37,6 +37,10 @@ TRANSLATION_SPACES = ("parent", "oriented")
 #: Frames per block of forward kinematics (bounds its temporary rotation matrices).
 FK_BLOCK = 4096
 
+#: Largest magnitude of a channel value or offset (scene units, degrees). No motion comes near
+#: it (10,000 km in centimetres, millions of turns); a larger one is a corrupt file, and near
+#: 1e154 its squared distances overflow to inf, which no error or key choice survives.
+LARGEST_VALUE = 1e9
 #: The paper's convention: errors are reported in millimetres for a character 1.7 m tall.
 REFERENCE_HEIGHT_MM = 1700.0
 
@@ -166,6 +170,11 @@ class Clip:
                 raise ClipError(f"End Site {self.node_names[p]!r} cannot have children")
         if not np.all(np.isfinite(self.offsets)):
             raise ClipError("node offsets must be finite numbers")
+        if np.any(np.abs(self.offsets) > LARGEST_VALUE):
+            node = int(np.argwhere(np.abs(self.offsets) > LARGEST_VALUE)[0, 0])
+            raise ClipError(f"node {self.node_names[node]!r} has offset "
+                            f"{tuple(float(v) for v in self.offsets[node])}: beyond "
+                            f"±{LARGEST_VALUE:g}, which no skeleton comes near (a corrupt file?)")
 
     def _index_channels(self) -> None:
         """Map every channel to its node and axis; derive each node's Euler order."""
@@ -222,6 +231,12 @@ class Clip:
                             f" got {values.shape}")
         if not values.flags.writeable and values.flags.c_contiguous:
             return values  # already a frozen array (e.g. a view of another clip): share it
+        large = np.abs(values) > LARGEST_VALUE  # (NaN is not: the analysis names its frame)
+        if large.any():
+            row, column = (int(i) for i in np.argwhere(large)[0])
+            raise ClipError(f"channel {self.channel_names[column]} is {values[row, column]:g} at "
+                            f"frame {self.first_frame + row}: beyond ±{LARGEST_VALUE:g}, which no "
+                            "motion comes near (a corrupt file?)")
         return _readonly(np.array(values, dtype=np.float64, copy=True))
 
     # ------------------------------------------------------------------------ basic properties

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from sp_core.errors import ClipFormatError
+from sp_core.errors import ClipError, ClipFormatError
 from sp_core.io.bvh import format_bvh, fps_from_frame_time, parse_bvh, read_bvh, write_bvh
 
 from reference_fk import world_positions
@@ -175,6 +175,11 @@ MALFORMED = [
     ("too many values", replace_line(SMALL, 19, "1 2 3 0 0 0 10 0 0 0"), 19, "found 10"),
     ("NaN", replace_line(SMALL, 21, "1 2 5 10 0 nan 30 0 0"), 21, "not finite"),
     ("inf", replace_line(SMALL, 19, "1 2 3 0 0 0 inf 0 0"), 19, "not finite"),
+    # finite but far beyond any motion: squared distances would overflow to inf
+    ("huge value", replace_line(SMALL, 20, "1e300 2 4 5 0 0 20 0 0"), 20,
+     "value '1e300' for channel Hips.Xposition is beyond ±1e+09, which no motion comes near"),
+    ("huge offset", SMALL.replace("OFFSET 0 10 0", "OFFSET 0 1e12 0"), 8,
+     "an OFFSET value (3 numbers) must be within ±1e+09, found '1e12'"),
     ("unknown channel", SMALL.replace("Zrotation Xrotation Yrotation", "Zrotation Xrotation Wrot"),
      5, "expected a channel name"),
     ("channel count too high", SMALL.replace("CHANNELS 3", "CHANNELS 4"), 10,
@@ -204,6 +209,16 @@ def test_malformed_input_raises_clip_format_error_with_line(case, text, line, fr
     assert info.value.line == line, str(info.value)
     assert fragment in str(info.value)
     assert str(info.value).startswith(f"{path}, line {line}: ")
+
+
+def test_a_clip_refuses_values_beyond_any_motion(sample_clip):
+    # whatever read them (FBX, a host, an edit): the first such value, with its frame
+    channels = sample_clip.channels.copy()
+    channels[5, 7] = -2e9
+    name = sample_clip.channel_names[7]
+    with pytest.raises(ClipError, match=rf"^channel {name} is -2e\+09 at frame 5: beyond "
+                                        r"±1e\+09, which no motion comes near"):
+        sample_clip.with_channels(channels)
 
 
 def test_missing_file_is_a_clip_format_error(tmp_path):

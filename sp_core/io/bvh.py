@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from sp_core.clip import POSITION_ATTRIBUTES, ROTATION_ATTRIBUTES, Clip
+from sp_core.clip import LARGEST_VALUE, POSITION_ATTRIBUTES, ROTATION_ATTRIBUTES, Clip
 from sp_core.errors import ClipError, ClipFormatError
 from sp_core.euler import euler_matrices, unwrap_euler
 from sp_core.io.atomic import atomic_open
@@ -106,6 +106,8 @@ class _Tokens:
             raise self.error(f"expected {what}, found {token!r}") from None
         if not np.isfinite(value):
             raise self.error(f"{what} must be finite, found {token!r}")
+        if abs(value) > LARGEST_VALUE:
+            raise self.error(f"{what} must be within ±{LARGEST_VALUE:g}, found {token!r}")
         self.pos += 1
         return value
 
@@ -317,6 +319,10 @@ def _diagnose_motion(lines: list[str], first: int, n_frames: int, channel_names:
             if not np.isfinite(value):
                 return ClipFormatError(f"value {word!r} for channel {channel_names[column]} is not "
                                        "finite (NaN or infinity)", path, number + 1)
+            if abs(value) > LARGEST_VALUE:
+                return ClipFormatError(f"value {word!r} for channel {channel_names[column]} is "
+                                       f"beyond ±{LARGEST_VALUE:g}, which no motion comes near",
+                                       path, number + 1)
         row += 1
     return ClipFormatError(f"the file ends after {row} frames of motion data but the header says "
                            f"'Frames: {n_frames}' (truncated file?)", path, last_line)
@@ -420,7 +426,8 @@ def _parse_motion(lines: list[str], start: int, n_frames: int, channel_names: li
             values = np.loadtxt(body, dtype=np.float64, ndmin=2, comments=None)
         except ValueError:
             raise _diagnose_motion(lines, start, n_frames, channel_names, path) from None
-    if values.shape != (n_frames, n_channels) or not np.all(np.isfinite(values)):
+    if values.shape != (n_frames, n_channels) or not np.all(np.isfinite(values)) \
+            or np.any(np.abs(values) > LARGEST_VALUE):
         raise _diagnose_motion(lines, start, n_frames, channel_names, path)
     return values
 

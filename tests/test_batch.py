@@ -53,8 +53,15 @@ def test_a_bad_take_is_reported_with_its_line_and_the_rest_complete(takes, tmp_p
     assert [name for name, r in summary.items() if r["status"] == "ok"] == [
         "take0.bvh", "take1.bvh", "take2.bvh", "take3.bvh"]
     assert summary["broken.bvh"]["status"].startswith(f"failed: {takes / 'broken.bvh'}, line 13:")
+    # on screen too: the take and why, once
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if "broken.bvh" in line] == [summary["broken.bvh"]["status"]]
     record = json.loads((out / "summary.json").read_text())
     assert (record["takes"], record["ok"], record["failed"]) == (5, 4, 1)
+    # numbers as numbers, for pipelines that read the JSON
+    assert all(isinstance(summary["take0.bvh"][field], float)
+               for field in ("mean_mm", "max_mm", "seconds"))
+    assert 0 < summary["take0.bvh"]["mean_mm"] < summary["take0.bvh"]["max_mm"]
     csv_rows = (out / "summary.csv").read_text().splitlines()
     assert csv_rows[0] == ("clip,frames,keys,pose_keys,corrective_keys,total_keys,mean_mm,"
                            "max_mm,seconds,status") and len(csv_rows) == 6

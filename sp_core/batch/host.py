@@ -62,7 +62,7 @@ def run_host_batch(inputs: list[str], options: Options,
             row = {"clip": path, "status": f"failed: {type(exc).__name__}: {exc}"}
         row.setdefault("clip", path)
         row.setdefault("status", "ok")
-        row["seconds"] = f"{time.perf_counter() - started:.3f}"
+        row["seconds"] = round(time.perf_counter() - started, 3)
         rows.append(row)
         print(f"[{i}/{len(inputs)}] {path}: {row['status']}", flush=True)
     write_summary(out, rows)

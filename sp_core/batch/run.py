@@ -225,6 +225,13 @@ def run_batch(inputs: list[str], options: Options) -> int:
               f"{out / 'summary.csv'}", file=sys.stderr)
         return 130
     if not batch.json_log:
+        for row in summary:  # which take and why, where the user looks (the CSV has them too)
+            status = str(row["status"])
+            if status.startswith("failed"):
+                reason = status.removeprefix("failed: ")
+                clip = str(row["clip"])
+                print(f"failed: {reason if clip in reason else f'{clip}: {reason}'}",
+                      file=sys.stderr)
         skipped = len(jobs) - len(todo)
         print(f"{done} of {len(jobs)} takes reduced"
               + (f" ({skipped} done earlier, skipped)" if skipped else "")

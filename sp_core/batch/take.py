@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import time
 
-from sp_core.errors import SalientPosesError
+from sp_core.errors import SalientPosesError, one_line
 from sp_core.jobs import Job, run_job
 from sp_core.reduction import Reduction
 
 
 def reduction_row(reduction: Reduction) -> dict[str, object]:
     """The summary columns of one reduction: frames of its range, keyframes, keys written
-    (pose keys, corrective keys and their total) and errors in mm of what is written."""
+    (pose keys, corrective keys and their total) and errors in mm of what is written (numbers,
+    rounded to 0.1 µm)."""
     m = reduction.metrics
     return {"frames": len(reduction.frames), "keys": reduction.curves.n_keys,
             "pose_keys": m.pose_keys, "corrective_keys": m.corrective_keys,
             "total_keys": m.keys,
-            "mean_mm": f"{reduction.metrics.mean_mm:.4f}",
-            "max_mm": f"{reduction.metrics.max_mm:.4f}"}
+            "mean_mm": round(reduction.metrics.mean_mm, 4),
+            "max_mm": round(reduction.metrics.max_mm, 4)}
 
 
 def reduce_one(job: Job) -> dict[str, object]:
@@ -29,10 +30,8 @@ def reduce_one(job: Job) -> dict[str, object]:
         assert result.reduction is not None
         row.update(reduction_row(result.reduction))
     except (SalientPosesError, OSError) as exc:
-        message = str(exc) if isinstance(exc, SalientPosesError) else f"{exc.strerror}: " \
-            f"{exc.filename}"
-        row["status"] = f"failed: {message}"
+        row["status"] = f"failed: {one_line(exc)}"
     except Exception as exc:  # noqa: BLE001 - one bad clip must not stop the batch
         row["status"] = f"failed: internal error {type(exc).__name__}: {exc}"
-    row["seconds"] = f"{time.perf_counter() - started:.3f}"
+    row["seconds"] = round(time.perf_counter() - started, 3)
     return row

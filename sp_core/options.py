@@ -658,7 +658,9 @@ _CONVERTERS: dict[str, Callable[[Spec, str, Any], Any]] = {
 def build(values: Mapping[str, Any], base: Options | None = None,
           labels: Mapping[str, str] | None = None) -> Options:
     """Options from ``{field: value}`` (flat, or ``{group: {field: value}}`` as in presets and
-    output JSON) over ``base``; every value checked, then the combination (:func:`check`).
+    output JSON) over ``base``; every value checked, then the combination (:func:`check`). A
+    choice of the keys in ``values`` (``keys``, ``ratio``, ``suggested``, ``tolerance``,
+    ``frames``) replaces the base's.
 
     Raises
     ------
@@ -674,6 +676,10 @@ def build(values: Mapping[str, Any], base: Options | None = None,
             raise OptionError(f"unknown option {name!r}; options are {', '.join(sorted(specs))}")
         grouped.setdefault(specs[name][0], {})[name] = coerce(name, value, labels.get(name))
     base = base or Options()
+    if any(value not in (None, False) for value in grouped.get("keys", {}).values()):
+        # one option chooses the keys: a choice made here replaces the base's (a preset's, or
+        # an earlier one's) instead of meeting it; two in ``values`` are still refused
+        base = dataclasses.replace(base, keys=KeyOptions())
     changes = {group: dataclasses.replace(getattr(base, group), **values)
                for group, values in grouped.items()}
     options = dataclasses.replace(base, **changes)
@@ -720,6 +726,10 @@ def check(options: Options, labels: Mapping[str, str] | None = None) -> None:
     if analysis.leading and not analysis.layered:
         raise OptionError(f"{name('leading')} is used only with {name('layered')}; add "
                           f"{name('layered')} or drop {name('leading')}")
+    if analysis.layered and keys.tolerance not in (None, DEFAULT_TOLERANCE):
+        raise OptionError(f"{name('tolerance')} does not apply with {name('layered')} (keyposes "
+                          f"and breakdowns have their own rules; {name('keys')} or "
+                          f"{name('ratio')} sets the keyposes); drop one of them")
     if analysis.layered:
         defaults = AnalysisOptions()
         for other in ("pins", "cost", "cost_options", "compose", "max_span", "max_keys",

@@ -123,6 +123,38 @@ def test_options_are_frozen_and_changes_are_checked():
         options.replace(keys=5, ratio=0.1)
 
 
+def test_a_choice_of_keys_on_the_command_line_replaces_the_presets(sample_path, tmp_path,
+                                                                   capsys):
+    # flags override a preset, the choice of keys too: --keys over a preset's ratio is not two
+    # choices; two in one place still are
+    from sp_core.cli import main
+
+    preset = tmp_path / "studio.toml"
+    preset.write_text("[keys]\nratio = 0.05\n")
+    assert main(["reduce", str(sample_path), "--preset", str(preset), "--keys", "7",
+                 "--space", "channel"]) == 0
+    assert capsys.readouterr().out.startswith("Keys       K = 7 as asked\n")
+    assert Options().replace(ratio=0.05).replace(suggested=True).keys == \
+        Options().replace(suggested=True).keys
+    preset.write_text("[keys]\nratio = 0.05\nkeys = 7\n")
+    assert main(["reduce", str(sample_path), "--preset", str(preset)]) == 2
+    assert "error: keys and ratio both choose the keys; give one" in capsys.readouterr().err
+
+
+def test_a_tolerance_is_refused_with_layered_keys(sample_path, capsys):
+    # keyposes and breakdowns have their own rules: a tolerance would be dropped silently
+    from sp_core.cli import main
+
+    with pytest.raises(OptionError, match=r"^tolerance does not apply with layered"):
+        Options().replace(layered=True, leading=("RightWrist",), tolerance="1,10")
+    assert Options().replace(layered=True, leading=("RightWrist",)).analysis.layered
+    assert main(["reduce", str(sample_path), "--layered", "--leading", "RightWrist",
+                 "--keys", "3", "--space", "channel"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("Keys       3 keyposes (as asked) and ") and \
+        first.endswith(" breakdowns (--layered)")
+
+
 def test_presets_round_trip_through_toml_and_json(tmp_path):
     options = Options().replace(cost="line-time", stride=2, pins=[Pin(40, "contact")],
                                 tangents="broken", ratio=0.05, layer="studio",

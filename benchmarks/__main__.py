@@ -238,8 +238,8 @@ def bench_cancel(repeat: int) -> None:
         reduce(clip, frames, corrective_budget="5%", corrective_stop_mm=20.0,
                progress=lambda fraction, message: token.check())
 
-    # (the analysis takes 1.7-2.4 s on two idle cores: cancelled in its table or its DP)
-    for label, work, after in (("default analysis", analyse, 0.8), ("world fit + corrective keys, "
+    # (the analysis takes 0.55-0.9 s on two idle cores: cancelled in its table or its DP)
+    for label, work, after in (("default analysis", analyse, 0.3), ("world fit + corrective keys, "
                                                                    "250 keys", fit, 2.0)):
         latencies = [cancel_latency(work, after) for _ in range(repeat)]
         waits = [w for w in latencies if w is not None]

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -240,8 +241,13 @@ def _save_plot(space: Any, target: str, log: bool, title: str) -> None:
         rendered.unlink(missing_ok=True)
 
 
-def _no_outputs_note(job: Job, flags: str) -> None:
-    if not job.outputs() and job.options.output.json != "-":
+def _outputs_note(job: Job, flags: str) -> None:
+    """What was written (on stderr when stdout carries the JSON), or how to write it."""
+    written = [path for _, path in job.outputs()]
+    if written:
+        print(f"Wrote {', '.join(written)}",
+              file=sys.stderr if job.options.output.json == "-" else sys.stdout)
+    elif job.options.output.json != "-":
         print(f"Nothing written: add {flags} to save the result.")
 
 
@@ -333,7 +339,7 @@ def cmd_analyze(args: argparse.Namespace, options: Options) -> int:
         _save_plot(result.space, options.output.plot, log=not options.output.linear,
                    title=f"{result.clip['name']}: {result.space.cost.name}, compose="
                          f"{result.space.compose}")
-    _no_outputs_note(job, "--json or --plot")
+    _outputs_note(job, "--json or --plot")
     return 0
 
 
@@ -351,7 +357,7 @@ def cmd_reduce(args: argparse.Namespace, options: Options) -> int:
         result = run_job(job, progress=progress)
     if options.output.json != "-":
         print(_reduction_summary(result))
-    _no_outputs_note(job, "--json, --bvh or --residual")
+    _outputs_note(job, "--json, --bvh or --residual")
     return 0
 
 
@@ -534,10 +540,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: A negative frame, range or list of frames (``-5``, ``-5:20``, ``-10,0,30``).
+NEGATIVE_LIST = re.compile(r"^-\d[\d.]*([:,]-?\d[\d.]*)*$")
+
+
+def _joined_negatives(argv: Sequence[str]) -> list[str]:
+    """``--range -5:20`` as ``--range=-5:20``: argparse takes a value that starts with '-' for
+    an option unless it is a plain negative number, and frames before 0 (pre-roll) are real
+    (ranges, pins and key frames that start below zero)."""
+    joined: list[str] = []
+    for word in argv:
+        if joined and NEGATIVE_LIST.match(word) and joined[-1].startswith("--") \
+                and "=" not in joined[-1]:
+            joined[-1] = f"{joined[-1]}={word}"
+        else:
+            joined.append(word)
+    return joined
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``salient-poses``; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_joined_negatives(sys.argv[1:] if argv is None else argv))
     func = COMMANDS[args.command]
     try:
         options = options_from(args)

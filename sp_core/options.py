@@ -804,10 +804,11 @@ def k_for(options: Options, first: int, last: int) -> int | None:
     low = 2 + len(pins)
     high = candidate_count(first, last, analysis.stride)
     if not low <= wanted <= high:
-        given = keys.keys if label == "keys" else keys.ratio
-        raise OptionError(f"{label} {given} asks for {wanted} keys, but frames {first}..{last} "
-                          f"hold {low} to {high} (first and last{', the pins' if pins else ''}"
-                          f"; {high} candidate frames at stride {analysis.stride})")
+        asked = f"{label} {keys.keys}:" if label == "keys" \
+            else f"{label} {keys.ratio} asks for {wanted} keys, but"
+        raise OptionError(f"{asked} frames {first}..{last} hold {low} to {high} keys (first and "
+                          f"last{', the pins' if pins else ''}; {high} candidate frames at "
+                          f"stride {analysis.stride})")
     return wanted
 
 

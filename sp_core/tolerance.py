@@ -338,7 +338,7 @@ class ToleranceSearch:
             if k == high:
                 raise SelectionError(
                     f"no K up to {high} keeps the error within mean {mean_mm:g} mm and max "
-                    f"{max_mm:g} mm (K = {high} gives mean {mean:.2f} mm, max {worst:.1f} mm"
+                    f"{max_mm:g} mm (K = {high} gives mean {mean:.2f} mm, max {worst:.2f} mm"
                     f" with the {fit.space} fit); raise --max-keys or loosen --tolerance")
             # with the mean met, the max is a frame or two the corrective keys gave up on,
             # which the next K's keys often reach (a 5,000-frame take: 23.7 mm at K = 234,

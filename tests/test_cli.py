@@ -92,6 +92,17 @@ def test_an_os_error_without_a_file_is_one_plain_line(sample_path, capsys, monke
     assert capsys.readouterr().err == f"salient-poses: error: {os.strerror(errno.EIO)}\n"
 
 
+def test_frames_before_zero_need_no_equals_sign(sample_path, capsys):
+    # pre-roll: `--range -5:20` and `--frames -100,...`, not only `--range=-5:20`
+    assert main(["reduce", str(sample_path), "--first-frame", "-100", "--range", "-5:20",
+                 "--keys", "4", "--space", "channel", "--json", "-"]) == 0
+    frames = json.loads(capsys.readouterr().out)["frames"]
+    assert len(frames) == 4 and (frames[0], frames[-1]) == (-5, 20)
+    assert main(["reduce", str(sample_path), "--first-frame", "-100", "--frames", "-100,-50,0",
+                 "--space", "channel", "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["frames"] == [-100, -50, 0]
+
+
 def test_debug_shows_the_traceback(tmp_path):
     bad = tmp_path / "bad.bvh"
     bad.write_text("nonsense")

@@ -210,11 +210,11 @@ def test_k_rule():
     assert k_for(options.replace(ratio=0.001), 0, 199) == 2
     assert k_for(options.replace(keys=7), 1001, 1200) == 7
     with pytest.raises(OptionError, match=r"ratio 0.6 asks for 120 keys, but frames 0..199 hold "
-                                          r"2 to 51 \(first and last; 51 candidate frames at "
+                                          r"2 to 51 keys \(first and last; 51 candidate frames at "
                                           r"stride 4\)"):
         k_for(options.replace(ratio=0.6, stride=4), 0, 199)
-    with pytest.raises(OptionError, match="keys 2 asks for 2 keys, but frames 0..199 hold 3 to "
-                                          "200 \\(first and last, the pins"):
+    with pytest.raises(OptionError, match="keys 2: frames 0..199 hold 3 to 200 keys \\(first "
+                                          "and last, the pins"):
         k_for(options.replace(keys=2, pins=[50]), 0, 199)
 
 

@@ -96,10 +96,11 @@ def test_existing_outputs_need_overwrite(short_clip, tmp_path, capsys):
     assert code == 2
     assert err == f"salient-poses: error: --json {out} exists; add --overwrite to replace it\n"
     assert out.read_text() == "an earlier result\n"
-    code, _, err = run(["reduce", str(short_clip), "--keys", "8", "--json", str(out),
-                        "--overwrite"], capsys)
+    code, printed, err = run(["reduce", str(short_clip), "--keys", "8", "--json", str(out),
+                              "--overwrite"], capsys)
     assert code == 0, err
     assert json.loads(out.read_text())["frames"][0] == 0
+    assert printed.endswith(f"\nWrote {out}\n")  # what was written, where the user looks
 
 
 def test_overwrite_replaces_a_links_file_and_writes_a_pipe_in_place(short_clip, tmp_path,
@@ -453,7 +454,7 @@ def _longer(clip, times: int):
     (["--keys", "0"], "--keys must be a whole number >= 2, got 0"),
     (["--keys", "-3"], "--keys must be a whole number >= 2, got -3"),
     (["--keys", "1"], "--keys must be a whole number >= 2, got 1"),
-    (["--keys", "100000"], "keys 100000 asks for 100000 keys, but frames 0..239 hold 2 to 240"),
+    (["--keys", "100000"], "keys 100000: frames 0..239 hold 2 to 240 keys"),
     (["--ratio", "0"], "--ratio must be a number in (0, 1], got 0"),
     (["--max-keys", "0"], "--max-keys must be a whole number >= 2, got 0"),
     (["--max-keys", "-1"], "--max-keys must be a whole number >= 2, got -1"),

@@ -37,6 +37,7 @@ from sp_core.options import (
     key_choice,
     load_preset,
 )
+from sp_core.poses import error_unit
 
 PROG = "salient-poses"
 SAMPLE_CLIP = Path(__file__).resolve().parents[1] / "examples" / "cmu_131_01.bvh"
@@ -159,8 +160,8 @@ def _space_summary(result: Result) -> str:
         f"Time       table {space.timings['table_s']:.3f} s, selection "
         f"{space.timings['select_s']:.3f} s (estimate for two idle cores "
         f"{space.estimated_s:.2f} s)",
-        f"Suggested  threshold rule K = {k}: pose error {space.error(k):.4g} scene units"
-        f"{'²' if space.cost.squared else ''} ("
+        f"Suggested  threshold rule K = {k}: pose error {space.error(k):.4g} "
+        f"{error_unit(options.pose, space.cost.squared)} ("
         f"{100 * share:.1f} % of the largest pose distance), keys "
         f"{', '.join(map(str, space.keyframes(k)))}",
         f"           cliffs at K = {', '.join(map(str, s['cliffs'])) or 'none'}",
@@ -225,7 +226,7 @@ def _reduction_summary(result: Result) -> str:
     ] + [f"Note       {note}" for note in reduction.notes])
 
 
-def _save_plot(space: Any, target: str, log: bool, title: str) -> None:
+def _save_plot(space: Any, target: str, log: bool, title: str, unit: str) -> None:
     """The error graph as a PNG, written atomically (rendered beside it, then renamed)."""
     try:
         from sp_core.ui.error_plot import save_error_plot
@@ -234,7 +235,7 @@ def _save_plot(space: Any, target: str, log: bool, title: str) -> None:
     target_path = Path(target)
     rendered = target_path.with_name(f".{target_path.stem}.{os.getpid()}.render.png")
     try:
-        save_error_plot(space, rendered, log=log, title=title)
+        save_error_plot(space, rendered, log=log, title=title, unit=unit)
         with atomic_open(target_path, "wb") as handle:
             handle.write(rendered.read_bytes())
     finally:
@@ -338,7 +339,8 @@ def cmd_analyze(args: argparse.Namespace, options: Options) -> int:
     if options.output.plot:
         _save_plot(result.space, options.output.plot, log=not options.output.linear,
                    title=f"{result.clip['name']}: {result.space.cost.name}, compose="
-                         f"{result.space.compose}")
+                         f"{result.space.compose}",
+                   unit=error_unit(options.analysis.pose, result.space.cost.squared))
     _outputs_note(job, "--json or --plot")
     return 0
 
@@ -461,7 +463,8 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
     assert analysed.space is not None
     _save_plot(analysed.space, str(out / "error_vs_k.png"), log=True,
                title=f"{clip.name}: {analysed.space.cost.name}, "
-                     f"compose={analysed.space.compose}")
+                     f"compose={analysed.space.compose}",
+               unit=error_unit(options.analysis.pose, analysed.space.cost.squared))
     print("\nReducing to the smallest K within the default tolerance (unified tangents, "
           "world-space fit, corrective keys where needed)...")
     reduced = run_job(Job(str(SAMPLE_CLIP), options.replace(

@@ -27,6 +27,12 @@ from sp_core.errors import ClipError, SelectionError
 from sp_core.options import POSE_SPACES
 
 
+def error_unit(space: str, squared: bool) -> str:
+    """The unit of a selection's errors over poses of ``space`` ("positions" or "channels"):
+    the pose matrix's, squared for costs that sum squares (``Cost.squared``)."""
+    return ("scene units" if space == "positions" else "channel units") + ("²" if squared else "")
+
+
 def node_reach(clip: Clip) -> np.ndarray:
     """(n_nodes,) float64, scene units: the rest-pose reach of every node (see module notes)."""
     rest = clip.rest_positions()

@@ -103,6 +103,19 @@ def test_frames_before_zero_need_no_equals_sign(sample_path, capsys):
     assert json.loads(capsys.readouterr().out)["frames"] == [-100, -50, 0]
 
 
+def test_errors_carry_the_unit_of_their_pose_space(sample_path, capsys):
+    # one unit text for the summary, the plot and the panel (sp_core.poses.error_unit)
+    from sp_core.poses import error_unit
+
+    assert main(["analyze", str(sample_path), "--pose", "channels", "--cost", "line-max",
+                 "--max-keys", "20"]) == 0
+    assert "channel units (" in capsys.readouterr().out.split("Suggested")[1].split("\n")[0]
+    assert main(["analyze", str(sample_path), "--max-keys", "20"]) == 0
+    suggested = capsys.readouterr().out.split("Suggested")[1].split("\n")[0]
+    assert error_unit("positions", True) == "scene units²" and "scene units² (" in suggested
+    assert error_unit("channels", False) == "channel units"
+
+
 def test_debug_shows_the_traceback(tmp_path):
     bad = tmp_path / "bad.bvh"
     bad.write_text("nonsense")

@@ -11,7 +11,7 @@ from sp_core.ui.app import ensure_qapp, save_widget_png
 
 
 def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
-                    title: str = "", width: int = 1200) -> None:
+                    title: str = "", width: int = 1200, unit: str = "pose units") -> None:
     """Plot error(K) for the whole selection space with the suggestions marked, save as PNG.
 
     Parameters
@@ -22,6 +22,8 @@ def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
     log : bool
         Logarithmic error axis (cliffs are easier to see).
     title : str
+    unit : str
+        What the errors are in (:func:`sp_core.poses.error_unit`).
     width : int
         Image width in pixels.
     """
@@ -35,7 +37,7 @@ def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
                   size="12pt")
     plot.setContentsMargins(10, 10, 20, 10)
     plot.setLabel("bottom", "keyframes K")
-    plot.setLabel("left", "error (pose units)")
+    plot.setLabel("left", f"error ({unit})")
     plot.showGrid(x=True, y=True, alpha=0.3)
     keys, errors = space.key_counts, space.errors
     ok = np.isfinite(errors) & ((errors > 0) if log else True)

@@ -21,6 +21,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from sp_core.errors import OptionError, SalientPosesError
 from sp_core.host import HostNotes, SkipReport
 from sp_core.options import Options, k_for
+from sp_core.poses import error_unit
 from sp_core.reduction import Reduction
 from sp_core.session import Analysis, Session
 from sp_core.ui.analysis_box import AnalysisBox
@@ -327,10 +328,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._graph_ahead = ahead
         options = self.session.analysis
         s = space.suggestions(options.accuracy, options.significance)
-        unit = ("scene units" if options.pose == "positions" else "channel units") \
-            + ("²" if space.cost.squared else "")
         self.graph.set_space(space, s["threshold"], s["cliffs"], f"{space.cost.name} cost",
-                             unit)
+                             error_unit(options.pose, space.cost.squared))
         return s
 
     def _show_session_space(self) -> None:

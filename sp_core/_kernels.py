@@ -463,7 +463,7 @@ def _best_previous(before: np.ndarray, shift: int, costs: np.ndarray, floors: np
     stops at the first block whose ``floors`` (:func:`block_floors`, this cell's row) is not
     below the least error found: a composed error is at least its cost, so no farther key
     can lower it, or tie it nearer. The error of a long segment is large, so a cell reads
-    a block or two of its hundreds of previous keys (about a twentieth of them on the
+    a block or two of its hundreds of previous keys (about a fifteenth of them on the
     sample). A second pass over the block that gave the least error finds its first d.
 
     By sum (a sum of costs is large against one cost, so no block could be skipped) every

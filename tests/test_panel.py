@@ -633,3 +633,14 @@ def test_a_long_takes_window_is_said_in_the_status_line(make_panel, qtbot, sampl
     session.set_options(time_budget=1000.0)
     analyse(qtbot, panel)
     assert not session.notes and "Note:" not in panel.status.text()
+
+
+def test_a_tolerance_and_layered_keys_are_refused_together_in_the_panel(make_panel):
+    # keyposes and breakdowns have their own rules: the panel says so and keeps the options
+    panel, host, session = make_panel()
+    assert panel.binder.edit(tolerance="3,20")
+    panel.widget("layered").setChecked(True)
+    assert not session.options.analysis.layered
+    assert not panel.widget("layered").isChecked()  # the editor shows the options again
+    assert "tolerance does not apply with" in panel.status.text()
+    assert session.options.keys.tolerance == (3.0, 20.0)

@@ -142,7 +142,12 @@ def options_from(args: argparse.Namespace) -> Options:
     base = None
     if getattr(args, "preset", None):
         base = Options().replace(**load_preset(args.preset))
-    return from_arguments(args, COMMAND_OPTIONS[args.command], base=base)
+    options = from_arguments(args, COMMAND_OPTIONS[args.command], base=base)
+    if options.analysis.layered and not options.analysis.leading:
+        # (the panel lets one tick the mode before the nodes; a command line has both at once)
+        raise UsageError("--layered needs --leading NODE,... (the part whose extremes are the "
+                         "keyposes, e.g. --leading RightWrist)")
+    return options
 
 
 # ---------------------------------------------------------------------------- summaries

@@ -153,6 +153,11 @@ def test_a_tolerance_is_refused_with_layered_keys(sample_path, capsys):
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("Keys       3 keyposes (as asked) and ") and \
         first.endswith(" breakdowns (--layered)")
+    # on a command line the leading part comes with the mode, named by its flag
+    assert main(["reduce", str(sample_path), "--layered"]) == 2
+    assert capsys.readouterr().err == ("salient-poses: error: --layered needs --leading "
+                                       "NODE,... (the part whose extremes are the keyposes, "
+                                       "e.g. --leading RightWrist)\n")
 
 
 def test_presets_round_trip_through_toml_and_json(tmp_path):

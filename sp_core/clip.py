@@ -170,8 +170,9 @@ class Clip:
                 raise ClipError(f"End Site {self.node_names[p]!r} cannot have children")
         if not np.all(np.isfinite(self.offsets)):
             raise ClipError("node offsets must be finite numbers")
-        if np.any(np.abs(self.offsets) > LARGEST_VALUE):
-            node = int(np.argwhere(np.abs(self.offsets) > LARGEST_VALUE)[0, 0])
+        large = np.abs(self.offsets) > LARGEST_VALUE
+        if large.any():
+            node = int(np.argwhere(large)[0, 0])
             raise ClipError(f"node {self.node_names[node]!r} has offset "
                             f"{tuple(float(v) for v in self.offsets[node])}: beyond "
                             f"±{LARGEST_VALUE:g}, which no skeleton comes near (a corrupt file?)")

@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from sp_core.clip import Clip
-from sp_core.errors import SalientPosesError, one_line
+from sp_core.errors import SalientPosesError, said
 from sp_core.io.atomic import OutputGuard, atomic_open, sigint_handler, write_text
 from sp_core.jobs import Job, Result, guard_outputs, load_clip, run_job
 from sp_core.options import (
@@ -33,6 +33,7 @@ from sp_core.options import (
     Options,
     add_arguments,
     field_specs,
+    flag_of,
     from_arguments,
     key_choice,
     load_preset,
@@ -170,7 +171,7 @@ def _space_summary(result: Result) -> str:
         f"{100 * share:.1f} % of the largest pose distance), keys "
         f"{', '.join(map(str, space.keyframes(k)))}",
         f"           cliffs at K = {', '.join(map(str, s['cliffs'])) or 'none'}",
-    ] + [f"Note       {note}" for note in result.notes])
+    ] + [f"Note       {said(note, flag_of)}" for note in result.notes])
 
 
 def _layered_summary(result: Result) -> str:
@@ -228,7 +229,7 @@ def _reduction_summary(result: Result) -> str:
         f"{m.worst_frame}",
         f"Time       channel fit {t['channel_s']:.3f} s, world refinement {t['world_s']:.2f} s"
         + (f", corrective keys {t['corrective_s']:.2f} s" if t.get("corrective_s") else ""),
-    ] + [f"Note       {note}" for note in reduction.notes])
+    ] + [f"Note       {said(note, flag_of)}" for note in reduction.notes])
 
 
 def _save_plot(space: Any, target: str, log: bool, title: str, unit: str) -> None:
@@ -586,7 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SalientPosesError, OSError) as exc:
         if args.debug:
             raise
-        print(f"{PROG}: error: {one_line(exc)}", file=sys.stderr)
+        print(f"{PROG}: error: {said(exc, flag_of)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

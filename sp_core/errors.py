@@ -7,9 +7,39 @@ line. Anything else reaching the user is a bug.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable
+
 
 class SalientPosesError(Exception):
-    """Base of every error caused by input, options or the host scene."""
+    """Base of every error caused by input, options or the host scene.
+
+    Parameters
+    ----------
+    *args
+        The message, as for any exception.
+    options : iterable of str, optional
+        The options the message names, by their field names (``max_span``) as the Python APIs
+        take them; each front says them its own way (:func:`said`): the command lines as
+        their flags, the panel as its fields' labels.
+    """
+
+    def __init__(self, *args: object, options: Iterable[str] = ()) -> None:
+        super().__init__(*args)
+        self.options = tuple(options)
+
+
+class Note(str):
+    """A note for the user (the window of a long take...) that names options by their field
+    names, listed in ``options`` as for :class:`SalientPosesError`. It is a ``str`` anywhere
+    else (outputs' JSON, the Python APIs)."""
+
+    options: tuple[str, ...]
+
+    def __new__(cls, text: str, options: Iterable[str] = ()) -> Note:
+        note = super().__new__(cls, text)
+        note.options = tuple(options)
+        return note
 
 
 class ClipFormatError(SalientPosesError, ValueError):
@@ -60,7 +90,21 @@ class ReductionError(SalientPosesError, ValueError):
     """Bad input to a reduction: keyframes outside the clip, unknown tangent mode, NaN values..."""
 
 
-def one_line(exc: Exception) -> str:
+def said(item: object, name_of: Callable[[str], str]) -> str:
+    """An error (as :func:`one_line` gives it) or a note, with each option it names by its
+    field name (its ``options``) said as ``name_of(field)``: a flag, a field's label.
+
+    Only the listed options are replaced, and only as whole words, so a message's ordinary
+    words (``keys``, ``frames``) stay as they are even where an option has that name.
+    """
+    text = one_line(item) if isinstance(item, BaseException) else str(item)
+    for name in getattr(item, "options", ()):
+        spoken = name_of(name).replace("\\", "\\\\")  # a literal replacement
+        text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", spoken, text)
+    return text
+
+
+def one_line(exc: BaseException) -> str:
     """The message a user sees for an expected failure: ours as they are, an OSError as its
     reason and the file it concerns, if it names one."""
     if isinstance(exc, OSError) and exc.strerror:

@@ -21,7 +21,7 @@ from sp_core import _kernels
 from sp_core.clip import Clip
 from sp_core.costs import Cost, get_cost
 from sp_core.costs.base import fill_in_blocks
-from sp_core.errors import CapacityError, SelectionError
+from sp_core.errors import CapacityError, Note, SelectionError
 from sp_core.options import COMPOSITIONS
 from sp_core.poses import pose_matrix
 
@@ -158,7 +158,8 @@ class SelectionSpace:
             raise SelectionError(f"pose data is not finite (NaN or infinity) at frame "
                                  f"{first_frame + row}; fix or exclude that frame")
         if compose not in COMPOSITIONS:
-            raise SelectionError(f"compose must be 'max' or 'sum', got {compose!r}")
+            raise SelectionError(f"compose must be 'max' or 'sum', got {compose!r}",
+                                 options=("compose",))
         self.first_frame = int(first_frame)
         self.last_frame = self.first_frame + n - 1
         self.n_frames = n
@@ -170,16 +171,17 @@ class SelectionSpace:
         gaps = np.diff(self._candidates)
         if max_span is not None:
             if int(max_span) < 1:
-                raise SelectionError(f"max_span must be at least 1 frame, got {max_span}")
+                raise SelectionError(f"max_span must be at least 1 frame, got {max_span}",
+                                     options=("max_span",))
             if gaps.max() > int(max_span):
                 at = int(np.argmax(gaps))
                 raise SelectionError(
                     f"max_span of {int(max_span)} frames is shorter than the gap between "
                     f"candidate frames {self.first_frame + self._candidates[at]} and "
                     f"{self.first_frame + self._candidates[at + 1]}; raise max_span or lower "
-                    "stride")
+                    "stride", options=("max_span", "stride"))
         #: what the user should know about this analysis (e.g. the window of a long take)
-        self.notes: list[str] = []
+        self.notes: list[Note] = []
         self.max_span, self.max_keys = self._plan(
             poses.shape[1], None if max_span is None else int(max_span),
             None if max_keys is None else int(max_keys), int(memory_limit), time_budget)
@@ -217,7 +219,8 @@ class SelectionSpace:
         feasible = np.flatnonzero(np.isfinite(self._errors[:self._solved + 1]))
         if len(feasible) == 0:
             raise SelectionError(f"no selection of at most {self.max_keys} keys meets max_span "
-                                 f"{self.max_span} with these pins; raise max_keys or max_span")
+                                 f"{self.max_span} with these pins; raise max_keys or max_span",
+                                 options=("max_keys", "max_span"))
         self.min_keys = int(feasible[0])
         self._poses = centred
         self._diameter: float | None = None
@@ -410,9 +413,10 @@ class SelectionSpace:
                      f"{window:,}; K from {self._fewest_keys(window):,}")
         if capped is not None:
             text += ("; " if window is not None else "") + f"K up to {capped:,} (max_keys)"
-        self.notes.append(text + f"; the exact space of K up to {exact_keys:,}"
-                          + ("" if exact_span < self.n_frames - 1 else " and every span")
-                          + f" would need {' and '.join(why)}")
+        self.notes.append(Note(text + f"; the exact space of K up to {exact_keys:,}"
+                               + ("" if exact_span < self.n_frames - 1 else " and every span")
+                               + f" would need {' and '.join(why)}",
+                               options=("max_span", "max_keys")))
 
     def _refuse(self, dims: int, span: int, keys: int, limit: int, budget: float | None,
                 fix: str) -> None:
@@ -434,7 +438,8 @@ class SelectionSpace:
         raise CapacityError(
             f"analysing {n:,} frames ({m:,} candidates){smallest} {'; and '.join(over)}; or "
             f"use a stride (e.g. 4){', a smaller max_span' if not fix else ''}, fewer max_keys "
-            "or a shorter range")
+            "or a shorter range",
+            options=("memory_gib", "time_budget", "max_span", "max_keys", "stride"))
 
     # ------------------------------------------------------------------------- construction
     @classmethod
@@ -476,7 +481,8 @@ class SelectionSpace:
             rows = frames - first
         else:
             if int(stride) != stride or stride < 1:
-                raise SelectionError(f"stride must be a whole number >= 1, got {stride!r}")
+                raise SelectionError(f"stride must be a whole number >= 1, got {stride!r}",
+                                     options=("stride",))
             frames = np.arange(first, first + n)
             rows = np.flatnonzero(frames % int(stride) == 0)
         rows = np.union1d(rows, [0, n - 1]).astype(np.int64)
@@ -488,7 +494,8 @@ class SelectionSpace:
             row = int(p) - first
             if row not in rows:
                 raise SelectionError(f"pinned frame {p} is not a candidate frame (stride "
-                                     f"{stride}); pin a candidate frame or add it to candidates")
+                                     f"{stride}); pin a candidate frame or add it to candidates",
+                                     options=("stride",))
             if 0 < row < n - 1:
                 pin_rows.append(int(np.searchsorted(rows, row)))
         return rows, np.asarray(pin_rows, dtype=np.int64)
@@ -551,7 +558,8 @@ class SelectionSpace:
         self._need(keys)
         if not np.isfinite(self._errors[keys]):
             raise SelectionError(f"no selection of exactly {keys} keys meets the constraints "
-                                 "(max_span, pins); choose another K")
+                                 "(max_span, pins); choose another K",
+                                 options=("max_span", "pins"))
         out = np.empty(keys, dtype=np.int64)
         b = len(self._candidates) - 1
         for slot in range(keys - 1, 0, -1):

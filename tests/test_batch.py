@@ -184,3 +184,30 @@ def test_memory_per_worker_is_checked_before_work(takes, tmp_path, capsys):
                  "--scheduler", "local:0"]) == 2
     assert "--scheduler local:N needs N >= 1 worker processes, got local:0" in \
         capsys.readouterr().err
+
+
+def test_the_in_host_batch_reports_failures_as_the_standalone_batch_does(tmp_path, capsys):
+    """A scene that fails with a file error or an engine error gets the same one-line reason
+    as a take of the standalone batch (an OSError as its reason and file, the options an
+    error names as flags); anything else is an internal error; the other scenes continue."""
+    from sp_core.batch.host import run_host_batch
+    from sp_core.errors import SelectionError
+    from sp_core.options import Options
+
+    def reduce_one(path: str, out: Path) -> dict[str, object]:
+        if path.endswith("a.mb"):
+            raise PermissionError(13, "Permission denied", str(out / "a.mb"))
+        if path.endswith("b.mb"):
+            raise SelectionError("raise max_keys or max_span", options=("max_keys", "max_span"))
+        if path.endswith("c.mb"):
+            raise KeyError("joint")
+        return {"keys": 3}
+
+    options = Options().replace(out=str(tmp_path / "out"))
+    scenes = [str(tmp_path / name) for name in ("a.mb", "b.mb", "c.mb", "d.mb")]
+    assert run_host_batch(scenes, options, reduce_one) == 1
+    rows = {Path(row["clip"]).name: row["status"]
+            for row in json.loads((tmp_path / "out" / "summary.json").read_text())["rows"]}
+    assert rows == {"a.mb": f"failed: Permission denied: {tmp_path / 'out' / 'a.mb'}",
+                    "b.mb": "failed: raise --max-keys or --max-span",
+                    "c.mb": "failed: internal error KeyError: 'joint'", "d.mb": "ok"}

@@ -185,6 +185,37 @@ def test_analyze_bad_options_exit_2(sample_path, args, message, capsys):
     assert message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--max-span", "5", "--stride", "10"],
+     "--max-span of 5 frames is shorter than the gap between candidate frames 0 and 10; raise "
+     "--max-span or lower --stride"),
+    (["--max-keys", "3", "--max-span", "100"],
+     "no selection of at most 3 keys meets --max-span 100 with these pins; raise --max-keys or "
+     "--max-span"),
+    (["--stride", "4", "--pins", "3"],
+     "pinned frame 3 is not a candidate frame (--stride 4); pin a candidate frame or add it to "
+     "candidates"),
+])
+def test_engine_errors_name_the_options_by_their_flags(sample_path, args, message, capsys):
+    # the engine names options by their field names, as its Python API takes them; the
+    # command line says its flags instead
+    from sp_core.errors import SelectionError
+    from sp_core.selection import SelectionSpace
+
+    assert main(["analyze", str(sample_path), *args]) == 2
+    assert capsys.readouterr().err == f"salient-poses: error: {message}\n"
+    with pytest.raises(SelectionError, match="raise max_span or lower stride$"):
+        SelectionSpace(np.zeros((30, 3)), stride=10, max_span=5)
+
+
+def test_a_long_takes_note_names_the_flags(sample_path, capsys):
+    # a budget that windows the sample and caps K
+    assert main(["analyze", str(sample_path), "--time-budget", "0.02"]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Note")]
+    assert len(notes) == 1 and "(--max-span " in notes[0] and "(--max-keys)" in notes[0]
+    assert "max_span" not in notes[0] and "max_keys" not in notes[0]
+
+
 def test_demo_writes_analysis_and_plot(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "analysis.json").read_text())

@@ -161,3 +161,27 @@ def test_layered_default_is_one_selection_with_breakdowns_in_job_and_session(sam
     # another K is the optimal two-pass selection with that many keyposes
     session.set_k(session.k + 1)
     assert list(session.labels().values()).count("keypose") == job.keys + 1
+
+
+def test_each_front_says_the_options_an_error_names_its_own_way():
+    """An error or note names options by field name and lists them; ``said`` replaces exactly
+    those, as whole words (not inside a longer name or a flag, not an unlisted option), and
+    the list survives pickling (batch workers send their errors to the command)."""
+    import pickle
+
+    from sp_core.errors import CapacityError, Note, said
+
+    error = CapacityError("raise memory_gib (memory_gib_x, --memory_gib) or fewer max_keys",
+                          options=("memory_gib",))
+    assert said(error, flag_of) == ("raise --memory-gib (memory_gib_x, --memory_gib) or fewer "
+                                    "max_keys")
+    assert str(error).startswith("raise memory_gib")  # the Python API's words
+    copied = pickle.loads(pickle.dumps(error))
+    assert type(copied) is CapacityError and copied.options == ("memory_gib",)
+    assert said(copied, flag_of) == said(error, flag_of)
+    note = Note("keys at most 9 frames apart (max_span 9)", options=("max_span",))
+    assert said(note, flag_of) == "keys at most 9 frames apart (--max-span 9)"
+    assert json.dumps([note]) == '["keys at most 9 frames apart (max_span 9)"]'
+    assert said(pickle.loads(pickle.dumps(note)), str.upper) == \
+        "keys at most 9 frames apart (MAX_SPAN 9)"
+    assert said("plain text max_span", flag_of) == "plain text max_span"

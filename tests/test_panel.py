@@ -16,6 +16,7 @@ pytest.importorskip("pytestqt")
 from choices import SUGGESTED
 from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
 
+from sp_core.errors import CapacityError  # noqa: E402
 from sp_core.options import Options, field_specs  # noqa: E402
 from sp_core.reduction import reduce  # noqa: E402
 from sp_core.session import Session  # noqa: E402
@@ -628,8 +629,11 @@ def test_a_long_takes_window_is_said_in_the_status_line(make_panel, qtbot, sampl
     panel, _host, session = make_panel(host=FakeHost(take))
     session.set_options(cost="line-max")
     analyse(qtbot, panel)
-    assert session.notes and session.notes[0].startswith("long take: ")
-    assert panel.status.text().endswith(f"Note: {session.notes[0]}.")
+    note = session.notes[0]
+    assert note.startswith("long take: ") and "(max_span " in note  # the engine's field names
+    # the panel says the options as its rows do
+    worded = note.replace("max_span", "max span").replace("max_keys", "max keys")
+    assert panel.status.text().endswith(f"Note: {worded}.")
     session.set_options(time_budget=1000.0)
     analyse(qtbot, panel)
     assert not session.notes and "Note:" not in panel.status.text()
@@ -644,3 +648,19 @@ def test_a_tolerance_and_layered_keys_are_refused_together_in_the_panel(make_pan
     assert not panel.widget("layered").isChecked()  # the editor shows the options again
     assert "tolerance does not apply with" in panel.status.text()
     assert session.options.keys.tolerance == (3.0, 20.0)
+
+
+def test_an_error_names_the_options_as_the_panels_rows_do(make_panel, qtbot):
+    """An analysis refused by the engine names the options to change by their labels in the
+    panel ("max span", "memory (GiB)"), not by the Python API's field names."""
+    panel, _host, session = make_panel()
+    session.set_options(stride=10, max_span=5)
+    analyse(qtbot, panel)
+    assert panel.status.text() == ("max span of 5 frames is shorter than the gap between "
+                                   "candidate frames 0 and 10; raise max span or lower stride")
+    assert panel.option_label("memory_gib") == "memory (GiB)"
+    assert panel.option_label("corrective_budget") == "corrective keys"
+    assert panel.option_label("time_budget") == "time budget"  # no row: the name in words
+    panel.show_error(CapacityError("needs 1 GB: raise memory_gib to 1.1",
+                                   options=("memory_gib",)))
+    assert panel.status.text() == "needs 1 GB: raise memory (GiB) to 1.1"

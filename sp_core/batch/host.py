@@ -10,10 +10,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sp_core.batch.run import write_summary
-from sp_core.errors import OptionError, SalientPosesError
+from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.io.atomic import OutputGuard
 from sp_core.jobs import Job
-from sp_core.options import HOST, Options, add_arguments, from_arguments, host_fields, load_preset
+from sp_core.options import (
+    HOST,
+    Options,
+    add_arguments,
+    flag_of,
+    from_arguments,
+    host_fields,
+    load_preset,
+)
 
 HOST_BATCH_OPTIONS = host_fields()
 
@@ -56,10 +64,10 @@ def run_host_batch(inputs: list[str], options: Options,
         started = time.perf_counter()
         try:
             row = reduce_one(path, out)
-        except SalientPosesError as exc:
-            row = {"clip": path, "status": f"failed: {exc}"}
+        except (SalientPosesError, OSError) as exc:  # as the standalone batch says them
+            row = {"clip": path, "status": f"failed: {said(exc, flag_of)}"}
         except Exception as exc:  # noqa: BLE001 - one bad scene must not stop the batch
-            row = {"clip": path, "status": f"failed: {type(exc).__name__}: {exc}"}
+            row = {"clip": path, "status": f"failed: internal error {type(exc).__name__}: {exc}"}
         row.setdefault("clip", path)
         row.setdefault("status", "ok")
         row["seconds"] = round(time.perf_counter() - started, 3)

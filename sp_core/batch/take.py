@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
-from sp_core.errors import SalientPosesError, one_line
+from sp_core.errors import SalientPosesError, said
 from sp_core.jobs import Job, run_job
+from sp_core.options import flag_of
 from sp_core.reduction import Reduction
 
 
@@ -30,7 +31,7 @@ def reduce_one(job: Job) -> dict[str, object]:
         assert result.reduction is not None
         row.update(reduction_row(result.reduction))
     except (SalientPosesError, OSError) as exc:
-        row["status"] = f"failed: {one_line(exc)}"
+        row["status"] = f"failed: {said(exc, flag_of)}"  # a command line's batch: its flags
     except Exception as exc:  # noqa: BLE001 - one bad clip must not stop the batch
         row["status"] = f"failed: internal error {type(exc).__name__}: {exc}"
     row["seconds"] = round(time.perf_counter() - started, 3)

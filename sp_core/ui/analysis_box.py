@@ -27,7 +27,7 @@ def form_layout(parent: QtWidgets.QWidget) -> QtWidgets.QFormLayout:
 class AnalysisBox(QtWidgets.QGroupBox):
     """Pose space, cost (and its options), composition, range, stride, spans, layered mode."""
 
-    def __init__(self, binder: Binder, report_error: Callable[[str], None],
+    def __init__(self, binder: Binder, report_error: Callable[[str | Exception], None],
                  parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__("Analysis", parent)
         self.binder = binder
@@ -94,7 +94,7 @@ class AnalysisBox(QtWidgets.QGroupBox):
             try:
                 value = self.session.host.playback_range()
             except SalientPosesError as exc:
-                self.report_error(str(exc))
+                self.report_error(exc)
                 return
         for box, frame in zip((self.first_spin, self.last_spin), value, strict=True):
             blocked = box.blockSignals(True)

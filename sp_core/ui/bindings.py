@@ -67,10 +67,11 @@ class Binder(QtCore.QObject):
     ----------
     session : Session
     report_error : callable
-        ``report_error(message)`` shows a refused value (the panel's status line).
+        ``report_error(error)`` shows a refused value (the panel's status line; it says the
+        options the error names its own way).
     """
 
-    def __init__(self, session: Session, report_error: Callable[[str], None],
+    def __init__(self, session: Session, report_error: Callable[[str | Exception], None],
                  parent: QtCore.QObject | None = None) -> None:
         super().__init__(parent)
         self.session = session
@@ -102,7 +103,7 @@ class Binder(QtCore.QObject):
         try:
             self.session.set_options(**changes)
         except OptionError as exc:
-            self.report_error(str(exc))
+            self.report_error(exc)
             self.show(self.session.options)
             return False
         return True

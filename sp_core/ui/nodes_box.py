@@ -27,10 +27,10 @@ class NodesBox(QtWidgets.QGroupBox):
     ----------
     binder : Binder
     report_error : callable
-        ``report_error(message)``: the panel's status line.
+        ``report_error(message or error)``: the panel's status line.
     """
 
-    def __init__(self, binder: Binder, report_error: Callable[[str], None],
+    def __init__(self, binder: Binder, report_error: Callable[[str | Exception], None],
                  parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__("Character", parent)
         self.binder = binder
@@ -88,7 +88,7 @@ class NodesBox(QtWidgets.QGroupBox):
             roots = self.session.roots()
             names = [n for n, _ in self.session.host.hierarchy(roots)]
         except SalientPosesError as exc:
-            self.report_error(str(exc))
+            self.report_error(exc)
             return
         self._names = names
         self.roots_label.setText("under: " + ", ".join(roots))
@@ -117,7 +117,7 @@ class NodesBox(QtWidgets.QGroupBox):
         try:
             selected = tuple(self.session.host.selected_nodes())
         except SalientPosesError as exc:
-            self.report_error(str(exc))
+            self.report_error(exc)
             return
         if self.binder.edit(roots=selected or None):
             self.refresh_from_host()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from sp_core.errors import OptionError, SalientPosesError
+from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.host import HostNotes, SkipReport
 from sp_core.options import Options, k_for
 from sp_core.poses import error_unit
@@ -33,7 +33,7 @@ from sp_core.ui.nodes_box import NodesBox
 from sp_core.ui.pins_box import PinsBox
 from sp_core.ui.settings import restore_options, save_options
 from sp_core.ui.wand_tab import PropagateTab
-from sp_core.ui.worker import Task, TaskRunner
+from sp_core.ui.worker import Task, TaskRunner, readable
 
 if TYPE_CHECKING:
     from sp_core.selection import SelectionSpace
@@ -259,7 +259,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             motion = self.session.read_motion()  # host APIs belong to the UI thread
             self.session.requested_k(motion)  # a K the range cannot hold is refused now
         except SalientPosesError as exc:
-            self.show_error(str(exc))
+            self.show_error(exc)
             return
         session = self.session
 
@@ -269,7 +269,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             return session.compute_analysis(progress=report, cancel=token, motion=motion,
                                             space_ready=task.partial.emit)
 
-        task = Task(work)
+        task = Task(work, name_of=self.option_label)
         task.progress.connect(self._on_progress)
         task.partial.connect(self._on_space_ready)
         task.finished.connect(self._on_analysed)
@@ -362,7 +362,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             space = self.session.adopt_analysis(analysis)
         except SalientPosesError as exc:
             self._show_session_space()
-            self.show_error(str(exc))
+            self.show_error(exc)
             self._update_enabled()
             return
         s = self._show_space(space)
@@ -386,7 +386,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
             waited = max(waited, time.monotonic() - self._analysis_started)
         # what the analysis wants the user to know (a long take's window, a tolerance out of
         # reach) comes last, where it is read
-        notes = "".join(f" Note: {note}." for note in self.session.notes)
+        notes = "".join(f" Note: {said(note, self.option_label)}."
+                        for note in self.session.notes)
         self.show_status(f"Analysed frames {space.first_frame}–{space.last_frame} in "
                          f"{waited:.1f} s. Suggested K = "
                          f"{s['threshold']}; cliffs at {cliffs}.{chosen}{notes}", ok=True)
@@ -445,7 +446,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             if self._pending_user and keys.keys != k:
                 self.binder.edit(keys=k, ratio=None, suggested=False)
         except SalientPosesError as exc:
-            self.show_error(str(exc))
+            self.show_error(exc)
         except Exception as exc:  # noqa: BLE001 - never a traceback in the panel
             self.show_error(f"preview failed: internal error ({type(exc).__name__}: {exc}); "
                             "please report it")
@@ -466,7 +467,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             try:
                 k = k_for(self.session.options, motion.first_frame, motion.last_frame)
             except OptionError as exc:
-                self.show_error(str(exc))
+                self.show_error(exc)
                 return
             if k is not None:
                 self.request_k(k, immediately=True)
@@ -537,7 +538,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
                 report(fraction, message)
             return session.reduce(frames, labels, progress=fitted)
 
-        task = Task(work, interruptible=True)
+        task = Task(work, interruptible=True, name_of=self.option_label)
         # bound methods only: Qt then queues the calls to this (the UI) thread
         task.progress.connect(self._on_progress)
         task.finished.connect(self._on_reduced)
@@ -609,7 +610,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         try:
             removed = self.session.remove()
         except SalientPosesError as exc:
-            self.show_error(f"Remove failed: {exc}")
+            self.show_error(f"Remove failed: {readable(exc, self.option_label)}")
             return
         self.show_status(f"Removed {', '.join(h.name for h in removed) or 'nothing'}.", ok=True)
         self._show_summary()
@@ -621,10 +622,26 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.status.setProperty("kind", "ok" if ok else "")
         self.status.style().polish(self.status)
 
-    def show_error(self, text: str) -> None:
+    def show_error(self, text: str | Exception) -> None:
+        """The status line in red: a message, or an error with the options it names said as
+        this panel's labels (:meth:`option_label`)."""
+        if isinstance(text, Exception):
+            text = readable(text, self.option_label)
         self.status.setText(text)
         self.status.setProperty("kind", "error")
         self.status.style().polish(self.status)
+
+    def option_label(self, name: str) -> str:
+        """How this panel names option ``name`` in messages: the label of its row in a form
+        ("max span", "memory (GiB)"), else the field name in words."""
+        binding = self.binder.bindings.get(name)
+        parent = binding.widget.parentWidget() if binding is not None else None
+        form = parent.layout() if parent is not None else None
+        if binding is not None and isinstance(form, QtWidgets.QFormLayout):
+            label = form.labelForField(binding.widget)
+            if isinstance(label, QtWidgets.QLabel) and label.text():
+                return label.text()
+        return name.replace("_", " ")
 
     def _update_enabled(self, *_args: object) -> None:
         busy = self.busy

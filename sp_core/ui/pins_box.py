@@ -19,7 +19,7 @@ FRAME, NAME, NOTE = range(3)
 class PinsBox(QtWidgets.QGroupBox):
     """A table of pins; every change goes through ``session.set_options(pins=...)``."""
 
-    def __init__(self, binder: Binder, report_error: Callable[[str], None],
+    def __init__(self, binder: Binder, report_error: Callable[[str | Exception], None],
                  parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__("Pins (frames that must be keys)", parent)
         self.binder = binder
@@ -87,7 +87,7 @@ class PinsBox(QtWidgets.QGroupBox):
         try:
             wanted = coerce("pins", frames, "pins")
         except SalientPosesError as exc:
-            self.report_error(str(exc))
+            self.report_error(exc)
             return False
         return self.binder.edit(pins=self.pins + tuple(p for p in wanted if p.frame not in have))
 
@@ -108,7 +108,7 @@ class PinsBox(QtWidgets.QGroupBox):
             try:
                 self.session.import_pins(path)
             except SalientPosesError as exc:
-                self.report_error(str(exc))
+                self.report_error(exc)
 
     def _export_dialog(self) -> None:
         path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Export pins", "pins.json",

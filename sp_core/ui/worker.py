@@ -17,7 +17,7 @@ from typing import Any
 
 from PySide6 import QtCore
 
-from sp_core.errors import SalientPosesError
+from sp_core.errors import SalientPosesError, said
 from sp_core.session import AnalysisCancelled, CancelToken
 
 Work = Callable[[Callable[[float, str], None], CancelToken], Any]
@@ -27,10 +27,11 @@ class Interrupted(SalientPosesError):
     """Raised inside an interruptible task's thread by :meth:`Task.cancel`."""
 
 
-def readable(exc: BaseException) -> str:
-    """One line for the status bar: our errors as they are, anything else as an internal one."""
+def readable(exc: BaseException, name_of: Callable[[str], str] = str) -> str:
+    """One line for the status bar: our errors as they are, with the options they name said as
+    ``name_of(field)`` (a panel's labels), anything else as an internal one."""
     if isinstance(exc, SalientPosesError):
-        return str(exc)
+        return said(exc, name_of)
     return f"internal error ({type(exc).__name__}: {exc}); please report it"
 
 
@@ -42,7 +43,8 @@ def _raise_in_thread(ident: int, exc_type: type[BaseException] | None) -> None:
 
 
 class Task(QtCore.QObject):
-    """``work(report, token)`` on a worker thread.
+    """``work(report, token)`` on a worker thread; a failure's message says the options it
+    names as ``name_of(field)`` (:func:`readable`).
 
     Signals
     -------
@@ -56,10 +58,12 @@ class Task(QtCore.QObject):
     failed = QtCore.Signal(str)
     cancelled = QtCore.Signal()
 
-    def __init__(self, work: Work, interruptible: bool = False) -> None:
+    def __init__(self, work: Work, interruptible: bool = False,
+                 name_of: Callable[[str], str] = str) -> None:
         super().__init__()
         self.work = work
         self.interruptible = interruptible
+        self.name_of = name_of  # how a failure's message says the options it names
         self.token = CancelToken()
         self.thread: QtCore.QThread | None = None
         self._lock = threading.Lock()
@@ -108,7 +112,7 @@ class Task(QtCore.QObject):
         except (AnalysisCancelled, Interrupted):
             outcome: tuple[Any, ...] = (self.cancelled,)
         except Exception as exc:  # noqa: BLE001 - shown in the status line, never a traceback
-            outcome = (self.failed, readable(exc))
+            outcome = (self.failed, readable(exc, self.name_of))
         else:
             outcome = (self.cancelled,) if self.token.cancelled else (self.finished, result)
         finally:

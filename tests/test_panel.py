@@ -496,6 +496,33 @@ def test_usable_at_350_pixels_with_many_node_rows(make_panel, qtbot):
         assert panel.widget(name).text()
 
 
+def test_a_short_dock_scrolls_the_keyframes_page_instead_of_squeezing_it(make_panel, qtbot):
+    """In a dock 700 pixels high (a laptop's Maya) every row of the Keyframes page keeps its
+    height and the page scrolls; in a tall dock the graph takes the room and nothing scrolls.
+    (Squeezed, the Apply summary was cut to one line and the rows over the graph overlapped.)"""
+    panel, _host, _session = make_panel(width=380)
+    analyse(qtbot, panel)
+    settled(qtbot, panel)
+    page = panel.tabs.widget(0)
+    assert isinstance(page, QtWidgets.QScrollArea)
+    heights = {}
+    for height in (700, 1300):
+        panel.resize(380, height)
+        qtbot.wait(50)
+        summary = panel.apply_box.summary
+        assert summary.text().startswith("Apply writes")
+        assert summary.height() >= summary.heightForWidth(summary.width())
+        rows = [w for w in (panel.graph.plot_widget, panel.graph.readout, panel.graph.log_box,
+                            panel.k_box.k_spin, panel.k_box.error_label, panel.apply_box)
+                if w.isVisible()]
+        tops = [w.mapTo(page.widget(), QtCore.QPoint(0, 0)).y() for w in rows]
+        bottoms = [top + w.height() for top, w in zip(tops, rows, strict=True)]
+        assert all(b <= t for b, t in zip(bottoms, tops[1:], strict=False))  # no overlap
+        heights[height] = (panel.graph.plot_widget.height(), page.verticalScrollBar().maximum())
+    assert heights[700][1] > 0 and heights[1300][1] == 0  # scrolls only when short
+    assert heights[700][0] == panel.graph.plot_widget.minimumHeight() < heights[1300][0]
+
+
 def test_layered_mode_previews_labelled_keys_and_draws_both_spaces(make_panel, qtbot):
     panel, host, session = make_panel()
     panel.widget("layered").setChecked(True)

@@ -37,7 +37,14 @@ class ApplyBox(QtWidgets.QGroupBox):
     def __init__(self, binder: Binder, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__("Apply", parent)
         self.binder = binder
-        form = form_layout(self)
+        # the form holds the fields; the wrapped summary and the buttons go under it in a box
+        # layout, which gives a wrapped label its height for the box's width as a minimum (a
+        # form row spanning the form gets only its one-line height when space is short)
+        column = QtWidgets.QVBoxLayout(self)
+        fields = QtWidgets.QWidget()
+        form = form_layout(fields)
+        form.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(fields)
         form.addRow("tangents", binder.generate("tangents"))
         self.smooth_spin = binder.generate("smoothness")
         form.addRow("smoothness", self.smooth_spin)
@@ -59,7 +66,7 @@ class ApplyBox(QtWidgets.QGroupBox):
         self.summary = QtWidgets.QLabel("")
         self.summary.setObjectName("applySummary")
         self.summary.setWordWrap(True)
-        form.addRow(self.summary)
+        column.addWidget(self.summary)
         self.apply_button = QtWidgets.QPushButton("Apply")
         self.apply_button.setToolTip("write the keys into a new layer (Ctrl+Return); one undo "
                                      "step, the original animation stays")
@@ -69,4 +76,4 @@ class ApplyBox(QtWidgets.QGroupBox):
         buttons.addStretch(1)
         buttons.addWidget(self.remove_button)
         buttons.addWidget(self.apply_button)
-        form.addRow(buttons)
+        column.addLayout(buttons)

@@ -62,7 +62,7 @@ class ErrorGraph(QtWidgets.QWidget):
         self.unit = "pose units"
         self._k: int | None = None
         self.plot_widget = pg.PlotWidget(background="#26282b")
-        self.plot_widget.setMinimumSize(120, 140)
+        self.plot_widget.setMinimumSize(120, 180)  # the axis label fits (a tab page scrolls)
         self.plot = self.plot_widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.plot.setLabel("bottom", "keyframes K")
@@ -200,7 +200,9 @@ class ErrorGraph(QtWidgets.QWidget):
             return
         log = self.log_box.isChecked()
         self.plot.setLogMode(x=False, y=log)
-        self.plot.setLabel("left", f"{self.cost_label} ({self.unit}{', log' if log else ''})")
+        # short enough for the height of a graph in a short dock: the readout under the graph
+        # names the cost, and the powers of ten on the axis say it is logarithmic
+        self.plot.setLabel("left", f"cost ({self.unit})")
         keys, errors = self._values(self.space)
         self.set_second(self.second)  # the breakdown space follows the axis too
         self.curve.setData(keys, errors)

@@ -54,6 +54,32 @@ QLabel#kError { font-weight: bold; }
 """
 
 
+class _Page(QtWidgets.QWidget):
+    """A tab's page whose height for a width is its layout's *minimum* (wrapped labels
+    included): a resizable scroll area makes the page that tall at least, and the viewport's
+    height when it is taller, so the stretching rows (the graph) grow into a tall dock and
+    shrink to their minimum before the page scrolls. (A widget's own height for a width is
+    its layout's preferred height: the graph at its preferred height pushed the K controls
+    and Apply below the fold.)"""
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt's name
+        layout = self.layout()
+        return layout.totalMinimumHeightForWidth(width) if layout is not None \
+            else super().heightForWidth(width)
+
+
+def scrolled(page: QtWidgets.QWidget) -> QtWidgets.QScrollArea:
+    """``page`` (a :class:`_Page`) in a vertical scroll area: in a short dock (a laptop's
+    Maya) the page scrolls instead of squeezing its rows below their height (the Apply summary
+    was cut to one line in a 700-pixel window, the rows over the graph overlapped)."""
+    scroll = QtWidgets.QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scroll.setWidget(page)
+    return scroll
+
+
 class SalientPosesPanel(QtWidgets.QWidget):
     """Setup, Analyze, the error graph, the K slider and Apply, over a session.
 
@@ -125,7 +151,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         outer.addLayout(run_row)
 
         self.tabs = QtWidgets.QTabWidget()
-        keys_tab = QtWidgets.QWidget()
+        keys_tab = _Page()
         keys_layout = QtWidgets.QVBoxLayout(keys_tab)
         keys_layout.setContentsMargins(2, 2, 2, 2)
         self.k_box = KBox(self.binder)
@@ -137,9 +163,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.apply_box.apply_button.clicked.connect(self.apply)
         self.apply_box.remove_button.clicked.connect(self.remove)
         keys_layout.addWidget(self.apply_box)
-        self.tabs.addTab(keys_tab, "Keyframes")
+        self.tabs.addTab(scrolled(keys_tab), "Keyframes")
 
-        setup = QtWidgets.QWidget()
+        setup = _Page()
         setup_layout = QtWidgets.QVBoxLayout(setup)
         setup_layout.setContentsMargins(0, 0, 0, 0)
         self.nodes = NodesBox(self.binder, self.show_error)
@@ -148,11 +174,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         setup_layout.addWidget(self.nodes, 1)
         setup_layout.addWidget(self.analysis_box)
         setup_layout.addWidget(self.pins)
-        scroll = QtWidgets.QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setWidget(setup)
-        self.tabs.addTab(scroll, "Setup")
+        self.tabs.addTab(scrolled(setup), "Setup")
         self.wand = PropagateTab(self.binder, self._wand_status)
         self.tabs.addTab(self.wand, "Propagate edit")
         outer.addWidget(self.tabs, 1)

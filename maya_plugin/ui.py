@@ -90,12 +90,12 @@ def last_settings() -> dict[str, Any]:
 def reduce_with_last_settings() -> None:
     """Analyse the selection and apply the suggested K with the panel's last options."""
     from maya_plugin import api
-    from sp_core.errors import SalientPosesError
+    from sp_core.errors import SalientPosesError, said
 
     try:
         result = api.reduce(None, **last_settings())
-    except SalientPosesError as exc:
-        cmds.warning(f"Salient Poses: {exc}")
+    except SalientPosesError as exc:  # the options it names, in the panel's words
+        cmds.warning(f"Salient Poses: {said(exc, lambda name: name.replace('_', ' '))}")
         return
     assert result.reduction is not None  # a reduce job always reduces
     m = result.reduction.metrics

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blender_addon.host import BlenderHost
-from sp_core.errors import SalientPosesError
+from sp_core.errors import SalientPosesError, said
 from sp_core.host import LazyModule
 from sp_core.options import GROUPS, PANEL, Options, Spec, field_specs
 from sp_core.session import Session
@@ -45,11 +45,15 @@ def _default(name: str, group: str) -> Any:
     return "" if value is None else value
 
 
+def label_of(name: str) -> str:
+    """How the sidebar names option ``name``: its property's label ("Max span")."""
+    return name.replace("_", " ").capitalize()
+
+
 def blender_property(name: str, group: str, spec: Spec) -> Any:
     """The Blender property of one option, from its declaration."""
     props = bpy.props
-    label = name.replace("_", " ").capitalize()
-    common: dict[str, Any] = {"name": label, "description": spec.help}
+    common: dict[str, Any] = {"name": label_of(name), "description": spec.help}
     default = _default(name, group)
     bounds: dict[str, Any] = {}
     if spec.low is not None and not spec.low_open:
@@ -95,8 +99,8 @@ STATE = PanelState()
 
 
 def _fail(operator: Any, error: Exception) -> set[str]:
-    STATE.message = str(error)
-    operator.report({"ERROR"}, str(error))
+    STATE.message = said(error, label_of)  # the options it names, as the sidebar labels them
+    operator.report({"ERROR"}, STATE.message)
     return {"CANCELLED"}
 
 
@@ -116,7 +120,7 @@ def _k_changed(settings: Any, _context: Any) -> None:
         STATE.readout = measure(session)
         STATE.message = ""
     except SalientPosesError as exc:
-        STATE.message = str(exc)
+        STATE.message = said(exc, label_of)
 
 
 def analyze(context: Any) -> Session:
@@ -132,6 +136,8 @@ def analyze(context: Any) -> Session:
     settings.k = int(session.k or 2)
     STATE.readout = measure(session)
     STATE.message = ""
+    # what the analysis wants the user to know (a long take's window, a tolerance out of reach)
+    STATE.notes = [said(note, label_of) for note in session.notes]
     return session
 
 
@@ -197,7 +203,8 @@ def _operators() -> list[type]:
             except SalientPosesError as exc:
                 return _fail(self, exc)
             host = session.host
-            STATE.notes = list(getattr(host, "notes", []))
+            STATE.notes = [*(said(note, label_of) for note in session.notes),
+                           *getattr(host, "notes", [])]
             STATE.message = (f"Applied {reduction.curves.n_keys} keys: "
                              f"{', '.join(h.name for h in session.applied)}")
             self.report({"INFO"}, STATE.message)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from host_contract import BPY_MACHINES, FIRST, FRAMES, ROOT, TOLERANCE, BlenderScene
 
-from sp_core.errors import SalientPosesError
+from sp_core.errors import CapacityError, Note, SalientPosesError
 from sp_core.host import HostError
 from sp_core.session import Session
 
@@ -254,6 +254,18 @@ def test_the_panel_operators_analyse_apply_undo_and_remove(scene):
         with pytest.raises(RuntimeError, match="Nope"):  # bpy.ops turns the report into this
             bpy.ops.salient_poses.analyze()
         assert "Nope" in STATE.message
+        # an engine error names the options to change as the sidebar labels them
+        from blender_addon.ui import _fail
+
+        class Reporter:
+            def report(self, kinds: set, text: str) -> None:
+                self.reported = text
+
+        reporter = Reporter()
+        _fail(reporter, CapacityError("needs 3 GB: raise memory_gib to 3.1 or use a stride",
+                                      options=("memory_gib", "stride")))
+        assert STATE.message == reporter.reported == \
+            "needs 3 GB: raise Memory gib to 3.1 or use a Stride"
     finally:
         blender_addon.unregister()
 
@@ -281,6 +293,34 @@ class RecordingLayout:
         self.calls.append(("operator", idname))
         group, _, name = idname.partition(".")
         assert hasattr(getattr(bpy.ops, group), name), idname
+
+
+def test_the_sidebar_says_the_analysis_errors_and_notes(scene, monkeypatch):
+    """An analysis refused by the engine names the options as the sidebar labels them, and
+    the analysis' notes (a long take's window) are shown, in the same words."""
+    import blender_addon
+    from blender_addon import ui
+
+    monkeypatch.setattr("sp_core.session.time_budget_for", lambda options, n: 1e-9)
+    blender_addon.register()
+    try:
+        with pytest.raises(RuntimeError, match="raise Time budget to 0.1; or use a Stride"):
+            bpy.ops.salient_poses.analyze()  # not even the smallest plan fits the budget
+        assert "fewer Max keys" in ui.STATE.message
+        monkeypatch.undo()
+
+        class Windowed(Session):  # the notes of a long take's analysis, on this short scene
+            def analyze(self, *args, **kwargs):  # noqa: ANN202
+                result = super().analyze(*args, **kwargs)
+                self.notes.append(Note("long take: keys at most 20 frames apart (max_span 20)",
+                                       options=("max_span",)))
+                return result
+
+        monkeypatch.setattr(ui, "Session", Windowed)
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        assert ui.STATE.notes == ["long take: keys at most 20 frames apart (Max span 20)"]
+    finally:
+        blender_addon.unregister()
 
 
 def test_the_panel_draws_every_schema_option_and_operator(scene):

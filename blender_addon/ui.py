@@ -1,8 +1,11 @@
 """The Salient Poses sidebar panel of the Graph Editor and the Dope Sheet, and its operators.
 
 The panel's settings are generated from the options schema (:mod:`sp_core.options`): every
-option that reaches the panel and has a plain type (number, switch, choice, text) becomes a
-Blender property with the schema's label, help, default and bounds; nothing is declared here.
+option that reaches the panel becomes a Blender property with the schema's help and default: a
+number, switch or choice with its bounds as a typed property, anything else (an option that may
+be automatic, a list of frames or nodes, a range, a tolerance, a key budget) as text in the
+command line's syntax, empty for its default; nothing is declared here. K itself is the
+panel's own K property (with the Suggested K button).
 The panel holds one :class:`sp_core.session.Session` over a :class:`BlenderHost`.
 
 The error graph of the Qt panel is not drawn natively: the panel shows, as text, the error of
@@ -18,30 +21,37 @@ from typing import Any
 from blender_addon.host import BlenderHost
 from sp_core.errors import SalientPosesError, said
 from sp_core.host import LazyModule
-from sp_core.options import GROUPS, PANEL, Options, Spec, field_specs
+from sp_core.options import GROUPS, PANEL, Options, Spec, build, field_specs
 from sp_core.session import Session
 
 bpy: Any = LazyModule("bpy")
 
 #: Option groups the panel shows, in order, with their heading.
-SECTIONS = {"analysis": "Analysis", "fit": "Fit", "layer": "Layer"}
-#: Schema kinds a Blender property can hold (names lists are typed as comma-separated text).
-KINDS = ("int", "float", "bool", "choice", "str", "names")
+SECTIONS = {"analysis": "Analysis", "keys": "Keys", "fit": "Fit", "layer": "Layer"}
+#: Schema kinds held by a typed Blender property (when the option cannot be automatic, None).
+TYPED = ("int", "float", "bool", "choice")
+#: Options the panel does not show as a setting: the hierarchy is the active armature, K and
+#: the suggested K are the panel's K property and button, a cost's options are a mapping.
+NOT_SHOWN = ("roots", "keys", "suggested", "cost_options")
 CATEGORY = "Salient Poses"
 
 
 def panel_fields() -> dict[str, tuple[str, Spec]]:
-    """The options the panel shows: reaching the panel, of a plain kind, in :data:`SECTIONS`."""
+    """The options the panel shows: every one reaching the panel in :data:`SECTIONS`, but
+    :data:`NOT_SHOWN`."""
     return {name: (group, spec) for name, (group, spec) in field_specs().items()
-            if PANEL in spec.fronts and group in SECTIONS and spec.kind in KINDS
-            and not (spec.nullable and spec.kind in ("int", "float"))
-            and name not in ("roots", "suggested")}
+            if PANEL in spec.fronts and group in SECTIONS and name not in NOT_SHOWN}
+
+
+def typed(spec: Spec) -> bool:
+    """Whether an option is a typed Blender property (else text, empty for its default)."""
+    return spec.kind in TYPED and not spec.nullable
 
 
 def _default(name: str, group: str) -> Any:
     value = getattr(GROUPS[group](), name)
-    if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
+    if isinstance(value, tuple):  # as typed on the command line: 2,20 for a tolerance
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
     return "" if value is None else value
 
 
@@ -60,6 +70,8 @@ def blender_property(name: str, group: str, spec: Spec) -> Any:
         bounds["min"] = spec.low
     if spec.high is not None and not spec.high_open:
         bounds["max"] = spec.high
+    if not typed(spec):
+        return props.StringProperty(default=str(default), **common)
     if spec.kind == "int":
         return props.IntProperty(default=default, **common,
                                  **{k: int(v) for k, v in bounds.items()})
@@ -67,21 +79,20 @@ def blender_property(name: str, group: str, spec: Spec) -> Any:
         return props.FloatProperty(default=default, **common, **bounds)
     if spec.kind == "bool":
         return props.BoolProperty(default=default, **common)
-    if spec.kind == "choice":
-        items = [(c, c, spec.help) for c in spec.allowed()]
-        return props.EnumProperty(items=items, default=default, **common)
-    return props.StringProperty(default=str(default), **common)
+    items = [(c, c, spec.help) for c in spec.allowed()]
+    return props.EnumProperty(items=items, default=default, **common)
 
 
 def options_from(settings: Any) -> Options:
-    """Checked options from the panel's settings (an empty text means the option's default)."""
+    """Checked options from the panel's settings (an empty text means the option's default);
+    a refused value is named by its label."""
     values: dict[str, Any] = {}
     for name, (_group, spec) in panel_fields().items():
         value = getattr(settings, name)
-        if spec.kind in ("str", "names") and value == "":
+        if not typed(spec) and value.strip() == "":
             continue
         values[name] = value
-    return Options().replace(**values)
+    return build(values, labels={name: label_of(name) for name in values})
 
 
 @dataclass
@@ -261,7 +272,7 @@ def draw(layout: Any, context: Any) -> None:
         for name, (where, _spec) in fields.items():
             if where == group:
                 box.prop(settings, name)
-        if group == "analysis":
+        if group == "keys":  # how K is chosen, then Analyze and the K it chose
             box.operator("salient_poses.analyze")
             row = box.row(align=True)
             row.prop(settings, "k")

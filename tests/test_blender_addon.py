@@ -323,6 +323,37 @@ def test_the_sidebar_says_the_analysis_errors_and_notes(scene, monkeypatch):
         blender_addon.unregister()
 
 
+def test_text_settings_reach_the_analysis_and_a_bad_one_is_named_by_its_label(scene):
+    import blender_addon
+    from blender_addon import ui
+
+    blender_addon.register()
+    try:
+        settings = bpy.context.scene.salient_poses
+        assert settings.tolerance == "2,20" and settings.max_span == ""  # empty: automatic
+        settings.tolerance = "3,20"
+        settings.max_span = "20"
+        settings.corrective_budget = "0"
+        settings.pins = f"{FIRST + 9}"
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        session = ui.STATE.session
+        assert session.options.keys.tolerance == (3.0, 20.0)
+        assert session.options.fit.corrective_budget == "0"
+        assert session.space.max_span == 20 and FIRST + 9 in session.space.keyframes(session.k)
+        settings.max_span = "abc"
+        with pytest.raises(RuntimeError, match="Max span must be a whole number >= 1, got abc"):
+            bpy.ops.salient_poses.analyze()
+        settings.max_span = " "
+        settings.ratio = "0.1"
+        with pytest.raises(RuntimeError, match="Ratio and Tolerance both choose the keys"):
+            bpy.ops.salient_poses.analyze()
+        settings.tolerance = "2,20"  # the default tolerance gives way to a ratio
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        assert ui.STATE.session.k == 4  # round(0.1 x 40 frames)
+    finally:
+        blender_addon.unregister()
+
+
 def test_the_panel_draws_every_schema_option_and_operator(scene):
     import blender_addon
     from blender_addon.ui import panel_fields
@@ -336,6 +367,10 @@ def test_the_panel_draws_every_schema_option_and_operator(scene):
         props = [name for kind, name in calls if kind == "prop"]
         assert set(props) == {*panel_fields(), "k"}
         assert {"tangents", "cost", "layered", "residual_weight"} <= set(props)
+        # options that may be automatic, lists, ranges, the tolerance and the key budget are
+        # text in the command line's syntax (the sidebar had none of them)
+        assert {"max_span", "max_keys", "pins", "frame_range", "weights", "breakdowns",
+                "ratio", "tolerance", "corrective_budget"} <= set(props)
         assert {n for kind, n in calls if kind == "operator"} == {
             "salient_poses.analyze", "salient_poses.suggested_k", "salient_poses.apply",
             "salient_poses.remove", "salient_poses.convert_to_euler"}

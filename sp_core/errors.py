@@ -28,6 +28,13 @@ class SalientPosesError(Exception):
         super().__init__(*args)
         self.options = tuple(options)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # rebuilt from the message, then the attributes (options, a file error's path...):
+        # without its own reduce, tblib (installed by dask.distributed, whose workers send
+        # errors back pickled) rebuilds an exception with an __init__ through __new__ alone,
+        # which MemoryError refuses for CapacityError
+        return type(self), self.args, self.__dict__
+
 
 class Note(str):
     """A note for the user (the window of a long take...) that names options by their field

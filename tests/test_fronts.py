@@ -169,7 +169,9 @@ def test_each_front_says_the_options_an_error_names_its_own_way():
     the list survives pickling (batch workers send their errors to the command)."""
     import pickle
 
-    from sp_core.errors import CapacityError, Note, said
+    import distributed.utils  # noqa: F401 - installs tblib's exception pickling, as in a batch
+
+    from sp_core.errors import CapacityError, ClipFormatError, Note, said
 
     error = CapacityError("raise memory_gib (memory_gib_x, --memory_gib) or fewer max_keys",
                           options=("memory_gib",))
@@ -179,6 +181,9 @@ def test_each_front_says_the_options_an_error_names_its_own_way():
     copied = pickle.loads(pickle.dumps(error))
     assert type(copied) is CapacityError and copied.options == ("memory_gib",)
     assert said(copied, flag_of) == said(error, flag_of)
+    bad = pickle.loads(pickle.dumps(ClipFormatError("expected a number", "take.bvh", 12)))
+    assert (str(bad), bad.path, bad.line) == ("take.bvh, line 12: expected a number",
+                                              "take.bvh", 12)
     note = Note("keys at most 9 frames apart (max_span 9)", options=("max_span",))
     assert said(note, flag_of) == "keys at most 9 frames apart (--max-span 9)"
     assert json.dumps([note]) == '["keys at most 9 frames apart (max_span 9)"]'

@@ -21,7 +21,7 @@ from typing import Any
 from blender_addon.host import BlenderHost
 from sp_core.errors import SalientPosesError, said
 from sp_core.host import LazyModule
-from sp_core.options import GROUPS, PANEL, Options, Spec, build, field_specs
+from sp_core.options import GROUPS, PANEL, Options, Spec, build, field_specs, words_of
 from sp_core.session import Session
 
 bpy: Any = LazyModule("bpy")
@@ -57,7 +57,7 @@ def _default(name: str, group: str) -> Any:
 
 def label_of(name: str) -> str:
     """How the sidebar names option ``name``: its property's label ("Max span")."""
-    return name.replace("_", " ").capitalize()
+    return words_of(name).capitalize()
 
 
 def blender_property(name: str, group: str, spec: Spec) -> Any:
@@ -208,7 +208,12 @@ def _operators() -> list[type]:
             if session is None or session.space is None:
                 return _fail(self, SalientPosesError("analyse first"))
             try:
-                session.options = options_from(context.scene.salient_poses)
+                options = options_from(context.scene.salient_poses)
+                if options.analysis != session.options.analysis:
+                    # the keys of K come from the space Analyze made with the old settings
+                    raise SalientPosesError("the Analysis settings changed since Analyze; "
+                                            "press Analyze again")
+                session.options = options
                 session.applied.clear()  # Remove finds every layer in the file itself
                 reduction = session.apply()
             except SalientPosesError as exc:

@@ -91,11 +91,12 @@ def reduce_with_last_settings() -> None:
     """Analyse the selection and apply the suggested K with the panel's last options."""
     from maya_plugin import api
     from sp_core.errors import SalientPosesError, said
+    from sp_core.options import words_of
 
     try:
         result = api.reduce(None, **last_settings())
-    except SalientPosesError as exc:  # the options it names, in the panel's words
-        cmds.warning(f"Salient Poses: {said(exc, lambda name: name.replace('_', ' '))}")
+    except SalientPosesError as exc:  # the options it names in words, as the panel's rows
+        cmds.warning(f"Salient Poses: {said(exc, words_of)}")
         return
     assert result.reduction is not None  # a reduce job always reduces
     m = result.reduction.metrics

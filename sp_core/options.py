@@ -190,7 +190,7 @@ class AnalysisOptions:
         "cores); past it, or past --memory-gib, a long take gets a window (keys at most "
         "--max-span apart, K up to --max-keys, chosen to fit; given values are kept) and a "
         "note says so (default 1.5 s plus 0.25 s per 1,000 frames)", low=0.0, low_open=True,
-        nullable=True, unit="s", metavar="S", fronts=frozenset({CLI, HOST}))
+        nullable=True, unit="s", metavar="S")
     layered: bool = option(False, "bool", "label keys as keyposes and breakdowns, chosen on "
                            "the --leading part")
     leading: tuple[str, ...] = option((), "names", "nodes of the leading part (e.g. RightWrist "
@@ -393,6 +393,12 @@ def field_specs() -> dict[str, tuple[str, Spec]]:
                 raise TypeError(f"option {f.name!r} is declared twice")
             found[f.name] = (group, f.metadata["spec"])
     return found
+
+
+def words_of(name: str) -> str:
+    """An option's field name in words (``max span``): how a front without a label of its
+    own names it to a user."""
+    return name.replace("_", " ")
 
 
 def flag_of(name: str) -> str:

@@ -433,11 +433,12 @@ class SelectionSpace:
             over.append(f"takes about {_duration(seconds)}, more than the time budget of "
                         f"{_duration(budget)}: raise time_budget to "
                         f"{np.ceil(seconds * 10) / 10:g}")
-        smallest = f" even with the smallest plan (max_span {span:,}, max_keys {keys:,})" \
-            if fix else f" (max_span {span:,}, max_keys {keys:,})"
+        # the values as an option takes them (no thousands separators): flags on a command line
+        smallest = f" even with the smallest plan (max_span {span}, max_keys {keys})" \
+            if fix else f" (max_span {span}, max_keys {keys})"
         raise CapacityError(
             f"analysing {n:,} frames ({m:,} candidates){smallest} {'; and '.join(over)}; or "
-            f"use a stride (e.g. 4){', a smaller max_span' if not fix else ''}, fewer max_keys "
+            f"set stride (e.g. 4){', a smaller max_span' if not fix else ''}, fewer max_keys "
             "or a shorter range",
             options=("memory_gib", "time_budget", "max_span", "max_keys", "stride"))
 

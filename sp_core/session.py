@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -138,10 +138,11 @@ class Session:
         """The analysis options (frozen; change them with :meth:`set_options`)."""
         return self.options.analysis
 
-    def set_options(self, **changes: Any) -> Options:
-        """Change options by field name (checked; :class:`OptionError` on a bad value) and
-        emit ``options_changed``."""
-        self.options = build(changes, base=self.options)
+    def set_options(self, labels: Mapping[str, str] | None = None, **changes: Any) -> Options:
+        """Change options by field name (checked; :class:`OptionError` on a bad value, naming
+        each option as ``labels`` does, by its field name without) and emit
+        ``options_changed``."""
+        self.options = build(changes, base=self.options, labels=labels)
         self._emit("options_changed", self.options)
         return self.options
 

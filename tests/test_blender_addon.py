@@ -304,7 +304,7 @@ def test_the_sidebar_says_the_analysis_errors_and_notes(scene, monkeypatch):
     monkeypatch.setattr("sp_core.session.time_budget_for", lambda options, n: 1e-9)
     blender_addon.register()
     try:
-        with pytest.raises(RuntimeError, match="raise Time budget to 0.1; or use a Stride"):
+        with pytest.raises(RuntimeError, match="raise Time budget to 0.1; or set Stride"):
             bpy.ops.salient_poses.analyze()  # not even the smallest plan fits the budget
         assert "fewer Max keys" in ui.STATE.message
         monkeypatch.undo()
@@ -350,6 +350,16 @@ def test_text_settings_reach_the_analysis_and_a_bad_one_is_named_by_its_label(sc
         settings.tolerance = "2,20"  # the default tolerance gives way to a ratio
         assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
         assert ui.STATE.session.k == 4  # round(0.1 x 40 frames)
+        # Apply writes the keys of the space Analyze made: changed analysis settings first
+        # need a new Analyze (the fit's and the layer's do not)
+        settings.max_span = "10"
+        with pytest.raises(RuntimeError, match="Analysis settings changed since Analyze"):
+            bpy.ops.salient_poses.apply()
+        assert scene.host.layers() == []
+        settings.max_span = ""
+        settings.tangents = "broken"
+        assert bpy.ops.salient_poses.apply() == {"FINISHED"}
+        assert ui.STATE.session.options.fit.tangents == "broken"
     finally:
         blender_addon.unregister()
 

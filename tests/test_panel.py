@@ -505,6 +505,8 @@ def test_a_short_dock_scrolls_the_keyframes_page_instead_of_squeezing_it(make_pa
     settled(qtbot, panel)
     page = panel.tabs.widget(0)
     assert isinstance(page, QtWidgets.QScrollArea)
+    # never narrower than its page: it does not scroll sideways, so the right side would be cut
+    assert panel.minimumSizeHint().width() >= page.widget().minimumSizeHint().width()
     heights = {}
     for height in (700, 1300):
         panel.resize(380, height)
@@ -687,7 +689,19 @@ def test_an_error_names_the_options_as_the_panels_rows_do(make_panel, qtbot):
                                    "candidate frames 0 and 10; raise max span or lower stride")
     assert panel.option_label("memory_gib") == "memory (GiB)"
     assert panel.option_label("corrective_budget") == "corrective keys"
-    assert panel.option_label("time_budget") == "time budget"  # no row: the name in words
+    assert panel.option_label("time_budget") == "time budget (s)"
+    assert panel.option_label("suggested") == "suggested"  # no form row: the name in words
     panel.show_error(CapacityError("needs 1 GB: raise memory_gib to 1.1",
                                    options=("memory_gib",)))
     assert panel.status.text() == "needs 1 GB: raise memory (GiB) to 1.1"
+    # a refused value too
+    assert not panel.binder.edit(memory_gib=0.0)
+    assert panel.status.text() == "memory (GiB) must be a number in [0.05, 4096], got 0.0"
+    # a task's worker thread gets the labels read beforehand, never the widgets
+    words = panel.option_words()
+
+    def widgets_touched(name):
+        raise AssertionError(f"{name}: a widget read off the UI thread")
+
+    panel.option_label = widgets_touched
+    assert words("memory_gib") == "memory (GiB)" and words("max_span") == "max span"

@@ -332,7 +332,7 @@ def test_from_clip_uses_host_frames(sample_clip):
     (dict(compose="mean"), SelectionError, "compose must be"),
     (dict(max_span=2, stride=4), SelectionError, "max_span of 2 frames is shorter"),
     (dict(stride=0), SelectionError, "stride must be"),
-    (dict(memory_limit=1000), CapacityError, "needs .* MB .* raise memory_gib to 0.1; or use a "
+    (dict(memory_limit=1000), CapacityError, "needs .* MB .* raise memory_gib to 0.1; or set "
      "stride"),
 ])
 def test_bad_input_raises_specific_errors(kwargs, error, message):
@@ -357,7 +357,7 @@ def test_capacity_error_states_numbers_and_fix():
     message = str(info.value)
     assert "20,000 frames" in message and "limit of 1.0 MB" in message
     assert "even with the smallest plan (max_span 240" in message
-    assert "raise memory_gib to" in message and "use a stride" in message
+    assert "raise memory_gib to" in message and "set stride (e.g. 4)" in message
 
 
 def test_registry_declares_options_as_data():

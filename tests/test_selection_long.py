@@ -274,10 +274,10 @@ def test_refuses_only_when_even_the_window_does_not_fit():
     with pytest.raises(CapacityError) as info:
         SelectionSpace(poses, max_span=2999, max_keys=1500, memory_limit=10**8)
     arrays = parts["selection arrays"] / 1e6
-    assert (f"(max_span 2,999, max_keys 1,500) needs {total / 1e9:.2f} GB (error table "
+    assert (f"(max_span 2999, max_keys 1500) needs {total / 1e9:.2f} GB (error table "
             f"76.5 MB, Gram bands 0.14 GB, selection arrays {arrays:.1f} MB, poses 0.1 MB), "
             f"more than the limit of 0.10 GB: raise memory_gib to "
-            f"{np.ceil(total / 1024**3 * 10) / 10:g}; or use a stride (e.g. 4), a smaller "
+            f"{np.ceil(total / 1024**3 * 10) / 10:g}; or set stride (e.g. 4), a smaller "
             "max_span, fewer max_keys") in str(info.value)
     # ... but only a time estimate over the budget runs as asked
     asked = SelectionSpace(poses[:600], max_span=599, max_keys=300, time_budget=1e-6)

@@ -56,6 +56,7 @@ class AnalysisBox(QtWidgets.QGroupBox):
         form.addRow("max span", binder.generate("max_span", empty="no limit"))
         form.addRow("max keys", binder.generate("max_keys", empty="auto (half the frames)"))
         form.addRow("memory (GiB)", binder.generate("memory_gib"))
+        form.addRow("time budget (s)", binder.generate("time_budget"))
         layered = binder.generate("layered")
         layered.setText("keyposes + breakdowns")
         form.addRow("mode", layered)

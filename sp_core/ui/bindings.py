@@ -17,7 +17,7 @@ from typing import Any
 from PySide6 import QtCore, QtWidgets
 
 from sp_core.errors import OptionError
-from sp_core.options import Options, Spec, field_specs
+from sp_core.options import Options, Spec, field_specs, words_of
 from sp_core.session import Session
 
 #: Spin-box limit of fields without a bound (frames, counts).
@@ -76,6 +76,8 @@ class Binder(QtCore.QObject):
         super().__init__(parent)
         self.session = session
         self.report_error = report_error
+        #: how a refused value's message names an option (the panel sets its rows' labels)
+        self.label_of: Callable[[str], str] = words_of
         self.bindings: dict[str, Binding] = {}
         self._unsubscribe = session.subscribe("options_changed", self.show)
 
@@ -101,7 +103,8 @@ class Binder(QtCore.QObject):
     def edit(self, **changes: Any) -> bool:
         """Ask the session for ``changes``; on refusal report it and revert every editor."""
         try:
-            self.session.set_options(**changes)
+            self.session.set_options(labels={name: self.label_of(name)
+                                             for name in field_specs()}, **changes)
         except OptionError as exc:
             self.report_error(exc)
             self.show(self.session.options)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.host import HostNotes, SkipReport
-from sp_core.options import Options, k_for
+from sp_core.options import Options, field_specs, k_for, words_of
 from sp_core.poses import error_unit
 from sp_core.reduction import Reduction
 from sp_core.session import Analysis, Session
@@ -68,11 +69,26 @@ class _Page(QtWidgets.QWidget):
             else super().heightForWidth(width)
 
 
+class _Scroll(QtWidgets.QScrollArea):
+    """A vertical scroll area at least as wide as its page needs now (and its scroll bar): it
+    never scrolls sideways, so a narrower dock would cut the page's right side off (Apply
+    with it); the page's needs change as its texts do (after an analysis)."""
+
+    def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 - Qt's name
+        hint = super().minimumSizeHint()
+        page = self.widget()
+        if page is not None:
+            hint.setWidth(max(hint.width(), page.minimumSizeHint().width()
+                              + self.verticalScrollBar().sizeHint().width()))
+        return hint
+
+
 def scrolled(page: QtWidgets.QWidget) -> QtWidgets.QScrollArea:
-    """``page`` (a :class:`_Page`) in a vertical scroll area: in a short dock (a laptop's
-    Maya) the page scrolls instead of squeezing its rows below their height (the Apply summary
-    was cut to one line in a 700-pixel window, the rows over the graph overlapped)."""
-    scroll = QtWidgets.QScrollArea()
+    """``page`` (a :class:`_Page`) in a vertical scroll area (:class:`_Scroll`): in a short
+    dock (a laptop's Maya) the page scrolls instead of squeezing its rows below their height
+    (the Apply summary was cut to one line in a 700-pixel window, the rows over the graph
+    overlapped)."""
+    scroll = _Scroll()
     scroll.setWidgetResizable(True)
     scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
     scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -116,6 +132,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._clock.timeout.connect(self._tick)
         self.binder = Binder(session, self.show_error, self)
         self._build()
+        self.binder.label_of = self.option_label  # refused values named as the rows are
         self._restore_settings()
         self.nodes.refresh_from_host()
         self.estimator = ErrorEstimator(session, self.runner)
@@ -291,7 +308,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             return session.compute_analysis(progress=report, cancel=token, motion=motion,
                                             space_ready=task.partial.emit)
 
-        task = Task(work, name_of=self.option_label)
+        task = Task(work, name_of=self.option_words())
         task.progress.connect(self._on_progress)
         task.partial.connect(self._on_space_ready)
         task.finished.connect(self._on_analysed)
@@ -560,7 +577,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
                 report(fraction, message)
             return session.reduce(frames, labels, progress=fitted)
 
-        task = Task(work, interruptible=True, name_of=self.option_label)
+        task = Task(work, interruptible=True, name_of=self.option_words())
         # bound methods only: Qt then queues the calls to this (the UI) thread
         task.progress.connect(self._on_progress)
         task.finished.connect(self._on_reduced)
@@ -593,7 +610,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
                 self.session.remove()
             self.session.apply(reduction)
         except SalientPosesError as exc:
-            self._on_apply_failed(f"{exc}")
+            self._on_apply_failed(readable(exc, self.option_label))
             return
         except Exception as exc:  # noqa: BLE001 - never a traceback in the panel
             self._on_apply_failed(f"internal error ({type(exc).__name__}: {exc}); please "
@@ -663,7 +680,13 @@ class SalientPosesPanel(QtWidgets.QWidget):
             label = form.labelForField(binding.widget)
             if isinstance(label, QtWidgets.QLabel) and label.text():
                 return label.text()
-        return name.replace("_", " ")
+        return words_of(name)
+
+    def option_words(self) -> Callable[[str], str]:
+        """:meth:`option_label` of every option, read now (on the UI thread): what a task's
+        worker thread may call, which must not touch a widget."""
+        labels = {name: self.option_label(name) for name in field_specs()}
+        return lambda name: labels.get(name, words_of(name))
 
     def _update_enabled(self, *_args: object) -> None:
         busy = self.busy

@@ -12,6 +12,7 @@ from sp_core.errors import SalientPosesError
 from sp_core.options import Options
 from sp_core.ui.analysis_box import form_layout
 from sp_core.ui.bindings import Binder
+from sp_core.ui.worker import readable
 
 
 class PropagateTab(QtWidgets.QWidget):
@@ -124,9 +125,7 @@ class PropagateTab(QtWidgets.QWidget):
             region = (self.region[0].value(), self.region[1].value())
             self.weights = graph.weights(frame, region=region, mode=wand.mode)
         except Exception as exc:  # noqa: BLE001 - shown in the status line
-            self.status(str(exc) if isinstance(exc, SalientPosesError) else
-                        f"internal error ({type(exc).__name__}: {exc}); please report it",
-                        error=True)
+            self.status(readable(exc), error=True)
             return
         self.curve.setData(self.session.motion.frames, self.weights)
         self.marker.setValue(frame)

@@ -30,6 +30,7 @@ docs/blender.md):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -504,7 +505,11 @@ class BlenderHost:
         slot = getattr(data, "action_slot", None)
         track = data.nla_tracks.new()  # appended: the top of the stack, as Push Down does
         track.name = f"{action.name} (original)"
-        strip = track.strips.new(action.name, int(action.frame_range[0]), action)
+        start = math.floor(action.frame_range[0])  # the strip starts on a whole frame
+        strip = track.strips.new(action.name, start, action)
+        # ... and plays the action's frame f at frame f: from its whole frame, not from its
+        # first key (an action whose first key is at 1001.4 played 0.4 frames early)
+        strip.action_frame_start = float(start)
         if slot is not None and hasattr(strip, "action_slot"):
             strip.action_slot = slot
         data.action = None

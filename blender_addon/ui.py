@@ -20,7 +20,7 @@ from typing import Any
 
 from blender_addon.host import BlenderHost
 from sp_core.errors import SalientPosesError, said
-from sp_core.host import LazyModule
+from sp_core.host import LazyModule, write_report
 from sp_core.options import GROUPS, PANEL, Options, Spec, build, field_specs, words_of
 from sp_core.session import Session
 
@@ -132,6 +132,7 @@ def _k_changed(settings: Any, _context: Any) -> None:
         STATE.message = ""
     except SalientPosesError as exc:
         STATE.message = said(exc, label_of)
+        settings.k = session.k  # the field shows the K in use (this update then returns)
 
 
 def analyze(context: Any) -> Session:
@@ -220,7 +221,7 @@ def _operators() -> list[type]:
                 return _fail(self, exc)
             host = session.host
             STATE.notes = [*(said(note, label_of) for note in session.notes),
-                           *getattr(host, "notes", [])]
+                           *write_report(host)]  # the channels left alone (locked) too
             STATE.message = (f"Applied {reduction.curves.n_keys} keys: "
                              f"{', '.join(h.name for h in session.applied)}")
             self.report({"INFO"}, STATE.message)

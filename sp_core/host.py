@@ -192,6 +192,18 @@ class HostNotes(Protocol):
     """Sentences shown after Apply (e.g. how a residual had to be written)."""
 
 
+def write_report(host: object) -> list[str]:
+    """Sentences on a host's last write for the user: the channels it left alone and why
+    (:class:`SkipReport`), then its notes (:class:`HostNotes`); empty for other hosts."""
+    sentences = []
+    if isinstance(host, SkipReport) and host.skipped:
+        sentences.append("Left alone: " + ", ".join(
+            f"{plug} ({why})" for plug, why in host.skipped.items()) + ".")
+    if isinstance(host, HostNotes):
+        sentences += host.notes
+    return sentences
+
+
 class LazyModule:
     """A host SDK module (``maya.cmds``, ``pyfbsdk``) imported on first use, so that the
     adapters import outside their application; type checkers see the real module instead."""

@@ -156,6 +156,29 @@ def test_the_original_action_is_pushed_down_untouched_and_comes_back(scene):
     assert data.action is not None and data.action.name == name and not len(data.nla_tracks)
 
 
+def test_an_action_whose_first_key_is_between_frames_plays_at_its_own_times(scene):
+    """Pushed down, the original plays its frame f at frame f even when its first key is not
+    on a whole frame (a strip starts on a whole frame: it played 0.4 frames early, 72 mm off
+    on the sample)."""
+    obj = bpy.data.objects[scene.object_name]
+    for fcurve in _action_fcurves(obj.animation_data.action, None):
+        for point in fcurve.keyframe_points:
+            for name in ("co", "handle_left", "handle_right"):
+                getattr(point, name)[0] += 0.4
+    session = Session(scene.host)
+    session.analyze()
+    frames = np.arange(FIRST, FIRST + FRAMES + 20)  # past the analysed range too
+    nodes = session.motion.node_names
+    before = scene.positions(nodes, frames)
+    session.set_k(6)
+    session.set_options(space="channel")
+    session.apply()
+    tracks = obj.animation_data.nla_tracks
+    for track in tracks[1:]:
+        track.mute = True  # the pushed-down original alone
+    np.testing.assert_allclose(scene.positions(nodes, frames), before, atol=1e-5)
+
+
 def test_a_quaternion_bone_is_refused_until_converted_to_euler(scene):
     obj = bpy.data.objects[scene.object_name]
     host = scene.host
@@ -239,10 +262,14 @@ def test_the_panel_operators_analyse_apply_undo_and_remove(scene):
         assert "mm" in STATE.readout and STATE.suggestions.startswith("Suggested K")
         settings.k = 7
         assert STATE.readout.startswith("K = 7:") and STATE.session.k == 7
+        settings.k = 100000  # refused: the field goes back to the K in use
+        assert STATE.message.startswith("K must be") and settings.k == STATE.session.k == 7
         assert len(scene.host.preview()) == 7
         before = scene.state()
         assert bpy.ops.salient_poses.apply() == {"FINISHED"}
         assert STATE.message.startswith("Applied 7 keys")
+        # the scene's locked channel is said, as the Qt panel says it
+        assert any(n.startswith("Left alone: ") and "(locked" in n for n in STATE.notes)
         assert scene.state() != before
         bpy.ops.ed.undo()
         assert scene.state() == before

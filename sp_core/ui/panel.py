@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.errors import OptionError, SalientPosesError, said
-from sp_core.host import HostNotes, SkipReport
+from sp_core.host import write_report
 from sp_core.options import Options, field_specs, k_for, words_of
 from sp_core.poses import error_unit
 from sp_core.reduction import Reduction
@@ -622,12 +622,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.estimator.remember_applied(k, m)
         self.k_box.error_label.setText(describe(k, m, f"{reduction.space} fit, as applied"))
         layers = ", ".join(h.name for h in self.session.applied)
-        skipped = ""
-        if isinstance(self.session.host, SkipReport) and self.session.host.skipped:
-            skipped = " Left alone: " + ", ".join(
-                f"{plug} ({why})" for plug, why in self.session.host.skipped.items()) + "."
-        if isinstance(self.session.host, HostNotes) and self.session.host.notes:
-            skipped += " " + " ".join(self.session.host.notes)
+        skipped = "".join(" " + sentence for sentence in write_report(self.session.host))
         corrective = (f" + {m.corrective_keys} corrective keys ({m.keys} keys in all)"
                       if m.corrective_keys else "")
         self.show_status(f"Applied {len(reduction.curves.frames)} keys{corrective} "

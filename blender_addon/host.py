@@ -59,6 +59,9 @@ TAIL = "_end"
 MARKER = "SP "
 #: Object custom property naming the NLA track that holds the pushed-down original action.
 PUSHED = "salient_poses_pushed_down"
+#: Why a connected bone's location channels are left alone: Blender ignores them (the bone's
+#: head is its parent's tail), though its FBX importer keys them on every bone.
+CONNECTED = "connected bone: Blender ignores its location"
 #: Action custom property marking the actions this tool made (its value: the layer kind).
 MADE = "salient_poses_layer"
 #: Handle types per tangent mode: one tangent per key keeps the handles aligned.
@@ -276,7 +279,9 @@ class BlenderHost:
                         continue
                     channel = f"{node}.{attribute}"
                     lock = bone.lock_location if prop == "location" else bone.lock_rotation
-                    if lock[index]:
+                    if prop == "location" and bone.bone.use_connect:
+                        self.skipped[channel] = CONNECTED
+                    elif lock[index]:
                         self.skipped[channel] = "locked"
                     else:
                         result.append(channel)
@@ -386,7 +391,12 @@ class BlenderHost:
             point_index.append(order[name])
             b = order[name]
             moved = bool(np.any(location[:, b] != 0))
-            if moved or any((data_path(name, "location"), i) in animated for i in range(3)):
+            if bone.use_connect:  # its location moves nothing (Blender's FBX importer keys it)
+                moved = False
+                for i in range(3):
+                    if (data_path(name, "location"), i) in animated:
+                        self.skipped[f"{name}.{'XYZ'[i]}position"] = CONNECTED
+            elif moved or any((data_path(name, "location"), i) in animated for i in range(3)):
                 for axis in range(3):
                     channel_names.append(f"{name}.{'XYZ'[axis]}position")
                     columns.append(location[:, b, axis])

@@ -192,13 +192,26 @@ class HostNotes(Protocol):
     """Sentences shown after Apply (e.g. how a residual had to be written)."""
 
 
+#: Channels left alone for one reason that :func:`write_report` names one by one.
+SKIPPED_LISTED = 6
+
+
 def write_report(host: object) -> list[str]:
     """Sentences on a host's last write for the user: the channels it left alone and why
     (:class:`SkipReport`), then its notes (:class:`HostNotes`); empty for other hosts."""
     sentences = []
     if isinstance(host, SkipReport) and host.skipped:
-        sentences.append("Left alone: " + ", ".join(
-            f"{plug} ({why})" for plug, why in host.skipped.items()) + ".")
+        by_reason: dict[str, list[str]] = {}
+        for plug, why in host.skipped.items():
+            by_reason.setdefault(why, []).append(plug)
+        parts = []
+        for why, plugs in by_reason.items():
+            if len(plugs) <= SKIPPED_LISTED:
+                parts += [f"{plug} ({why})" for plug in plugs]
+            else:  # dozens of channels (every bone of an FBX import): their nodes
+                nodes = list(dict.fromkeys(plug.rpartition(".")[0] for plug in plugs))
+                parts.append(f"{len(plugs)} channels of {', '.join(nodes)} ({why})")
+        sentences.append("Left alone: " + ", ".join(parts) + ".")
     if isinstance(host, HostNotes):
         sentences += host.notes
     return sentences

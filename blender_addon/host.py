@@ -502,7 +502,11 @@ class BlenderHost:
                 bone, prop, index = channel_target(channel)
                 result.append((c, bone, prop, index))
         if not result:
-            raise HostError("nothing to write: every animated channel is locked")
+            if any(channel in self.skipped for channel in channels):
+                raise HostError("nothing to write: every animated channel is left alone ("
+                                + ", ".join(sorted(set(self.skipped.values()))) + ")")
+            raise HostError("nothing to write: no channel of the armature is animated in the "
+                            "analysed range (an action over other frames, or none?)")
         return result
 
     def _push_down(self, obj: Any) -> None:

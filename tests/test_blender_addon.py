@@ -249,6 +249,16 @@ def test_an_fbx_scene_from_blenders_importer_reduces_after_conversion():
     assert any("connected bone: Blender ignores its location" in n for n in write_report(host))
 
 
+def test_an_armature_without_animation_is_said_so_not_called_locked(scene):
+    # was "every animated channel is locked", with nothing locked
+    bpy.data.objects[scene.object_name].animation_data.action = None
+    session = Session(scene.host)
+    session.analyze()
+    with pytest.raises(HostError, match="no channel of the armature is animated in the "
+                                        "analysed range"):
+        session.apply()
+
+
 def test_a_scaled_armature_and_a_missing_armature_get_clear_messages(scene):
     obj = bpy.data.objects[scene.object_name]
     obj.scale = (0.01, 0.01, 0.01)

@@ -392,7 +392,6 @@ class BlenderHost:
             b = order[name]
             moved = bool(np.any(location[:, b] != 0))
             if bone.use_connect:  # its location moves nothing (Blender's FBX importer keys it)
-                moved = False
                 for i in range(3):
                     if (data_path(name, "location"), i) in animated:
                         self.skipped[f"{name}.{'XYZ'[i]}position"] = CONNECTED

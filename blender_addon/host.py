@@ -332,7 +332,22 @@ class BlenderHost:
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         """The bones under ``roots`` and their ancestors (whose motion carries them) as a
         clip: rest offsets and orientations from the armature, location and Euler rotation
-        channels read from the scene over the range."""
+        channels read from the scene over the range, without the tracks this tool made (an
+        Analyze after Apply analyses the motion, not its reduction: it read the composite
+        and reported the reduction's error against itself)."""
+        data = self.object().animation_data
+        made = [] if data is None else [
+            t for t in data.nla_tracks if not t.mute
+            and any(s.action is not None and MADE in s.action for s in t.strips)]
+        for track in made:
+            track.mute = True
+        try:
+            return self._motion(roots, first, last)
+        finally:
+            for track in made:
+                track.mute = False
+
+    def _motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         self.skipped.clear()
         self.notes = []
         with host_step("reading the armature"):

@@ -179,6 +179,24 @@ def test_an_action_whose_first_key_is_between_frames_plays_at_its_own_times(scen
     np.testing.assert_allclose(scene.positions(nodes, frames), before, atol=1e-5)
 
 
+def test_analyze_after_apply_reads_the_motion_not_its_reduction(scene):
+    obj = bpy.data.objects[scene.object_name]
+    session = Session(scene.host)
+    session.analyze()
+    original = session.motion.positions
+    session.set_k(3)
+    session.set_options(space="channel")
+    session.apply()
+    shown = scene.positions(session.motion.node_names, session.motion.frames)
+    assert np.abs(shown - original).max() > 0.01  # the scene shows the reduction
+    again = Session(scene.host)
+    again.analyze()
+    np.testing.assert_allclose(again.motion.positions, original, atol=1e-9)
+    assert not any(t.mute for t in obj.animation_data.nla_tracks)  # as it was
+    np.testing.assert_allclose(scene.positions(session.motion.node_names,
+                                               session.motion.frames), shown)
+
+
 def test_a_quaternion_bone_is_refused_until_converted_to_euler(scene):
     obj = bpy.data.objects[scene.object_name]
     host = scene.host

@@ -10,7 +10,7 @@ tooltip); fields with a richer editor (node table, pins, frame range...) registe
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,8 +76,8 @@ class Binder(QtCore.QObject):
         super().__init__(parent)
         self.session = session
         self.report_error = report_error
-        #: how a refused value's message names an option (the panel sets its rows' labels)
-        self.label_of: Callable[[str], str] = words_of
+        #: how a refused value's message names each option (the panel sets its rows' labels)
+        self.labels: Mapping[str, str] = {name: words_of(name) for name in field_specs()}
         self.bindings: dict[str, Binding] = {}
         self._unsubscribe = session.subscribe("options_changed", self.show)
 
@@ -103,8 +103,7 @@ class Binder(QtCore.QObject):
     def edit(self, **changes: Any) -> bool:
         """Ask the session for ``changes``; on refusal report it and revert every editor."""
         try:
-            self.session.set_options(labels={name: self.label_of(name)
-                                             for name in field_specs()}, **changes)
+            self.session.set_options(labels=self.labels, **changes)
         except OptionError as exc:
             self.report_error(exc)
             self.show(self.session.options)

@@ -132,7 +132,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._clock.timeout.connect(self._tick)
         self.binder = Binder(session, self.show_error, self)
         self._build()
-        self.binder.label_of = self.option_label  # refused values named as the rows are
+        # how messages name options here: the rows' labels, fixed once the forms are built
+        self._labels = {name: self.option_label(name) for name in field_specs()}
+        self.binder.labels = self._labels
         self._restore_settings()
         self.nodes.refresh_from_host()
         self.estimator = ErrorEstimator(session, self.runner)
@@ -678,9 +680,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
         return words_of(name)
 
     def option_words(self) -> Callable[[str], str]:
-        """:meth:`option_label` of every option, read now (on the UI thread): what a task's
-        worker thread may call, which must not touch a widget."""
-        labels = {name: self.option_label(name) for name in field_specs()}
+        """:meth:`option_label` of every option, as read once the forms were built: what a
+        task's worker thread may call, which must not touch a widget."""
+        labels = self._labels
         return lambda name: labels.get(name, words_of(name))
 
     def _update_enabled(self, *_args: object) -> None:

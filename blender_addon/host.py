@@ -287,29 +287,36 @@ class BlenderHost:
                         result.append(channel)
             return result
 
-    def _read_channels(self, obj: Any, frames: Sequence[int], points: bool = False
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Per frame: locations (n, n_bones, 3), Euler rotations in radians (n, n_bones, 3)
-        and, with ``points``, heads and tails (n, 2 n_bones, 3), all from one frame_set."""
+    def _read_channels(self, obj: Any, frames: Sequence[int], points: bool = False,
+                       carriers: Sequence[str] = ()
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """Per frame: locations (n, n_bones, 3), Euler rotations in radians (n, n_bones, 3),
+        with ``points`` heads and tails (n, 2 n_bones, 3), and the armature-space pose matrices
+        of the ``carriers`` bones (n, n_carriers, 4, 4), all from one frame_set."""
         bones = obj.pose.bones
         n = len(bones)
         location = np.empty((len(frames), n * 3), dtype=np.float32)
         rotation = np.empty((len(frames), n * 3), dtype=np.float32)
         heads = np.empty((len(frames), 2 * n, 3)) if points else None
+        carried = np.empty((len(frames), len(carriers), 4, 4))
         for i in self._frames(frames):
             bones.foreach_get("location", location[i])
             bones.foreach_get("rotation_euler", rotation[i])
             if heads is not None:
                 heads[i] = self._read_points(obj)
+            if carriers:
+                evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones
+                for j, name in enumerate(carriers):
+                    carried[i, j] = np.array(evaluated[name].matrix)
         return (location.reshape(-1, n, 3).astype(np.float64),
-                rotation.reshape(-1, n, 3).astype(np.float64), heads)
+                rotation.reshape(-1, n, 3).astype(np.float64), heads, carried)
 
     def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
         """Composite values (NLA included) in engine units: degrees for rotations."""
         with host_step(f"reading {len(channels)} channels"):
             obj = self.object()
             order = {b.name: i for i, b in enumerate(obj.pose.bones)}
-            location, rotation, _ = self._read_channels(obj, range(first, last + 1))
+            location, rotation, _, _ = self._read_channels(obj, range(first, last + 1))
             out = np.empty((last - first + 1, len(channels)))
             for c, channel in enumerate(channels):
                 bone, prop, index = channel_target(channel)
@@ -330,8 +337,9 @@ class BlenderHost:
         return world
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
-        """The bones under ``roots`` and their ancestors (whose motion carries them) as a
-        clip: rest offsets and orientations from the armature, location and Euler rotation
+        """The bones under ``roots`` as a clip, a root below the armature's top read in its
+        parent's frame (see :meth:`sp_core.clip.Clip.subtrees`; the height stays the whole
+        armature's): rest offsets and orientations from the armature, location and Euler rotation
         channels read from the scene over the range, without the tracks this tool made (an
         Analyze after Apply analyses the motion, not its reduction: it read the composite
         and reported the reduction's error against itself)."""
@@ -355,15 +363,14 @@ class BlenderHost:
             nodes = self.hierarchy(roots)
             if not nodes:
                 raise HostError("nothing to analyse: select an armature (or bones in Pose Mode)")
-            # a bone below the armature's root moves with its ancestors: keep them
-            keep = {n for n, _ in nodes}
-            for name, _parent in nodes:
-                above = obj.data.bones[name].parent
-                while above is not None:
-                    keep.add(above.name)
-                    above = above.parent
-            tops = [b.name for b in obj.data.bones if b.parent is None and b.name in keep]
-            nodes = [(n, p) for n, p in self.hierarchy(tops) if n in keep]
+            # a selected bone is read in its parent's frame, as Maya and MotionBuilder read a
+            # selected joint: keying the ancestors that carry it would move the whole body
+            listed = set(roots)
+            tops = [r for r in dict.fromkeys(roots) if not any(
+                a.name in listed for a in obj.data.bones[r].parent_recursive)]
+            nodes = self.hierarchy(tops)
+            carriers = list(dict.fromkeys(obj.data.bones[t].parent.name for t in tops
+                                          if obj.data.bones[t].parent is not None))
             world = self._check_object(obj)
             animated = self._animated_paths(obj)
             pose = obj.pose.bones
@@ -380,7 +387,8 @@ class BlenderHost:
                                 "(a new action, the original is kept): " + ", ".join(wrong))
         with host_step(f"reading the animation over frames {first}..{last}"):
             frames = list(range(first, last + 1))
-            location, rotation, points = self._read_channels(obj, frames, points=True)
+            location, rotation, points, carried = self._read_channels(
+                obj, frames, points=True, carriers=carriers)
             assert points is not None
         names: list[str] = []
         parents: list[int] = []
@@ -390,16 +398,19 @@ class BlenderHost:
         channel_names: list[str] = []
         columns: list[np.ndarray] = []
         point_index: list[int] = []
+        frame_of: list[int] = []  # per node: the carrier whose frame it is read in, -1 world
         for name, parent in nodes:
             bone = obj.data.bones[name]
             rest = np.array(bone.matrix_local)
-            if parent is None:
+            if bone.parent is None:
                 relative = world @ rest
             else:
-                relative = np.linalg.solve(np.array(obj.data.bones[parent].matrix_local), rest)
+                relative = np.linalg.solve(np.array(bone.parent.matrix_local), rest)
             j = len(names)
             names.append(name)
             parents.append(names.index(parent) if parent is not None else -1)
+            frame_of.append(frame_of[parents[-1]] if parent is not None else
+                            -1 if bone.parent is None else carriers.index(bone.parent.name))
             offsets.append(relative[:3, 3])
             orients.append(relative[:3, :3])
             ends.append(False)
@@ -435,10 +446,18 @@ class BlenderHost:
                 orients.append(np.eye(3))
                 ends.append(True)
                 point_index.append(len(pose) + order[name])
+                frame_of.append(frame_of[j])
         clip = Clip(names, parents, np.array(offsets), ends, channel_names,
                     np.stack(columns, axis=1), self.fps, first_frame=first, name=obj.name,
-                    orients=np.array(orients), up_axis="z", translation_space="oriented")
+                    orients=np.array(orients), up_axis="z", translation_space="oriented",
+                    character_height=_height(obj, world))
         blender = points[:, point_index] @ world[:3, :3].T + world[:3, 3]
+        for c in range(len(carriers)):  # a selected bone's subtree, in its parent's frame
+            inside = np.flatnonzero(np.asarray(frame_of) == c)
+            local = np.linalg.inv(carried[:, c])  # (n_frames, 4, 4)
+            armature = points[:, np.asarray(point_index)[inside]]
+            blender[:, inside] = (np.einsum("fij,fnj->fni", local[:, :3, :3], armature)
+                                  + local[:, None, :3, 3])
         miss = np.linalg.norm(clip.positions - blender, axis=-1)
         if miss.size and miss.max() > FK_TOLERANCE * clip.height():
             f, n = np.unravel_index(int(np.argmax(miss)), miss.shape)
@@ -822,6 +841,16 @@ def _roll_back(journal: _Journal) -> None:
         obj = bpy.data.objects.get(object_name)
         if obj is not None:
             _restore_original(obj)
+
+
+def _height(obj: Any, world: np.ndarray) -> float | None:
+    """The whole armature's rest height in scene units (bone heads and leaf tails along the
+    world's Z), as a clip of every bone measures it; None when it has none."""
+    bones = obj.data.bones
+    points = [b.head_local for b in bones] + [b.tail_local for b in bones if not b.children]
+    up = (np.asarray(points, dtype=np.float64) @ world[:3, :3].T)[:, 2]
+    extent = float(np.ptp(up)) if len(up) else 0.0
+    return extent if extent > 1e-9 else None
 
 
 def _with_positions(clip: Clip, positions: np.ndarray) -> Clip:

@@ -401,7 +401,33 @@ class MayaHost:
         parents = [index[p] if p is not None else -1 for _, p in nodes]
         return Clip(names, parents, translate[0], [False] * len(names), channel_names,
                     np.stack(columns, axis=1), fps, first_frame=first, name=", ".join(roots),
-                    orients=orients)
+                    orients=orients, character_height=self._character_height(nodes, first))
+
+    def _character_height(self, nodes: Sequence[tuple[str, str | None]], first: int
+                          ) -> float | None:
+        """The height of the whole skeleton a selected joint is part of (scene units, measured
+        as a clip of it measures it), so that a limb's errors are in the body's millimetres;
+        None when every root is a skeleton's top (the clip is the whole skeleton)."""
+        tops: list[str] = []
+        for name, parent in nodes:
+            if parent is not None:
+                continue
+            dag = om.MFnDagNode(self._object(name))
+            while dag.parentCount() > 0 and dag.parent(0).hasFn(om.MFn.kJoint):
+                dag = om.MFnDagNode(dag.parent(0))
+            tops.append(dag.partialPathName())
+        if tops == [n for n, p in nodes if p is None]:
+            return None
+        try:  # a joint the analysis does not read may have what it refuses (a rotate axis)
+            whole = self.hierarchy(list(dict.fromkeys(tops)))
+            translate, _rotate, _orders, orients = self._local(whole, first, first)
+            index = {n: i for i, (n, _) in enumerate(whole)}
+            return Clip([n for n, _ in whole],
+                        [index[p] if p is not None else -1 for _, p in whole],
+                        translate[0], [False] * len(whole), [], np.zeros((1, 0)),
+                        24.0, orients=orients).height()  # (any rate: a rest height)
+        except SalientPosesError:
+            return None
 
     # ------------------------------------------------------------------ writing
     def _ensure_plugin(self) -> None:

@@ -46,6 +46,7 @@ from scipy.spatial.transform import Rotation
 
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
+from sp_core.errors import ClipError
 from sp_core.euler import unwrap_euler_from
 from sp_core.host import HostError, LayerHandle, LazyModule, host_step, sparse_keys
 from sp_core.tangents import to_mobu
@@ -309,15 +310,20 @@ class MobuHost:
             take.SetCurrentLayer(current)
         return out
 
-    def _scene_samples(self, nodes: list[_Node], channels: list[str], frames: Sequence[int]
+    def _scene_samples(self, nodes: list[_Node], channels: list[str], frames: Sequence[int],
+                       carriers: Sequence[Any] = (), frame_of: Sequence[int] = ()
                        ) -> tuple[np.ndarray, np.ndarray]:
-        """The scene's local channel values (n_frames, n_channels) and world positions
-        (n_frames, n_nodes, 3) at ``frames``, by evaluating it there."""
+        """The scene's local channel values (n_frames, n_channels) and positions
+        (n_frames, n_nodes, 3) at ``frames``, by evaluating it there: world positions, or with
+        ``carriers`` (models) and ``frame_of`` (per node, an index into them or -1 for the
+        world) in that carrier's global frame."""
         index = {n.name: i for i, n in enumerate(nodes)}
         values = np.empty((len(frames), len(channels)))
         positions = np.empty((len(frames), len(nodes), 3))
         vector = fb.FBVector3d()
+        matrix = fb.FBMatrix()
         what = fb.FBModelTransformationType.kModelTranslation
+        whole = fb.FBModelTransformationType.kModelTransformation
         with self._scene_at() as visit, \
                 self._progress("Salient Poses: evaluating the scene", len(frames)) as step:
             for i, frame in enumerate(frames):
@@ -332,6 +338,13 @@ class MobuHost:
                 for j, node_info in enumerate(nodes):
                     node_info.model.GetVector(vector, what, True)
                     positions[i, j] = [vector[0], vector[1], vector[2]]
+                for c, carrier in enumerate(carriers):
+                    carrier.GetMatrix(matrix, whole, True)
+                    inverse = np.linalg.inv(np.array([matrix[k] for k in range(16)])
+                                            .reshape(4, 4).T)  # column-major storage
+                    inside = [j for j, f in enumerate(frame_of) if f == c]
+                    positions[i, inside] = (positions[i, inside] @ inverse[:3, :3].T
+                                            + inverse[:3, 3])
         return values, positions
 
     def _other_layers(self) -> list[str]:
@@ -370,8 +383,23 @@ class MobuHost:
             values = self._curve_values(nodes, channels, frames, clock)
         rows = sorted({round(first + (last - first) * s / (SAMPLES - 1))
                        for s in range(SAMPLES)})
+        # a selected model below the scene's top is read in its parent's frame (the clip's
+        # roots are), as Maya reads a selected joint: keying the ancestors would move the body
+        top_level = {m.LongName for m in fb.FBSystem().Scene.RootModel.Children}
+        carriers: list[Any] = []
+        frame_of: list[int] = []
+        for node in nodes:
+            parent = parents_of[node.name]
+            if parent is not None:
+                frame_of.append(frame_of[index[parent]])
+            elif node.name in top_level or node.model.Parent is None:
+                frame_of.append(-1)
+            else:
+                frame_of.append(len(carriers))
+                carriers.append(node.model.Parent)
         with host_step("evaluating the scene at sampled frames"):
-            scene_values, scene_positions = self._scene_samples(nodes, channels, rows)
+            scene_values, scene_positions = self._scene_samples(nodes, channels, rows,
+                                                                carriers, frame_of)
         sample_rows = [f - first for f in rows]
         differs = np.abs(_angle_aware(values[sample_rows] - scene_values, channels))
         layers = self._other_layers()
@@ -409,7 +437,8 @@ class MobuHost:
                 or _property(nodes[index[self._split(ch)[0]]].model, "position").IsAnimated()
                 or self._split(ch)[0] in self.driven]
         channels, values = [channels[c] for c in keep], values[:, keep]
-        clip = self._clip(nodes, parents_of, channels, values, clock, first, roots)
+        clip = self._clip(nodes, parents_of, channels, values, clock, first, roots,
+                          self._character_height(carriers, top_level, clock, first))
         fk = clip.forward_kinematics(values[sample_rows])
         error = np.linalg.norm(fk - scene_positions, axis=-1).max(axis=0)
         bad = [nodes[j].name for j in range(len(nodes)) if error[j] > POSITION_TOLERANCE]
@@ -422,10 +451,33 @@ class MobuHost:
         self._read = (first, dict(zip(channels, values.T, strict=True)))
         return clip
 
+    def _character_height(self, carriers: Sequence[Any], top_level: set[str], clock: Clock,
+                          first: int) -> float | None:
+        """The height of the whole skeleton above ``carriers`` (scene units, measured as a clip
+        of it measures it), so that a limb's errors are in the body's millimetres; None when
+        nothing is carried (the clip is the whole skeleton) or the skeleton cannot be read."""
+        tops: list[str] = []
+        for model in carriers:
+            while model.LongName not in top_level and model.Parent is not None:
+                model = model.Parent
+            tops.append(model.LongName)
+        if not tops:
+            return None
+        with host_step("reading the whole skeleton's rest pose for its height"):
+            try:
+                whole = dict(self.hierarchy(list(dict.fromkeys(tops))))
+                nodes = [self._describe(name) for name in whole]
+                return self._clip(nodes, whole, [], np.zeros((1, 0)), clock, first,
+                                  tops).height()
+            except (HostError, ClipError):
+                return None
+
     def _clip(self, nodes: list[_Node], parents_of: dict[str, str | None], channels: list[str],
-              values: np.ndarray, clock: Clock, first: int, roots: Sequence[str]) -> Clip:
+              values: np.ndarray, clock: Clock, first: int, roots: Sequence[str],
+              height: float | None = None) -> Clip:
         """The engine's model: a parent's post-rotation (R_post⁻¹ after its rotation) is folded
-        into each child's rest translation and pre-rotation."""
+        into each child's rest translation and pre-rotation. ``height``: the whole character's,
+        when the models are part of it."""
         index = {n.name: i for i, n in enumerate(nodes)}
         offsets, orients, parents = [], [], []
         moving = {self._split(ch)[0] for ch in channels if ch.endswith("position")}
@@ -440,7 +492,7 @@ class MobuHost:
             parents.append(-1 if parent is None else index[parent])
         return Clip([n.name for n in nodes], parents, np.array(offsets), [False] * len(nodes),
                     channels, values, clock.fps, first_frame=first, name=", ".join(roots),
-                    orients=np.array(orients))
+                    orients=np.array(orients), character_height=height)
 
     def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
         """(last − first + 1, n_channels): what the scene shows (all layers), from the curves

@@ -84,6 +84,10 @@ class Clip:
         ``"parent"`` (default; BVH, Maya, MotionBuilder): position channels replace the matching
         components of the offset, in the parent's frame. ``"oriented"`` (Blender pose bones):
         local translation = offset + orient · (position channels, 0 where absent).
+    character_height : float, optional, scene units
+        The whole character's height when this clip is part of it (a limb a host read under a
+        selected bone): :meth:`height` returns it, so errors are in the same millimetres as for
+        the whole body. By default the height is measured on this clip's rest pose.
 
     Notes
     -----
@@ -109,8 +113,14 @@ class Clip:
         up_axis: str = "y",
         rest_channels: np.ndarray | None = None,
         translation_space: str = "parent",
+        character_height: float | None = None,
     ) -> None:
         self.name = name
+        if character_height is not None and not (np.isfinite(character_height)
+                                                 and character_height > 0):
+            raise ClipError(f"character height must be a positive number of scene units, got "
+                            f"{character_height!r}")
+        self.character_height = None if character_height is None else float(character_height)
         if translation_space not in TRANSLATION_SPACES:
             raise ClipError(f"translation space must be one of {', '.join(TRANSLATION_SPACES)}; "
                             f"got {translation_space!r}")
@@ -514,7 +524,8 @@ class Clip:
     def height(self, up_axis: str | None = None) -> float:
         """The character's height in scene units, for the paper's millimetre error convention.
 
-        Measured on the rest pose (every node at its offsets, no channels applied, or the
+        The :attr:`character_height` the clip was made with, else measured on the rest pose
+        (every node at its offsets, no channels applied, or the
         source's :attr:`rest_channels`): the extent of all nodes, End Sites included (toe tip to
         head top), along ``up_axis``. Rest poses are standing poses in practice, unlike animated
         frames (crouches, jumps) or the T-pose's arm span. Degenerate skeletons fall back to the
@@ -537,6 +548,8 @@ class Clip:
         up_axis = self.up_axis if up_axis is None else up_axis
         if up_axis.lower() not in UP_AXES:
             raise ClipError(f"up axis must be one of x, y, z; got {up_axis!r}")
+        if self.character_height is not None and up_axis.lower() == self.up_axis:
+            return self.character_height
         rest = self.rest_positions()
         extent = np.ptp(rest, axis=0)
         for value in (extent[UP_AXES[up_axis.lower()]], extent.max()):
@@ -562,7 +575,7 @@ class Clip:
             fps=self.fps, frame_time=self.frame_time, first_frame=self.first_frame, name=self.name,
             raw_channels=self.raw_channels, orients=self.orients, units=self.units,
             up_axis=self.up_axis, rest_channels=self.rest_channels,
-            translation_space=self.translation_space)
+            translation_space=self.translation_space, character_height=self.character_height)
         fields.update(changes)
         return Clip(**fields)  # type: ignore[arg-type]
 
@@ -600,20 +613,50 @@ class Clip:
                 keep.add(i)
                 i = int(self.parents[i])
         keep |= {i for i in range(self.n_nodes) if self.end_sites[i] and self.parents[i] in keep}
-        kept = sorted(keep)
+        sub = self._kept(sorted(keep))
+        if self._positions is not None:
+            sub._positions = _readonly(self._positions[:, sorted(keep)])
+        return sub
+
+    def subtrees(self, roots: Iterable[str]) -> Clip:
+        """The nodes under ``roots`` (the roots and End Sites included) as a clip of their own.
+
+        Each root moves in its parent's frame, as Maya and MotionBuilder read a selected joint:
+        a limb's reduction then keys the limb and nothing that carries it (keying its ancestors
+        too would move the rest of the body). Distances, and so errors, are the same as in the
+        world frame. The height stays the whole character's (:attr:`character_height`), so the
+        errors are in the same millimetres as for the whole body.
+        """
+        inside = {self.node_index(n) for n in roots}
+        for i in range(self.n_nodes):  # parents come before their children
+            if int(self.parents[i]) in inside:
+                inside.add(i)
+        try:
+            height: float | None = self.height()
+        except ClipError:
+            height = None
+        kept = sorted(inside)
+        sub = self._kept(kept, character_height=height)
+        if self._positions is not None and all(self.parents[i] < 0 or self.parents[i] in inside
+                                               for i in kept):
+            sub._positions = _readonly(self._positions[:, kept])
+        return sub
+
+    def _kept(self, kept: list[int], **changes: object) -> Clip:
+        """The nodes ``kept`` (sorted indices) with their channel columns; a node whose parent
+        is not kept becomes a root."""
+        keep = set(kept)
         remap = {old: new for new, old in enumerate(kept)}
         columns = [c for c in range(self.n_channels) if self.channel_nodes[c] in keep]
-        sub = self._derived(
+        return self._derived(
             node_names=[self.node_names[i] for i in kept],
-            parents=[remap[int(self.parents[i])] if self.parents[i] >= 0 else -1 for i in kept],
+            parents=[remap.get(int(self.parents[i]), -1) for i in kept],
             offsets=self.offsets[kept], end_sites=self.end_sites[kept],
             channel_names=[self.channel_names[c] for c in columns],
             channels=self._channels[:, columns], raw_channels=self.raw_channels[:, columns],
             orients=None if self.orients is None else self.orients[kept],
-            rest_channels=None if self.rest_channels is None else self.rest_channels[columns])
-        if self._positions is not None:
-            sub._positions = _readonly(self._positions[:, kept])
-        return sub
+            rest_channels=None if self.rest_channels is None else self.rest_channels[columns],
+            **changes)
 
     def unwrapped(self) -> Clip:
         """This clip with continuous rotation curves (see :func:`sp_core.euler.unwrap_euler`).

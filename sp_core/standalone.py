@@ -122,8 +122,8 @@ class StandaloneHost:
         return part.channels[:, columns].copy()
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
-        names = [n for n, _ in self.hierarchy(roots)]
-        return self.clip.sub_nodes(names).sub_range(first, last)
+        self.hierarchy(roots)  # its message for an unknown root
+        return self.clip.subtrees(roots or self.clip.root_names).sub_range(first, last)
 
     # ------------------------------------------------------------------ layers
     def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:

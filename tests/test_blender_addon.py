@@ -222,15 +222,24 @@ def test_a_quaternion_bone_is_refused_until_converted_to_euler(scene):
                                shown[:, 0], atol=1e-5)
 
 
-def test_a_limb_is_read_with_the_ancestors_that_carry_it(scene):
-    host = scene.host
-    motion = host.motion(["LeftShoulder"], FIRST, FIRST + FRAMES - 1)
-    assert motion.node_names[:5] == ["Hips", "lowerback", "Chest", "Chest2", "LeftCollar"]
-    assert "LeftWrist" in motion.node_names
-    assert not {"RightShoulder", "lowerneck", "LeftHip"} & set(motion.node_names)
-    shown = scene.positions(motion.node_names, motion.frames)
-    assert np.linalg.norm(shown - motion.positions, axis=-1).max() <= \
-        TOLERANCE * motion.height()
+def test_a_limb_in_pose_mode_is_analysed_and_keyed_alone(scene):
+    """Bones selected in Pose Mode are what Analyze reads (in their parent's frame, see the
+    host contract's limb test): the audit's selected elbow keyed the spine and hips too."""
+    obj = bpy.data.objects[scene.object_name]
+    bpy.ops.object.mode_set(mode="POSE")
+    for bone in obj.data.bones:
+        bone.select = bone.name in ("RightShoulder", "RightWrist")
+    assert scene.host.selected_nodes() == ["RightShoulder"]
+    session = Session(scene.host)
+    session.analyze()
+    assert session.motion.node_names[0] == "RightShoulder"
+    assert not {"Hips", "RightCollar", "LeftShoulder"} & set(session.motion.node_names)
+    session.set_k(4)
+    session.apply()
+    action = bpy.data.actions[session.applied[0].token[2]]
+    keyed = {f.data_path.split('"')[1] for f in _action_fcurves(action, None)}
+    assert keyed and keyed <= set(session.motion.node_names)
+    bpy.ops.object.mode_set(mode="OBJECT")
 
 
 def test_an_fbx_scene_from_blenders_importer_reduces_after_conversion():

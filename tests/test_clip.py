@@ -59,6 +59,26 @@ def test_sub_nodes_keeps_ancestors_and_end_sites(sample_clip):
     assert sub.n_channels == sum(len(sample_clip.node_channels(n)) for n in sub.node_names)
 
 
+def test_subtrees_read_a_limb_in_its_parents_frame_at_the_bodys_scale(sample_clip):
+    limb = sample_clip.subtrees(["LeftShoulder"])
+    inside = [sample_clip.node_index(n) for n in limb.node_names]
+    assert limb.root_names == ["LeftShoulder"]
+    assert "LeftCollar" not in limb.node_names and "LFingers_end" in limb.node_names
+    assert limb.channel_names == [c for c in sample_clip.channel_names
+                                  if sample_clip.node_index(c.rpartition(".")[0]) in inside]
+    # a rigid change of frame: the same distances as in the world
+    def spans(points):
+        return np.linalg.norm(points[:, :, None] - points[:, None], axis=-1)
+    np.testing.assert_allclose(spans(limb.positions), spans(sample_clip.positions[:, inside]),
+                               atol=1e-9)
+    assert limb.height() == sample_clip.height() == limb.sub_range(10, 20).height()
+    assert limb.mm_per_unit() == sample_clip.mm_per_unit()
+    assert sample_clip._derived(character_height=None).height() == sample_clip.height()
+    with pytest.raises(ClipError, match="character height must be a positive number of scene "
+                                        "units, got 0.0"):
+        sample_clip._derived(character_height=0.0)
+
+
 def test_height_of_sample_and_mm_scale(sample_clip):
     # rest pose of the CMU skeleton: toe tip to head top along Y
     rest = sample_clip.rest_positions()

@@ -98,6 +98,45 @@ def test_apply_each_tangent_mode_shows_the_reduced_motion(scene, tangents):
     assert worst(shown, motion.positions) > 3 * TOLERANCE * motion.height()
 
 
+#: A limb outside the locked channel's (LeftWrist), so what the scene shows is what is reported.
+LIMB, CARRIER = "RightShoulder", "RightCollar"
+
+
+def test_a_limb_is_read_in_its_parents_frame_and_its_apply_moves_nothing_else(scene):
+    """A selected joint is analysed with what is under it, in its parent's frame (as Maya reads a
+    selected joint) and in the whole character's millimetres; Apply keys that limb alone. Blender
+    and the standalone host read the ancestors that carry it too and keyed them, which moved the
+    rest of the body (up to 58.7 mm in Blender)."""
+    host = scene.host
+    whole = host.motion(host.selected_nodes(), FIRST, FIRST + FRAMES - 1)
+    session = Session(host, Options().replace(roots=[LIMB]))
+    session.analyze()
+    limb = session.motion
+    assert limb.node_names[0] == LIMB and limb.parents[0] == -1
+    assert set(limb.node_names) < set(whole.node_names) and CARRIER not in limb.node_names
+    assert limb.height() == pytest.approx(whole.height(), rel=1e-9)
+    shown = scene.positions(limb.node_names, limb.frames)
+
+    def spans(points: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(points[:, :, None] - points[:, None], axis=-1)
+
+    np.testing.assert_allclose(spans(limb.positions), spans(shown),
+                               atol=TOLERANCE * limb.height())
+    names = whole.node_names
+    before = scene.positions(names, whole.frames)
+    session.set_k(K)
+    session.set_options(space="channel")
+    reduction = session.apply()
+    moved = np.linalg.norm(scene.positions(names, whole.frames) - before, axis=-1)
+    inside = [names.index(n) for n in limb.node_names]
+    outside = [i for i in range(len(names)) if i not in inside]
+    assert moved[:, outside].max() <= TOLERANCE * whole.height()
+    assert moved[:, inside].max() > 3 * TOLERANCE * whole.height()
+    # the scene shows the error the reduction reports, in the whole body's millimetres
+    assert moved[:, inside].max() * whole.mm_per_unit() == pytest.approx(
+        reduction.metrics.max_mm, abs=TOLERANCE * 1700)
+
+
 def test_residual_layer_gives_back_the_original(scene):
     session = analysed(scene, residual=True)
     session.apply()

@@ -41,7 +41,7 @@ from scipy.spatial.transform import Rotation
 
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
-from sp_core.errors import SalientPosesError
+from sp_core.errors import Note, SalientPosesError
 from sp_core.euler import unwrap_euler
 from sp_core.host import HostError, LayerHandle, LazyModule, host_step, sparse_keys
 from sp_core.tangents import to_blender
@@ -466,6 +466,13 @@ class BlenderHost:
                 f"it at frame {first + f} (constraints, drivers or scale?): the analysis uses "
                 "Blender's positions, the fit the channels")
             clip = _with_positions(clip, blender)
+        span = _keyed_span(obj)
+        if span is not None and (first < span[0] or last > span[1]):
+            self.notes.append(Note(
+                f"frames {first}..{last} reach past the animation's keys ({span[0]}..{span[1]}): "
+                "the frames outside hold its first or last pose and are analysed too; set the "
+                f"scene's frame range or frame_range to {max(first, span[0])}.."
+                f"{min(last, span[1])} to leave them out", options=("frame_range",)))
         return clip
 
     def convert_to_euler(self, order: str = "XYZ") -> list[str]:
@@ -841,6 +848,20 @@ def _roll_back(journal: _Journal) -> None:
         obj = bpy.data.objects.get(object_name)
         if obj is not None:
             _restore_original(obj)
+
+
+def _keyed_span(obj: Any) -> tuple[int, int] | None:
+    """Whole frames from the first to the last key of the active action and the playing NLA
+    strips; None without animation."""
+    data = obj.animation_data
+    if data is None:
+        return None
+    ends = [tuple(data.action.frame_range)] if data.action is not None else []
+    ends += [(strip.frame_start, strip.frame_end) for track in data.nla_tracks
+             if not track.mute for strip in track.strips if strip.action is not None]
+    if not ends:
+        return None
+    return math.floor(min(e[0] for e in ends)), math.ceil(max(e[1] for e in ends))
 
 
 def _height(obj: Any, world: np.ndarray) -> float | None:

@@ -160,7 +160,8 @@ class _Operator:
     def poll(cls, context: Any) -> bool:
         try:
             BlenderHost().object()
-        except SalientPosesError:
+        except SalientPosesError as exc:
+            cls.poll_message_set(str(exc))  # the greyed button's tooltip says why
             return False
         return True
 
@@ -271,6 +272,10 @@ def _operators() -> list[type]:
 
 def draw(layout: Any, context: Any) -> None:
     settings = context.scene.salient_poses
+    try:
+        BlenderHost().object()
+    except SalientPosesError as exc:  # the buttons are greyed out: say why, above them
+        layout.label(text=str(exc), icon="ERROR")
     fields = panel_fields()
     for group, heading in SECTIONS.items():
         box = layout.box()

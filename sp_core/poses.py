@@ -87,6 +87,7 @@ def pose_matrix(
         raise SelectionError(f"unknown pose space {space!r}; use one of {', '.join(POSE_SPACES)}")
     if frame_range is not None:
         clip = clip.sub_range(*frame_range)
+    _refuse_non_finite(clip)
     if nodes is None:
         index = (list(range(clip.n_nodes)) if space == "positions"
                  else sorted(set(clip.channel_nodes.tolist())))
@@ -133,3 +134,17 @@ def _node(clip: Clip, name: str) -> int:
         return clip.node_index(name)
     except ClipError as exc:  # the analysis' own error type, same message
         raise SelectionError(str(exc)) from None
+
+
+def _refuse_non_finite(clip: Clip) -> None:
+    """Name the first channel value that is NaN or infinite in the range (host applications
+    let a NaN key through; the pose data would only say its frame)."""
+    bad = ~np.isfinite(clip.channels)
+    if bad.any():
+        row, column = (int(i) for i in np.argwhere(bad)[0])
+        more = int(bad.sum()) - 1
+        others = f" (and {more} more value{'s' if more > 1 else ''})" if more else ""
+        raise SelectionError(
+            f"{clip.channel_names[column]} is not a number (NaN or infinity) at frame "
+            f"{clip.first_frame + row}{others}; fix that key, or "
+            "set frame_range to leave the frame out", options=("frame_range",))

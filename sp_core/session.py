@@ -127,6 +127,9 @@ class Session:
         #: things the adopted analysis wants the user to know (e.g. a long take's window, a
         #: tolerance out of reach)
         self.notes: list[str] = []
+        #: what the host said when it last read the motion (a constraint it evaluated...):
+        #: the next analysis' notes start with these
+        self.reading_notes: list[str] = []
         #: reductions the tolerance search fitted with the session's options, by
         #: (motion, frames, options): reduce() returns them instead of fitting again
         self._fitted: dict[tuple, Reduction] = {}
@@ -193,7 +196,14 @@ class Session:
                                  "least 2: choose a longer range or another clip")
         roots = self.roots()
         with host_step(f"reading the motion of {', '.join(roots)} over frames {first}..{last}"):
-            return self.host.motion(roots, first, last)
+            motion = self.host.motion(roots, first, last)
+        # a host's notes are on its last read or write (HostNotes): the read's go with the
+        # analysis, taken here so that the report after Apply does not say them again
+        told = getattr(self.host, "notes", None)
+        self.reading_notes = list(told or ())
+        if told:
+            told.clear()
+        return motion
 
     def requested_k(self, motion: Clip) -> int | None:
         """The K the options ask for on ``motion`` (None: the suggested K); see
@@ -254,6 +264,15 @@ class Session:
         self._emit("analysis_started")
         try:
             options = self.analysis
+            # (checked here, not as the options are set: a panel ticks the mode before the
+            # nodes or the count)
+            if options.layered and not options.leading:
+                raise SelectionError("layered needs leading: the nodes whose extremes are the "
+                                     "keyposes (e.g. the hands of a gesture)",
+                                     options=("layered", "leading"))
+            if options.breakdowns is not None and not options.layered:
+                raise SelectionError("breakdowns applies only with layered; turn on layered or "
+                                     "clear breakdowns", options=("breakdowns", "layered"))
             if motion is None:
                 report(0.0, "reading the motion from " + self.host.name)
                 motion = self.read_motion()
@@ -283,7 +302,7 @@ class Session:
                     time_budget=time_budget_for(self.options, motion.n_frames),
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
                     on_demand=None if whole_space else token.check)
-            notes = list(space.notes)  # e.g. a long take's window
+            notes = [*self.reading_notes, *space.notes]  # e.g. a long take's window
             token.check()
         except AnalysisCancelled:
             self._emit("analysis_cancelled")

@@ -398,6 +398,31 @@ def test_the_sidebar_says_the_analysis_errors_and_notes(scene, monkeypatch):
         blender_addon.unregister()
 
 
+def test_a_scene_range_past_the_keys_is_said_once_with_the_analysis(scene):
+    """Blender's BVH importer (with update_scene_duration) leaves the scene starting at frame 1
+    for an action at 1001: the held frames were analysed without a word. The note is the
+    analysis', in the sidebar's words, and Apply does not say it twice."""
+    import blender_addon
+    from blender_addon import ui
+
+    bpy.context.scene.frame_start = FIRST - 10
+    blender_addon.register()
+    try:
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        last = FIRST + FRAMES - 1
+        action = bpy.data.objects[scene.object_name].animation_data.action
+        keyed = "..".join(str(round(f)) for f in action.frame_range)
+        assert keyed.startswith(f"{FIRST}..")
+        assert ui.STATE.notes == [
+            f"frames {FIRST - 10}..{last} reach past the animation's keys ({keyed}): the "
+            "frames outside hold its first or last pose and are analysed too; set the scene's "
+            f"frame range or Frame range to {FIRST}..{last} to leave them out"]
+        assert bpy.ops.salient_poses.apply() == {"FINISHED"}
+        assert sum("reach past" in note for note in ui.STATE.notes) == 1
+    finally:
+        blender_addon.unregister()
+
+
 def test_text_settings_reach_the_analysis_and_a_bad_one_is_named_by_its_label(scene):
     import blender_addon
     from blender_addon import ui
@@ -462,6 +487,14 @@ def test_the_panel_draws_every_schema_option_and_operator(scene):
         spaces = {cls.bl_space_type for cls in bpy.types.Panel.__subclasses__()
                   if cls.__name__.startswith("SALIENTPOSES_PT")}
         assert spaces == {"GRAPH_EDITOR", "DOPESHEET_EDITOR"}
+        assert not any(kind == "label" and "armature" in text for kind, text in calls)
+        # without an armature the buttons are greyed out: the sidebar says why, above them
+        bpy.data.objects.remove(bpy.data.objects[scene.object_name])
+        calls.clear()
+        draw(RecordingLayout(calls), bpy.context)
+        assert calls[0] == ("label", "select an armature: make the character's armature the "
+                                     "active object (0 armatures in the scene)")
+        assert not bpy.ops.salient_poses.analyze.poll()
     finally:
         blender_addon.unregister()
 

@@ -320,6 +320,22 @@ def test_from_clip_uses_host_frames(sample_clip):
 
 
 # ---------------------------------------------------------------------------- bad input
+def test_a_nan_key_is_refused_by_its_channel_and_frame(sample_clip):
+    """Hosts let a NaN key through (Blender's curves take one): the pose data alone could only
+    name the frame, not the key to fix. Outside the analysed range it does not matter."""
+    values = sample_clip.channels.copy()
+    column = sample_clip.channel_names.index("LeftElbow.Xrotation")
+    values[[40, 41], column] = np.nan
+    clip = sample_clip.with_channels(values)
+    with pytest.raises(SelectionError) as refused:
+        SelectionSpace.from_clip(clip, stride=4)
+    assert str(refused.value) == ("LeftElbow.Xrotation is not a number (NaN or infinity) at "
+                                  "frame 40 (and 1 more value); fix that key, or set "
+                                  "frame_range to leave the frame out")
+    assert refused.value.options == ("frame_range",)
+    assert SelectionSpace.from_clip(clip, frame_range=(42, 200), max_span=40).n_frames == 159
+
+
 @pytest.mark.parametrize("kwargs, error, message", [
     (dict(poses=np.zeros((1, 3))), SelectionError, "at least 2 frames"),
     (dict(poses=np.array([[0.0], [np.nan], [1.0]]), first_frame=1001), SelectionError,

@@ -87,6 +87,20 @@ def test_analysis_errors_are_specific(clip):
     assert session.options.analysis.frame_range is None  # a refused change changes nothing
     with pytest.raises(SelectionError, match="analyse first"):
         session.set_k(5)
+    # a mode or count that would be ignored is refused at Analyze, naming both options (the
+    # fronts say them in their words); the sidebar said "choose at least one node of the
+    # leading part ()" and ignored breakdowns without a word
+    session.set_options(layered=True)
+    with pytest.raises(SelectionError) as refused:
+        session.analyze()
+    assert str(refused.value) == ("layered needs leading: the nodes whose extremes are the "
+                                  "keyposes (e.g. the hands of a gesture)")
+    assert refused.value.options == ("layered", "leading")
+    session.set_options(layered=False, breakdowns=3)
+    with pytest.raises(SelectionError, match=r"^breakdowns applies only with layered; turn on "
+                                             r"layered or clear breakdowns$"):
+        session.analyze()
+    assert session.space is None  # nothing read, nothing analysed
 
 
 def test_pins_round_trip_and_bad_files(clip, tmp_path):

@@ -427,7 +427,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             waited = max(waited, time.monotonic() - self._analysis_started)
         # what the analysis wants the user to know (a long take's window, a tolerance out of
         # reach) comes last, where it is read
-        notes = "".join(f" Note: {said(note, self.option_label)}."
+        notes = "".join(f" Note: {said(note, self.option_label).rstrip('.')}."
                         for note in self.session.notes)
         self.show_status(f"Analysed frames {space.first_frame}–{space.last_frame} in "
                          f"{waited:.1f} s. Suggested K = "

@@ -16,7 +16,7 @@ the reduction at the current K (mean and max joint error in mm for the character
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blender_addon.host import BlenderHost
 from sp_core.errors import SalientPosesError, said
@@ -155,6 +155,10 @@ def analyze(context: Any) -> Session:
 
 class _Operator:
     bl_options = {"REGISTER"}  # the host pushes its own undo step
+    if TYPE_CHECKING:  # bpy.types.Operator's (Blender 3.0+), mixed in with it; not an
+        # annotation at run time, which Blender would read as a property
+        @classmethod
+        def poll_message_set(cls, message: str) -> None: ...
 
     @classmethod
     def poll(cls, context: Any) -> bool:

@@ -69,22 +69,12 @@ def restore() -> None:
 
 
 def last_settings() -> dict[str, Any]:
-    """The options the panel saved last (QSettings "SalientPoses/panel")."""
-    from PySide6 import QtCore
+    """The options the panel saved last (:func:`sp_core.ui.settings.stored_options`), as the
+    keywords of :func:`maya_plugin.api.reduce`."""
+    from sp_core.options import Options
+    from sp_core.ui import settings
 
-    settings = QtCore.QSettings("SalientPoses", "panel")
-    kinds = {"cost": str, "compose": str, "pose": str, "stride": int, "max_span": int,
-             "tangents": str, "smoothness": float, "space": str, "layer": str,
-             "residual": bool, "residual_weight": float}
-    options: dict[str, Any] = {}
-    for key, kind in kinds.items():
-        value = settings.value(key)
-        if value is None:
-            continue
-        options[key] = (str(value).lower() == "true") if kind is bool else kind(value)
-    if not options.get("max_span"):
-        options.pop("max_span", None)
-    return options
+    return settings.changed_fields(settings.stored_options(settings.panel_settings()), Options())
 
 
 def reduce_with_last_settings() -> None:

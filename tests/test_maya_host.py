@@ -404,3 +404,26 @@ def test_module_user_setup_loads_the_plugin_and_adds_the_menu(batch):
     items = STATE.ui["menus"].get(ui.MENU, {}).get("items")
     assert items == (None if batch else ["Open Panel", "Reduce Selection with Last Settings",
                                           "-", "Run Self-Test (new scene)", "Help"])
+
+
+def test_reduce_with_last_settings_uses_what_the_panel_saved(sample_clip, tmp_path, monkeypatch):
+    """The menu's "Reduce Selection with Last Settings" read QSettings keys the panel never
+    writes (it keeps one JSON record), so it always reduced with the defaults."""
+    from PySide6 import QtCore
+
+    from maya_plugin import api, ui
+    from sp_core.options import Options
+    from sp_core.ui import settings
+
+    stored = QtCore.QSettings(str(tmp_path / "panel.ini"), QtCore.QSettings.Format.IniFormat)
+    monkeypatch.setattr(settings, "panel_settings", lambda: stored)
+    assert ui.last_settings() == {}
+    settings.save_options(stored, Options().replace(
+        tangents="broken", stride=2, residual_layer=True, roots=["Hips"], keys=5))
+    # what belongs to one scene (roots, K) is not carried over
+    assert ui.last_settings() == {"tangents": "broken", "stride": 2, "residual_layer": True}
+    build_scene(sample_clip, frames=60)
+    result = api.reduce(["Hips"], **ui.last_settings())
+    assert [handle.kind for handle in result.layers] == ["override", "additive"]
+    keys = result.reduction.curves.frames
+    assert len(keys) > 2 and all(f % 2 == 0 for f in keys[1:-1])

@@ -32,7 +32,7 @@ from sp_core.ui.estimate import ErrorEstimator, describe
 from sp_core.ui.k_box import KBox
 from sp_core.ui.nodes_box import NodesBox
 from sp_core.ui.pins_box import PinsBox
-from sp_core.ui.settings import restore_options, save_options
+from sp_core.ui.settings import panel_settings, restore_options, save_options
 from sp_core.ui.wand_tab import PropagateTab
 from sp_core.ui.worker import Task, TaskRunner, readable
 
@@ -113,7 +113,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.setObjectName("salientPosesPanel")
         self.setStyleSheet(STYLE)
         self.session = session
-        self.settings = settings or QtCore.QSettings("SalientPoses", "panel")
+        self.settings = settings or panel_settings()
         self.runner = TaskRunner(self)
         self._analysis: Task | None = None
         self._applying: Task | None = None

@@ -7,6 +7,7 @@ frames, K): the next scene may have other nodes and another length.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from PySide6 import QtCore
 
@@ -18,6 +19,11 @@ from sp_core.session import Session
 SCENE_FIELDS = frozenset({"roots", "nodes", "weights", "leading", "frame_range", "pins",
                           "keys"})
 KEY = "options"
+
+
+def panel_settings() -> QtCore.QSettings:
+    """Where the panel keeps its options (and the hosts' "last settings" read them)."""
+    return QtCore.QSettings("SalientPoses", "panel")
 
 
 def persisted(name: str) -> bool:
@@ -33,15 +39,15 @@ def save_options(settings: QtCore.QSettings, options: Options) -> None:
                                        if values}))
 
 
-def restore_options(settings: QtCore.QSettings, session: Session) -> None:
-    """Give ``session`` the stored options, field by field (a value the schema now refuses,
-    or a field that no longer exists, is skipped); one ``options_changed`` at most."""
+def stored_options(settings: QtCore.QSettings, base: Options | None = None) -> Options:
+    """``base`` (default: the defaults) with the options stored in ``settings``, field by field
+    (a value the schema now refuses, or a field that no longer exists, is skipped)."""
+    options = base or Options()
     try:
         record = json.loads(str(settings.value(KEY) or "{}"))
     except json.JSONDecodeError:
-        return
+        return options
     specs = field_specs()
-    options = session.options
     for group, values in record.items() if isinstance(record, dict) else ():
         for name, value in values.items() if isinstance(values, dict) else ():
             if name not in specs or specs[name][0] != group or not persisted(name):
@@ -50,9 +56,19 @@ def restore_options(settings: QtCore.QSettings, session: Session) -> None:
                 options = build({name: value}, base=options)
             except OptionError:
                 continue
+    return options
+
+
+def changed_fields(options: Options, base: Options) -> dict[str, Any]:
+    """``{field: value}`` of the fields where ``options`` differs from ``base``."""
+    return {name: getattr(getattr(options, group), name)
+            for name, (group, _spec) in field_specs().items()
+            if getattr(getattr(options, group), name) != getattr(getattr(base, group), name)}
+
+
+def restore_options(settings: QtCore.QSettings, session: Session) -> None:
+    """Give ``session`` the stored options (:func:`stored_options`); one ``options_changed`` at
+    most."""
+    options = stored_options(settings, session.options)
     if options != session.options:
-        changed = {name: getattr(getattr(options, group), name)
-                   for name, (group, _spec) in specs.items()
-                   if getattr(getattr(options, group), name)
-                   != getattr(getattr(session.options, group), name)}
-        session.set_options(**changed)
+        session.set_options(**changed_fields(options, session.options))

@@ -548,7 +548,11 @@ def _frames(spec: Spec, label: str, value: Any) -> tuple[int, ...]:
             raise _fail(label, wants, value) from None
     if not frames and spec.nullable:
         raise _fail(label, "at least one frame", value if value != "" else "''")
-    return tuple(sorted(set(int(f) for f in frames)))
+    twice = sorted({f for f in frames if frames.count(f) > 1})
+    if twice:  # a typo more likely than a wish (the order does not matter: sorted)
+        raise OptionError(f"{label} lists frame{'s' * (len(twice) > 1)} "
+                          f"{', '.join(map(str, twice))} twice; give each frame once")
+    return tuple(sorted(int(f) for f in frames))
 
 
 def _pins(spec: Spec, label: str, value: Any) -> tuple[Pin, ...]:

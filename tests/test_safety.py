@@ -469,6 +469,9 @@ def _longer(clip, times: int):
     (["--frames", "0,100,239", "--pins", "50"], "--frames gives the keys itself: --pins"),
     (["--frames", "0,100,239", "--range", "0:200"], "--frames gives the keys itself: --range"),
     (["--frames", "0,100,239", "--layered"], "--frames gives the keys itself: --layered"),
+    # a frame given twice is a typo more likely than a wish (it was dropped without a word)
+    (["--frames", "0,100,100,239"], "--frames lists frame 100 twice; give each frame once"),
+    (["--pins", "50,60,50,60"], "--pins lists frames 50, 60 twice; give each frame once"),
     (["--layered", "--leading", "Head", "--pins", "50"],
      "--pins is not supported with --layered"),
     (["--layered", "--leading", "Head", "--cost", "line-max"],

@@ -278,11 +278,9 @@ class BlenderHost:
                     if (data_path(node, prop), index) not in animated:
                         continue
                     channel = f"{node}.{attribute}"
-                    lock = bone.lock_location if prop == "location" else bone.lock_rotation
-                    if prop == "location" and bone.bone.use_connect:
-                        self.skipped[channel] = CONNECTED
-                    elif lock[index]:
-                        self.skipped[channel] = "locked"
+                    why = _left_alone(bone, prop, index)
+                    if why is not None:
+                        self.skipped[channel] = why
                     else:
                         result.append(channel)
             return result
@@ -417,11 +415,8 @@ class BlenderHost:
             point_index.append(order[name])
             b = order[name]
             moved = bool(np.any(location[:, b] != 0))
-            if bone.use_connect:  # its location moves nothing (Blender's FBX importer keys it)
-                for i in range(3):
-                    if (data_path(name, "location"), i) in animated:
-                        self.skipped[f"{name}.{'XYZ'[i]}position"] = CONNECTED
-            elif moved or any((data_path(name, "location"), i) in animated for i in range(3)):
+            if not bone.use_connect and (moved or any(  # (a connected bone's is ignored)
+                    (data_path(name, "location"), i) in animated for i in range(3))):
                 for axis in range(3):
                     channel_names.append(f"{name}.{'XYZ'[axis]}position")
                     columns.append(location[:, b, axis])
@@ -435,10 +430,9 @@ class BlenderHost:
                 channel_names.append(f"{name}.{letter}rotation")
                 columns.append(np.degrees(rotation[:, b, "XYZ".index(letter)]))
             for attribute, (prop, index) in PROPERTIES.items():
-                lock = pose[name].lock_location if prop == "location" else \
-                    pose[name].lock_rotation
-                if lock[index] and (data_path(name, prop), index) in animated:
-                    self.skipped[f"{name}.{attribute}"] = "locked"
+                why = _left_alone(pose[name], prop, index)
+                if why is not None and (data_path(name, prop), index) in animated:
+                    self.skipped[f"{name}.{attribute}"] = why
             if not bone.children:
                 names.append(name + TAIL)
                 parents.append(j)
@@ -848,6 +842,15 @@ def _roll_back(journal: _Journal) -> None:
         obj = bpy.data.objects.get(object_name)
         if obj is not None:
             _restore_original(obj)
+
+
+def _left_alone(pose_bone: Any, prop: str, index: int) -> str | None:
+    """Why Apply leaves a bone's channel alone (its reason in ``skipped``), or None: a
+    connected bone's location, which Blender ignores (its FBX importer keys it), or a lock."""
+    if prop == "location" and pose_bone.bone.use_connect:
+        return CONNECTED
+    lock = pose_bone.lock_location if prop == "location" else pose_bone.lock_rotation
+    return "locked" if lock[index] else None
 
 
 def _keyed_span(obj: Any) -> tuple[int, int] | None:

@@ -30,7 +30,8 @@ from typing import Any, cast
 import numpy as np
 
 from blender_addon.host import HANDLE_TYPES, MADE, BlenderHost
-from sp_core.host import corrected_reduction, run_self_test
+from sp_core.host import SELF_TEST_LIMB, corrected_reduction, limb_check, run_self_test
+from sp_core.options import Options
 from sp_core.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,6 +189,13 @@ class SelfTest:
         return None if not len(data.nla_tracks) and data.action is not None else \
             "Remove left tracks behind"
 
+    def limb(self) -> str | None:
+        assert self.session is not None and self.session.motion is not None
+        nodes = self.session.motion.node_names  # the whole armature, read by Analyze
+        session = Session(self.host, Options().replace(roots=[SELF_TEST_LIMB]))
+        return limb_check(session, self.host, nodes, FIRST, FRAMES,
+                          TOLERANCE * self.session.motion.height())
+
     def corrective(self) -> str | None:
         from blender_addon.host import _action_fcurves
 
@@ -231,7 +239,9 @@ class SelfTest:
                 ("undo restores the scene", self.undo),
                 ("Remove restores the original action", self.remove),
                 ("corrective keys: a few linear keys, Blender = engine on every frame",
-                 self.corrective)]
+                 self.corrective),
+                (f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",
+                 self.limb)]
 
 
 def _stick_mesh(bpy: Any, obj: Any, name: str, colour: tuple[float, ...], radius: float) -> Any:

@@ -110,7 +110,8 @@ def run(report: Callable[[str], None] = print) -> bool:
     from maya import cmds
 
     from maya_plugin.host import LOCKED_MODES, MayaHost
-    from sp_core.host import corrected_reduction, run_self_test
+    from sp_core.host import SELF_TEST_LIMB, corrected_reduction, limb_check, run_self_test
+    from sp_core.options import Options
     from sp_core.session import Session
 
     report(f"Maya {cmds.about(version=True)}, Salient Poses self-test")
@@ -197,6 +198,12 @@ def run(report: Callable[[str], None] = print) -> bool:
             return f"corrective curves hold {counts} keys, the engine wrote {given}"
         return f"layers left after undo: {left}" if left else None
 
+    def limb() -> str | None:
+        host = MayaHost()
+        joints = list(dict.fromkeys(plug.rpartition(".")[0] for plug in state["plugs"]))
+        limb_session = Session(host, Options().replace(roots=[SELF_TEST_LIMB]))
+        return limb_check(limb_session, host, joints, FIRST, FRAMES, TOLERANCE)
+
     steps: list[tuple[str, Callable[[], str | None]]] = [
         ("build a scene from the sample clip (30 fps, frames 1001+)", setup),
         ("analyse the selection (read in DG contexts)", analyse)]
@@ -205,6 +212,8 @@ def run(report: Callable[[str], None] = print) -> bool:
     steps.append(("apply with the residual layer: composite = original; undo", with_residual))
     steps.append((f"apply {CORRECTIVE} corrective keys: a few linear keys per channel, "
                   "composite = engine on every frame; undo", with_corrections))
+    steps.append((f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",
+                  limb))
     return run_self_test(steps, report, essential=2)
 
 

@@ -25,8 +25,9 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from mobu_plugin.host import ROTATE_ORDERS, MobuHost, fb
-from sp_core.host import corrected_reduction, run_self_test
+from sp_core.host import SELF_TEST_LIMB, corrected_reduction, limb_check, run_self_test
 from sp_core.io.bvh import read_bvh
+from sp_core.options import Options
 from sp_core.session import Session
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cmu_131_01.bvh"
@@ -205,6 +206,10 @@ def run(report: Callable[[str], None] = print) -> bool:
             return f"{count - 1} layers left"
         return None if error < 1e-6 else f"scene differs from before by {error:.4g}"
 
+    def limb() -> str | None:
+        session = Session(host, Options().replace(roots=[SELF_TEST_LIMB]))
+        return limb_check(session, host, state["names"], FIRST, FRAMES, TOLERANCE)
+
     steps = [(f"build a skeleton from the sample clip (30 fps, frames {FIRST}+)", setup),
              ("analyse: the read motion matches the scene on every frame", analyse)]
     steps += [(f"apply {t}: override layer = the reduced curves on every frame", apply(t))
@@ -214,7 +219,9 @@ def run(report: Callable[[str], None] = print) -> bool:
               ("undo: removing the layers restores the scene", undo),
               (f"corrective keys ({CORRECTIVE}): a few linear keys; translations = base + "
                "corrections on every frame, rotations on their key frames (turns in a per "
-               "layer rotation layer); removed again", with_corrections)]
+               "layer rotation layer); removed again", with_corrections),
+              (f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",
+               limb)]
     return run_self_test(steps, report, essential=2)
 
 

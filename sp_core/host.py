@@ -245,6 +245,48 @@ def corrected_reduction(session: Any, first: int, n_frames: int, n_keys: int, bu
     return None if corrections is None or not corrections.keys else reduction
 
 
+#: The limb the in-host self-tests read and reduce alone (a joint of the sample's skeleton).
+SELF_TEST_LIMB = "RightShoulder"
+
+
+def limb_check(session: Any, host: Host, nodes: Sequence[str], first: int, n_frames: int,
+               tolerance: float) -> str | None:
+    """For the in-host self-tests: ``session`` (options ``roots=[SELF_TEST_LIMB]``) reads the
+    limb as the scene shows it in its parent's frame (the same distances between its nodes on
+    every frame), and Apply at 4 keys (a change any clip shows) moves nothing outside it among
+    ``nodes`` (the whole skeleton); the layers are removed again. None, or what went wrong
+    (``tolerance`` in scene units). ``session`` is a :class:`sp_core.session.Session`."""
+    frames = list(range(first, first + n_frames))
+    before = host.world_positions(list(nodes), frames)
+    session.analyze()
+    motion = session.motion
+    shown = host.world_positions(motion.node_names, frames)
+
+    def spans(points: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(points[:, :, None] - points[:, None], axis=-1)
+
+    off = float(np.abs(spans(motion.positions) - spans(shown)).max())
+    if off > tolerance:
+        return f"the limb read differs from the scene by {off:.4g} units"
+    if motion.root_names != [SELF_TEST_LIMB]:
+        return f"read {', '.join(motion.root_names)} as the limb's top, not {SELF_TEST_LIMB}"
+    session.set_k(4)
+    session.set_options(space="channel", residual_layer=False)
+    session.apply()
+    try:
+        after = host.world_positions(list(nodes), frames)
+    finally:
+        session.remove()
+    inside = set(motion.node_names)
+    outside = [i for i, n in enumerate(nodes) if n not in inside]
+    moved = np.linalg.norm(after - before, axis=-1)
+    if moved[:, outside].max() > tolerance:
+        worst = outside[int(np.argmax(moved[:, outside].max(axis=0)))]
+        return f"Apply on the limb moved {nodes[worst]} by {moved[:, outside].max():.4g} units"
+    limb = [i for i, n in enumerate(nodes) if n in inside]
+    return None if moved[:, limb].max() > tolerance else "Apply did not change the limb"
+
+
 def run_self_test(steps: Sequence[tuple[str, Check]], report: Callable[[str], None],
                   essential: int) -> bool:
     """Run an in-host self-test: each check returns None (pass) or what went wrong.

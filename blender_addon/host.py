@@ -448,10 +448,12 @@ class BlenderHost:
         blender = points[:, point_index] @ world[:3, :3].T + world[:3, 3]
         for c in range(len(carriers)):  # a selected bone's subtree, in its parent's frame
             inside = np.flatnonzero(np.asarray(frame_of) == c)
-            local = np.linalg.inv(carried[:, c])  # (n_frames, 4, 4)
-            armature = points[:, np.asarray(point_index)[inside]]
-            blender[:, inside] = (np.einsum("fij,fnj->fni", local[:, :3, :3], armature)
-                                  + local[:, None, :3, 3])
+            # the parent's pose without its scale, so that a scaled parent shows in the check
+            # below as it does for a whole armature
+            turn = carried[:, c, :3, :3] / np.linalg.norm(carried[:, c, :3, :3], axis=1,
+                                                            keepdims=True)
+            armature = points[:, np.asarray(point_index)[inside]] - carried[:, c, None, :3, 3]
+            blender[:, inside] = np.einsum("fji,fnj->fni", turn, armature)
         miss = np.linalg.norm(clip.positions - blender, axis=-1)
         if miss.size and miss.max() > FK_TOLERANCE * clip.height():
             f, n = np.unravel_index(int(np.argmax(miss)), miss.shape)

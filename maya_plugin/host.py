@@ -189,9 +189,12 @@ class MayaHost:
             if not roots:
                 joints = [str(j) for j in cmds.ls(type="joint") or []]
                 roots = [j for j in joints if not self._joint_parent(j)]
+            listed = {om.MFnDagNode(self._object(root)).partialPathName() for root in roots}
             result: list[tuple[str, str | None]] = []
             seen: set[str] = set()
             for root in roots:
+                if self._under(root, listed):  # read with the selected node above it
+                    continue
                 queue: list[tuple[Any, str | None]] = [(self._object(root), None)]
                 while queue:
                     obj, parent = queue.pop(0)
@@ -206,6 +209,15 @@ class MayaHost:
                         if child.hasFn(om.MFn.kTransform):
                             queue.append((child, name))
             return result
+
+    def _under(self, name: str, listed: set[str]) -> bool:
+        """Whether a transform above node ``name`` is one of ``listed``."""
+        dag = om.MFnDagNode(self._object(name))
+        while dag.parentCount() > 0 and dag.parent(0).hasFn(om.MFn.kTransform):
+            dag = om.MFnDagNode(dag.parent(0))
+            if dag.partialPathName() in listed:
+                return True
+        return False
 
     def _joint_parent(self, name: str) -> bool:
         dag = om.MFnDagNode(self._object(name))
@@ -366,6 +378,7 @@ class MayaHost:
         names = [n for n, _ in nodes]
         index = {n: i for i, n in enumerate(names)}
         self.skipped.clear()
+        self.notes = []
         rotate_curves: dict[str, str] = {}
         for node in names:
             for attribute in ATTRIBUTES:
@@ -426,7 +439,10 @@ class MayaHost:
                         [index[p] if p is not None else -1 for _, p in whole],
                         translate[0], [False] * len(whole), [], np.zeros((1, 0)),
                         24.0, orients=orients).height()  # (any rate: a rest height)
-        except SalientPosesError:
+        except SalientPosesError as exc:
+            self.notes.append(f"the whole skeleton's height could not be read ({exc}): errors "
+                              "are scaled to the selection's own height, so their millimetres "
+                              "are larger than the body's")
             return None
 
     # ------------------------------------------------------------------ writing

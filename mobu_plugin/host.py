@@ -200,11 +200,22 @@ class MobuHost:
         with host_step("reading the hierarchy"):
             if not roots:
                 roots = [m.LongName for m in fb.FBSystem().Scene.RootModel.Children]
+            listed = set(roots)
             result: list[tuple[str, str | None]] = []
+            seen: set[str] = set()
             for root in roots:
-                queue: list[tuple[Any, str | None]] = [(self._model(root), None)]
+                model = self._model(root)
+                above = model.Parent
+                while above is not None and above.LongName not in listed:
+                    above = above.Parent
+                if above is not None:  # under another selected model: read with it
+                    continue
+                queue: list[tuple[Any, str | None]] = [(model, None)]
                 while queue:
                     model, parent = queue.pop(0)
+                    if model.LongName in seen:
+                        continue
+                    seen.add(model.LongName)
                     result.append((model.LongName, parent))
                     queue.extend((child, model.LongName) for child in model.Children)
             return result
@@ -340,11 +351,12 @@ class MobuHost:
                     positions[i, j] = [vector[0], vector[1], vector[2]]
                 for c, carrier in enumerate(carriers):
                     carrier.GetMatrix(matrix, whole, True)
-                    inverse = np.linalg.inv(np.array([matrix[k] for k in range(16)])
-                                            .reshape(4, 4).T)  # column-major storage
+                    pose = np.array([matrix[k] for k in range(16)]).reshape(4, 4).T  # (stored
+                    # column-major); its scale left out, so that a scaled parent shows in the
+                    # check against the kinematics as it does for a whole skeleton
+                    turn = pose[:3, :3] / np.linalg.norm(pose[:3, :3], axis=0)
                     inside = [j for j, f in enumerate(frame_of) if f == c]
-                    positions[i, inside] = (positions[i, inside] @ inverse[:3, :3].T
-                                            + inverse[:3, 3])
+                    positions[i, inside] = (positions[i, inside] - pose[:3, 3]) @ turn
         return values, positions
 
     def _other_layers(self) -> list[str]:
@@ -469,7 +481,10 @@ class MobuHost:
                 nodes = [self._describe(name) for name in whole]
                 return self._clip(nodes, whole, [], np.zeros((1, 0)), clock, first,
                                   tops).height()
-            except (HostError, ClipError):
+            except (HostError, ClipError) as exc:
+                self.notes.append(f"the whole skeleton's height could not be read ({exc}): "
+                                  "errors are scaled to the selection's own height, so their "
+                                  "millimetres are larger than the body's")
                 return None
 
     def _clip(self, nodes: list[_Node], parents_of: dict[str, str | None], channels: list[str],

@@ -195,8 +195,10 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
         result.labels = None if labels is None else [labels[f] for f in result.frames]
     else:
         result.frames = list(keys.frames)
-    motion = session.motion if session.motion is not None else session.read_motion()
-    session.motion = motion
+    if session.motion is None:  # given frames: read here, and what the host said on reading
+        session.motion = session.read_motion()
+        result.notes = list(session.reading_notes)
+    motion = session.motion
     result.clip = {"name": motion.name, "frames": motion.n_frames, "fps": motion.fps,
                    "first_frame": motion.first_frame, "last_frame": motion.last_frame}
     if job.command == "reduce":

@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import tomllib
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -548,7 +549,7 @@ def _frames(spec: Spec, label: str, value: Any) -> tuple[int, ...]:
             raise _fail(label, wants, value) from None
     if not frames and spec.nullable:
         raise _fail(label, "at least one frame", value if value != "" else "''")
-    twice = sorted({f for f in frames if frames.count(f) > 1})
+    twice = sorted(f for f, n in Counter(frames).items() if n > 1)
     if twice:  # a typo more likely than a wish (the order does not matter: sorted)
         raise OptionError(f"{label} lists frame{'s' * (len(twice) > 1)} "
                           f"{', '.join(map(str, twice))} twice; give each frame once")

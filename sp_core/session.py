@@ -130,6 +130,7 @@ class Session:
         #: what the host said when it last read the motion (a constraint it evaluated...):
         #: the next analysis' notes start with these
         self.reading_notes: list[str] = []
+        self._read_motion: Clip | None = None
         #: reductions the tolerance search fitted with the session's options, by
         #: (motion, frames, options): reduce() returns them instead of fitting again
         self._fitted: dict[tuple, Reduction] = {}
@@ -201,6 +202,7 @@ class Session:
         # analysis, taken here so that the report after Apply does not say them again
         told = getattr(self.host, "notes", None)
         self.reading_notes = list(told or ())
+        self._read_motion = motion  # the motion those notes are about
         if told:
             told.clear()
         return motion
@@ -276,6 +278,9 @@ class Session:
             if motion is None:
                 report(0.0, "reading the motion from " + self.host.name)
                 motion = self.read_motion()
+            # what the host said when it read this motion (taken now: in a worker thread the
+            # UI thread may read again before the analysis ends)
+            reading_notes = list(self.reading_notes) if motion is self._read_motion else []
             wanted = self.requested_k(motion)
             searching = wanted is None and choose and key_choice(self.options) == "tolerance"
             # the share of the bar the selection space takes (the tolerance's search, with its
@@ -302,7 +307,7 @@ class Session:
                     time_budget=time_budget_for(self.options, motion.n_frames),
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
                     on_demand=None if whole_space else token.check)
-            notes = [*self.reading_notes, *space.notes]  # e.g. a long take's window
+            notes = [*reading_notes, *space.notes]  # e.g. a long take's window
             token.check()
         except AnalysisCancelled:
             self._emit("analysis_cancelled")

@@ -242,6 +242,21 @@ def test_a_limb_in_pose_mode_is_analysed_and_keyed_alone(scene):
     bpy.ops.object.mode_set(mode="OBJECT")
 
 
+def test_a_limb_under_a_scaled_bone_is_analysed_as_blender_shows_it(scene):
+    """The parent's pose matrix is taken without its scale: the mismatch is noted and the
+    analysis uses Blender's positions, as for a whole armature (inverted with its scale, it
+    read the limb at half its size without a word)."""
+    obj = bpy.data.objects[scene.object_name]
+    obj.pose.bones["RightCollar"].scale = (2.0, 2.0, 2.0)
+    motion = scene.host.motion(["RightShoulder"], FIRST, FIRST + FRAMES - 1)
+    assert len(scene.host.notes) == 1 and "(constraints, drivers or scale?)" in \
+        scene.host.notes[0]
+    shown = scene.positions(motion.node_names, motion.frames)
+    spans = [np.linalg.norm(p[:, :, None] - p[:, None], axis=-1) for p in (shown,
+                                                                          motion.positions)]
+    np.testing.assert_allclose(spans[1], spans[0], atol=TOLERANCE * motion.height())
+
+
 def test_an_fbx_scene_from_blenders_importer_reduces_after_conversion():
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.ops.import_scene.fbx(filepath=str(ROOT / "tests" / "data" / "cmu_131_01_240.fbx"))

@@ -235,6 +235,28 @@ def test_bad_selections_and_nan_keys_give_one_clear_message(sample_clip):
         host.motion(["Hips"], 1001, 1020)
 
 
+def test_a_joint_selected_with_one_below_it_is_read_as_one_limb(sample_clip):
+    build_scene(sample_clip, frames=20)
+    for roots in (["Hips", "LeftWrist"], ["LeftWrist", "Hips"]):
+        assert MayaHost().motion(roots, 1001, 1020).root_names == ["Hips"]
+
+
+def test_a_limb_is_measured_at_the_whole_skeletons_height_or_says_why_not(sample_clip):
+    build_scene(sample_clip, frames=20)
+    host = MayaHost()
+    whole = host.motion(["Hips"], 1001, 1020)
+    limb = host.motion(["RightShoulder"], 1001, 1020)
+    assert limb.height() == pytest.approx(whole.height()) and host.notes == []
+    # a joint the limb's analysis never reads refuses to be read: the limb's own height, said
+    cmds.setAttr("LeftWrist.rotateAxisX", 10.0)
+    limb = host.motion(["RightShoulder"], 1001, 1020)
+    assert limb.height() < whole.height() / 2
+    assert host.notes == ["the whole skeleton's height could not be read (LeftWrist has a "
+                          "rotate axis (rotateAxis); zero it or leave the node out of the "
+                          "analysis): errors are scaled to the selection's own height, so "
+                          "their millimetres are larger than the body's"]
+
+
 def test_a_scene_without_joints_and_a_one_frame_range(sample_clip):
     testing.reset()
     testing.create_node("camera1", type="transform")
@@ -427,3 +449,10 @@ def test_reduce_with_last_settings_uses_what_the_panel_saved(sample_clip, tmp_pa
     assert [handle.kind for handle in result.layers] == ["override", "additive"]
     keys = result.reduction.curves.frames
     assert len(keys) > 2 and all(f % 2 == 0 for f in keys[1:-1])
+    # a ratio comes back (the default tolerance, restored after it, undid it); keyposes +
+    # breakdowns needs leading nodes, which belong to one scene and are not saved: the menu
+    # reduces without that mode (it refused every time)
+    settings.save_options(stored, Options().replace(ratio=0.1, layered=True, leading=("Head",),
+                                                    breakdowns=2))
+    assert ui.last_settings() == {"ratio": 0.1}
+    assert api.reduce(["Hips"], **ui.last_settings()).keys == 6  # round(0.1 × 60)

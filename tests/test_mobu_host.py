@@ -502,3 +502,40 @@ def test_the_fake_refuses_wrong_call_forms_as_pyfbsdk_does():
     with pytest.raises(RuntimeError):  # Percent only between ProgressBegin and ProgressDone
         fb.FBProgress().Percent = 10
     assert skeleton.Translation.GetAnimationNode() is None  # not animated yet
+
+
+def test_a_limb_with_a_selected_descendant_and_under_a_scaled_parent(sample_clip):
+    """A model selected with one below it is one limb, in either order (the second order
+    raised an IndexError, the first split the wrist off as a limb of its own); a limb under a
+    scaled parent is refused as a whole scaled skeleton is (its inverted parent matrix took
+    the scale out, and the errors came out halved without a word)."""
+    build_scene(sample_clip)
+    for roots in (["Hips", "LeftWrist"], ["LeftWrist", "Hips"]):
+        assert MobuHost().motion(roots, 1001, 1061).root_names == ["Hips"]
+    assert MobuHost().motion(["LeftWrist", "LeftElbow"], 1001, 1061).root_names == [
+        "LeftElbow"]
+    model("RightCollar").Scaling = fb.FBVector3d(2.0, 2.0, 2.0)
+    with pytest.raises(HostError, match=r"reading RightShoulder: its world position differs "
+                                        r"from this tool's forward kinematics"):
+        MobuHost().motion(["RightShoulder"], 1001, 1061)
+
+
+def test_a_readings_notes_reach_a_job_that_is_given_its_frames(sample_clip):
+    """A reduction at given frames (--frames, a batch) reads the motion itself: the host's
+    note on a constrained model was taken from the host and then lost."""
+    from sp_core.jobs import Job, run_job
+    from sp_core.options import Options
+
+    build_scene(sample_clip)
+    elbow = model("LeftElbow")
+
+    def constraint(name, ticks):
+        if name != "Lcl Rotation":
+            return None
+        return np.array(elbow.Rotation._composite(ticks)) + 5.0
+
+    elbow.__dict__["_driver"] = constraint
+    result = run_job(Job("", Options().replace(frames=(1001, 1030, 1061)), "reduce",
+                         apply=False), host=MobuHost())
+    assert any("LeftElbow" in note and "constraint" in note for note in result.notes)
+    assert result.notes[0] in result.reduction.notes

@@ -691,6 +691,13 @@ def test_an_error_names_the_options_as_the_panels_rows_do(make_panel, qtbot):
     assert panel.option_label("corrective_budget") == "corrective keys"
     assert panel.option_label("time_budget") == "time budget (s)"
     assert panel.option_label("suggested") == "suggested"  # no form row: the name in words
+    # a switch is named by its row, which says what it turns on (the row said "mode")
+    assert panel.option_label("layered") == "keyposes + breakdowns"
+    session.set_options(stride=1, max_span=None, breakdowns=2)
+    analyse(qtbot, panel)
+    assert panel.status.text() == ("breakdowns applies only with keyposes + breakdowns; turn "
+                                   "on keyposes + breakdowns or clear breakdowns")
+    session.set_options(breakdowns=None)
     panel.show_error(CapacityError("needs 1 GB: raise memory_gib to 1.1",
                                    options=("memory_gib",)))
     assert panel.status.text() == "needs 1 GB: raise memory (GiB) to 1.1"

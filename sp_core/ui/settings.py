@@ -48,14 +48,19 @@ def stored_options(settings: QtCore.QSettings, base: Options | None = None) -> O
     except json.JSONDecodeError:
         return options
     specs = field_specs()
-    for group, values in record.items() if isinstance(record, dict) else ():
-        for name, value in values.items() if isinstance(values, dict) else ():
-            if name not in specs or specs[name][0] != group or not persisted(name):
-                continue
-            try:
-                options = build({name: value}, base=options)
-            except OptionError:
-                continue
+    stored = {name: value
+              for group, values in (record.items() if isinstance(record, dict) else ())
+              for name, value in (values.items() if isinstance(values, dict) else ())
+              if name in specs and specs[name][0] == group and persisted(name)}
+    try:  # together: one choice of K (a ratio) must not be undone by the next (the tolerance)
+        return build(stored, base=options)
+    except OptionError:
+        pass
+    for name, value in stored.items():  # else the fields the schema still takes
+        try:
+            options = build({name: value}, base=options)
+        except OptionError:
+            continue
     return options
 
 

@@ -54,7 +54,7 @@ def write_take(n_frames: int, folder: Path) -> Path:
 def plan_of(summary: str) -> str:
     """``W = 762, K 15..1000`` from the summary's Analysis and Note lines ("exact" if none)."""
     keys = re.search(r"K (\d+)\.\.(\d+)", summary)
-    window = re.search(r"max_span (\d+)\)", summary)
+    window = re.search(r"(?:max_span|--max-span) (\d+)\)", summary)
     span = f"W = {int(window.group(1)):,}" if window else "all spans"
     exact = "Note       long take" not in summary
     k = f"K {int(keys.group(1)):,}..{int(keys.group(2)):,}" if keys else "?"

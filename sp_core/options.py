@@ -564,7 +564,8 @@ def _pins(spec: Spec, label: str, value: Any) -> tuple[Pin, ...]:
             pin = p if isinstance(p, Pin) else Pin(**dict(p))
             frame = _frames(spec, label, [pin.frame])[0]
             pins.append(Pin(frame, str(pin.name), str(pin.note)))
-        return tuple(sorted({p.frame: p for p in pins}.values(), key=lambda p: p.frame))
+        _frames(spec, label, [pin.frame for pin in pins])  # a frame pinned twice is refused
+        return tuple(sorted(pins, key=lambda p: p.frame))
     return tuple(Pin(f) for f in _frames(spec, label, value))
 
 

@@ -115,6 +115,12 @@ def test_pins_round_trip_and_bad_files(clip, tmp_path):
     (tmp_path / "bad.json").write_text('{"pins": [{"name": "x"}]}')
     with pytest.raises(SelectionError, match="cannot read pins from"):
         session.import_pins(tmp_path / "bad.json")
+    # a frame pinned twice (a hand-edited file) is refused, not merged into the last one
+    (tmp_path / "twice.json").write_text('{"pins": [{"frame": 50, "name": "a"}, '
+                                         '{"frame": 50, "name": "b"}]}')
+    with pytest.raises(OptionError, match="^pins lists frame 50 twice; give each frame once$"):
+        session.import_pins(tmp_path / "twice.json")
+    assert session.analysis.pins == (Pin(50), Pin(200, "contact", "left heel down"))
 
 
 def test_session_module_imports_no_qt():

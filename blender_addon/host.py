@@ -43,7 +43,14 @@ from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import Note, SalientPosesError
 from sp_core.euler import unwrap_euler
-from sp_core.host import HostError, LayerHandle, LazyModule, host_step, sparse_keys
+from sp_core.host import (
+    HostError,
+    LayerHandle,
+    LazyModule,
+    host_step,
+    in_parent_frame,
+    sparse_keys,
+)
 from sp_core.tangents import to_blender
 
 bpy: Any = LazyModule("bpy")
@@ -358,15 +365,14 @@ class BlenderHost:
         self.notes = []
         with host_step("reading the armature"):
             obj = self.object()
-            nodes = self.hierarchy(roots)
-            if not nodes:
-                raise HostError("nothing to analyse: select an armature (or bones in Pose Mode)")
             # a selected bone is read in its parent's frame, as Maya and MotionBuilder read a
             # selected joint: keying the ancestors that carry it would move the whole body
-            listed = set(roots)
-            tops = [r for r in dict.fromkeys(roots) if not any(
-                a.name in listed for a in obj.data.bones[r].parent_recursive)]
+            bones, listed = obj.data.bones, set(roots)
+            tops = [r for r in dict.fromkeys(roots) if r not in bones  # (hierarchy names it)
+                    or not any(a.name in listed for a in bones[r].parent_recursive)]
             nodes = self.hierarchy(tops)
+            if not nodes:
+                raise HostError("nothing to analyse: select an armature (or bones in Pose Mode)")
             carriers = list(dict.fromkeys(obj.data.bones[t].parent.name for t in tops
                                           if obj.data.bones[t].parent is not None))
             world = self._check_object(obj)
@@ -448,12 +454,8 @@ class BlenderHost:
         blender = points[:, point_index] @ world[:3, :3].T + world[:3, 3]
         for c in range(len(carriers)):  # a selected bone's subtree, in its parent's frame
             inside = np.flatnonzero(np.asarray(frame_of) == c)
-            # the parent's pose without its scale, so that a scaled parent shows in the check
-            # below as it does for a whole armature
-            turn = carried[:, c, :3, :3] / np.linalg.norm(carried[:, c, :3, :3], axis=1,
-                                                            keepdims=True)
-            armature = points[:, np.asarray(point_index)[inside]] - carried[:, c, None, :3, 3]
-            blender[:, inside] = np.einsum("fji,fnj->fni", turn, armature)
+            blender[:, inside] = in_parent_frame(points[:, np.asarray(point_index)[inside]],
+                                                 carried[:, c])
         miss = np.linalg.norm(clip.positions - blender, axis=-1)
         if miss.size and miss.max() > FK_TOLERANCE * clip.height():
             f, n = np.unravel_index(int(np.argmax(miss)), miss.shape)

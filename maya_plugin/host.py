@@ -37,7 +37,14 @@ from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import SalientPosesError
 from sp_core.euler import unwrap_euler_from
-from sp_core.host import HostError, LayerHandle, LazyModule, host_step, sparse_keys
+from sp_core.host import (
+    HostError,
+    LayerHandle,
+    LazyModule,
+    height_unread,
+    host_step,
+    sparse_keys,
+)
 from sp_core.tangents import to_maya_xy
 
 if TYPE_CHECKING:  # mypy checks every call against maya-stubs
@@ -440,9 +447,7 @@ class MayaHost:
                         translate[0], [False] * len(whole), [], np.zeros((1, 0)),
                         24.0, orients=orients).height()  # (any rate: a rest height)
         except SalientPosesError as exc:
-            self.notes.append(f"the whole skeleton's height could not be read ({exc}): errors "
-                              "are scaled to the selection's own height, so their millimetres "
-                              "are larger than the body's")
+            self.notes.append(height_unread(exc))
             return None
 
     # ------------------------------------------------------------------ writing

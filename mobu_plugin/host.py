@@ -48,7 +48,15 @@ from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import ClipError
 from sp_core.euler import unwrap_euler_from
-from sp_core.host import HostError, LayerHandle, LazyModule, host_step, sparse_keys
+from sp_core.host import (
+    HostError,
+    LayerHandle,
+    LazyModule,
+    height_unread,
+    host_step,
+    in_parent_frame,
+    sparse_keys,
+)
 from sp_core.tangents import to_mobu
 
 if TYPE_CHECKING:  # mypy checks every call against motionbuilder-stubs
@@ -352,11 +360,9 @@ class MobuHost:
                 for c, carrier in enumerate(carriers):
                     carrier.GetMatrix(matrix, whole, True)
                     pose = np.array([matrix[k] for k in range(16)]).reshape(4, 4).T  # (stored
-                    # column-major); its scale left out, so that a scaled parent shows in the
-                    # check against the kinematics as it does for a whole skeleton
-                    turn = pose[:3, :3] / np.linalg.norm(pose[:3, :3], axis=0)
+                    # column-major)
                     inside = [j for j, f in enumerate(frame_of) if f == c]
-                    positions[i, inside] = (positions[i, inside] - pose[:3, 3]) @ turn
+                    positions[i, inside] = in_parent_frame(positions[i, inside], pose)
         return values, positions
 
     def _other_layers(self) -> list[str]:
@@ -482,9 +488,7 @@ class MobuHost:
                 return self._clip(nodes, whole, [], np.zeros((1, 0)), clock, first,
                                   tops).height()
             except (HostError, ClipError) as exc:
-                self.notes.append(f"the whole skeleton's height could not be read ({exc}): "
-                                  "errors are scaled to the selection's own height, so their "
-                                  "millimetres are larger than the body's")
+                self.notes.append(height_unread(exc))
                 return None
 
     def _clip(self, nodes: list[_Node], parents_of: dict[str, str | None], channels: list[str],

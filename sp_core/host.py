@@ -245,6 +245,32 @@ def corrected_reduction(session: Any, first: int, n_frames: int, n_keys: int, bu
     return None if corrections is None or not corrections.keys else reduction
 
 
+def in_parent_frame(points: np.ndarray, pose: np.ndarray) -> np.ndarray:
+    """Where a limb's nodes are in its parent's frame, as a host reads a selected joint.
+
+    Parameters
+    ----------
+    points : (..., n, 3) float64, scene units
+        Positions in the space of ``pose`` (world or armature space).
+    pose : (..., 4, 4) float64
+        The parent's transform (column vectors: translation in ``[:3, 3]``). Its scale is left
+        out, so that a scaled parent shows as a mismatch with the kinematics, as it does for a
+        whole skeleton.
+
+    Returns
+    -------
+    (..., n, 3) float64
+    """
+    turn = pose[..., :3, :3] / np.linalg.norm(pose[..., :3, :3], axis=-2, keepdims=True)
+    return np.einsum("...ji,...nj->...ni", turn, points - pose[..., None, :3, 3])
+
+
+def height_unread(reason: object) -> str:
+    """A host's note when a limb's whole skeleton could not be read for its height."""
+    return (f"the whole skeleton's height could not be read ({reason}): errors are scaled to "
+            "the selection's own height, so their millimetres are larger than the body's")
+
+
 #: The limb the in-host self-tests read and reduce alone (a joint of the sample's skeleton).
 SELF_TEST_LIMB = "RightShoulder"
 

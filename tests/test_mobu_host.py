@@ -501,6 +501,14 @@ def test_the_fake_refuses_wrong_call_forms_as_pyfbsdk_does():
         fb.FBVector3d(1, 2, 3)[0:2]
     with pytest.raises(RuntimeError):  # Percent only between ProgressBegin and ProgressDone
         fb.FBProgress().Percent = 10
+    # GetMatrix fills an FBMatrix given positionally (a limb's parent frame is read so)
+    whole = fb.FBModelTransformationType.kModelTransformation
+    with pytest.raises(fb.ArgumentError):  # not a numpy array or a list
+        skeleton.GetMatrix(np.eye(4), whole, True)
+    with pytest.raises(fb.ArgumentError):  # the kind is an enumeration, not an int
+        skeleton.GetMatrix(fb.FBMatrix(), 0, True)
+    with pytest.raises(TypeError):  # parameters are positional-only
+        skeleton.GetMatrix(Matrix=fb.FBMatrix(), What=whole)
     assert skeleton.Translation.GetAnimationNode() is None  # not animated yet
 
 

@@ -138,13 +138,29 @@ def _node(clip: Clip, name: str) -> int:
 
 def _refuse_non_finite(clip: Clip) -> None:
     """Name the first channel value that is NaN or infinite in the range (host applications
-    let a NaN key through; the pose data would only say its frame)."""
+    let a NaN key through; the pose data would only say its frame), and the longest run of
+    frames without one, which a frame range could analyse instead."""
     bad = ~np.isfinite(clip.channels)
     if bad.any():
         row, column = (int(i) for i in np.argwhere(bad)[0])
         more = int(bad.sum()) - 1
         others = f" (and {more} more value{'s' if more > 1 else ''})" if more else ""
+        first, last = _longest_clean_run(bad.any(axis=1))
+        runs = (f"set frame_range to frames that leave it out (the longest run without one: "
+                f"frames {clip.first_frame + first} to {clip.first_frame + last})"
+                if last > first else "")  # a range needs 2 frames
         raise SelectionError(
             f"{clip.channel_names[column]} is not a number (NaN or infinity) at frame "
-            f"{clip.first_frame + row}{others}; fix that key, or "
-            "set frame_range to leave the frame out", options=("frame_range",))
+            f"{clip.first_frame + row}{others}; fix that key"
+            + (f", or {runs}" if runs else ""), options=("frame_range",) if runs else ())
+
+
+def _longest_clean_run(bad_rows: np.ndarray) -> tuple[int, int]:
+    """First and last row of the longest run of False in ``bad_rows`` (frames,); the earliest
+    of equal ones; (0, -1) if every row is bad."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([1], bad_rows.astype(np.int8), [1]))))
+    starts, stops = edges[::2], edges[1::2]  # each clean run is [start, stop)
+    if not len(starts):
+        return 0, -1
+    longest = int(np.argmax(stops - starts))
+    return int(starts[longest]), int(stops[longest]) - 1

@@ -331,9 +331,16 @@ def test_a_nan_key_is_refused_by_its_channel_and_frame(sample_clip):
         SelectionSpace.from_clip(clip, stride=4)
     assert str(refused.value) == ("LeftElbow.Xrotation is not a number (NaN or infinity) at "
                                   "frame 40 (and 1 more value); fix that key, or set "
-                                  "frame_range to leave the frame out")
+                                  "frame_range to frames that leave it out (the longest run "
+                                  "without one: frames 42 to 993)")
     assert refused.value.options == ("frame_range",)
     assert SelectionSpace.from_clip(clip, frame_range=(42, 200), max_span=40).n_frames == 159
+    # NaN on every frame but one: no range of two frames avoids it, so none is suggested
+    values[:-1, column] = np.nan
+    with pytest.raises(SelectionError) as refused:
+        SelectionSpace.from_clip(sample_clip.with_channels(values), stride=4)
+    assert str(refused.value).endswith("at frame 0 (and 992 more values); fix that key")
+    assert refused.value.options == ()
 
 
 @pytest.mark.parametrize("kwargs, error, message", [

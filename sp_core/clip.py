@@ -524,8 +524,9 @@ class Clip:
     def height(self, up_axis: str | None = None) -> float:
         """The character's height in scene units, for the paper's millimetre error convention.
 
-        The :attr:`character_height` the clip was made with, else measured on the rest pose
-        (every node at its offsets, no channels applied, or the source's
+        The :attr:`character_height` the clip was made with (a height along the clip's own
+        up axis: asked along another axis, the rest pose is measured), else measured on the rest
+        pose (every node at its offsets, no channels applied, or the source's
         :attr:`rest_channels`): the extent of all nodes, End Sites included (toe tip to head
         top), along ``up_axis``. Rest poses are standing poses in practice, unlike animated
         frames (crouches, jumps) or the T-pose's arm span. Degenerate skeletons fall back to the

@@ -214,12 +214,9 @@ def _operators() -> list[type]:
             if session is None or session.space is None:
                 return _fail(self, SalientPosesError("analyse first"))
             try:
-                options = options_from(context.scene.salient_poses)
-                if options.analysis != session.options.analysis:
-                    # the keys of K come from the space Analyze made with the old settings
-                    raise SalientPosesError("the Analysis settings changed since Analyze; "
-                                            "press Analyze again")
-                session.options = options
+                # (changed Analysis settings are refused by apply(): the keys of K come from
+                # the space Analyze made with the old ones)
+                session.options = options_from(context.scene.salient_poses)
                 session.applied.clear()  # Remove finds every layer in the file itself
                 reduction = session.apply()
             except SalientPosesError as exc:

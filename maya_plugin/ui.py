@@ -74,13 +74,9 @@ def last_settings() -> dict[str, Any]:
     from sp_core.options import Options
     from sp_core.ui import settings
 
-    options = settings.changed_fields(settings.stored_options(settings.panel_settings()),
-                                      Options())
-    # keyposes + breakdowns needs leading nodes, which belong to one scene and are not saved:
-    # the menu, which has none to give, reduces without that mode
-    options.pop("layered", None)
-    options.pop("breakdowns", None)
-    return options
+    # (keyposes + breakdowns is not among them: its leading nodes belong to one scene)
+    return settings.changed_fields(settings.stored_options(settings.panel_settings()),
+                                   Options())
 
 
 def reduce_with_last_settings() -> None:

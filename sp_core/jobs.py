@@ -241,14 +241,8 @@ def write_outputs(result: Result, motion: Clip) -> list[str]:
     reduction = result.reduction
     assert reduction is not None
     if out.json:
-        from sp_core.io.keys import reduction_record
-
-        # what a file holds depends only on its input and options, so runs compare byte for
-        # byte: no timings (the terminal and batch summaries have them), no output paths
-        record = reduction_record(reduction, job.input, motion.fps)
-        del record["timings"]
-        record["options"] = job.options.to_dict(RESULT_GROUPS)
-        _json(record, out.json, indent=1)
+        _json(reduction_file_record(reduction, job.input, motion.fps, job.options), out.json,
+              indent=1)
         written.append(out.json)
     if out.bvh:
         from sp_core.io.keys import write_reduced_bvh
@@ -260,6 +254,22 @@ def write_outputs(result: Result, motion: Clip) -> list[str]:
             np.save(handle, reduction.residual)
         written.append(out.residual)
     return [w for w in written if w != "-"]
+
+
+def reduction_file_record(reduction: Reduction, source: str, fps: float, options: Options
+                          ) -> dict[str, Any]:
+    """The ``reduce --json`` record (schema in docs/formats.md), which the panel's *Save keys
+    JSON* writes too: the keys, errors and the options that made them.
+
+    What it holds depends only on the input and the options, so runs compare byte for byte: no
+    timings (the terminal and batch summaries have them), no output paths.
+    """
+    from sp_core.io.keys import reduction_record
+
+    record = reduction_record(reduction, source, fps)
+    del record["timings"]
+    record["options"] = options.to_dict(RESULT_GROUPS)
+    return record
 
 
 def _json(record: dict[str, Any], target: str, indent: int = 2) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +45,16 @@ from sp_core.options import (
     max_keys_for,
     time_budget_for,
 )
-from sp_core.reduction import Reduction, reduce
+from sp_core.reduction import Reduction, constant_channels, reduce
 from sp_core.selection import SelectionSpace
 from sp_core.tolerance import ToleranceSearch
 
 #: Share of an analysis' progress taken by the selection space when the tolerance's search
 #: follows it (the search's fits take most of the time).
 SPACE_SHARE = 0.2
+#: Analysis options the session reads after the analysis (the suggested K's threshold rule,
+#: a layered selection's breakdowns): changing them needs no new analysis.
+READ_LIVE = frozenset({"accuracy", "significance", "breakdowns"})
 EVENTS = ("options_changed", "analysis_started", "analysis_progress", "analysis_finished",
           "analysis_failed", "analysis_cancelled", "k_changed", "applied", "removed")
 
@@ -92,6 +95,8 @@ class Analysis:
     by_tolerance: bool = False
     #: what the analysis wants the user to know (see :attr:`Session.notes`)
     notes: tuple[str, ...] = ()
+    #: the options it was computed with
+    options: Options | None = None
 
 
 class Session:
@@ -124,6 +129,10 @@ class Session:
         self.tolerance_k: int | None = None
         self._graph: tuple[tuple, Clip, PoseGraph] | None = None
         self.last_reduction: Reduction | None = None
+        #: the options :attr:`last_reduction` was made and applied with
+        self.last_options: Options | None = None
+        #: the options the adopted analysis was computed with
+        self.analysed: Options | None = None
         #: things the adopted analysis wants the user to know (e.g. a long take's window, a
         #: tolerance out of reach)
         self.notes: list[str] = []
@@ -264,6 +273,7 @@ class Session:
             self._emit("analysis_progress", fraction, message)
 
         self._emit("analysis_started")
+        made_with = self.options
         try:
             options = self.analysis
             # (checked here, not as the options are set: a panel ticks the mode before the
@@ -308,6 +318,8 @@ class Session:
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
                     on_demand=None if whole_space else token.check)
             notes = [*reading_notes, *space.notes]  # e.g. a long take's window
+            if constant_channels(motion.channels).all():
+                notes.append(_still(motion))
             token.check()
         except AnalysisCancelled:
             self._emit("analysis_cancelled")
@@ -342,7 +354,8 @@ class Session:
             wanted = len(automatic.keyposes)
         if progress is not None:
             progress(1.0, "done")
-        return Analysis(motion, space, two_pass, wanted, automatic, by_tolerance, tuple(notes))
+        return Analysis(motion, space, two_pass, wanted, automatic, by_tolerance, tuple(notes),
+                        made_with)
 
     def adopt_analysis(self, analysis: Analysis) -> SelectionSpace:
         """Make a computed analysis the session's (K as in :meth:`analyze`); emits
@@ -357,11 +370,45 @@ class Session:
                                  f"of {space.min_keys} to {space.max_keys} keys")
         self.motion, self.space, self.two_pass = analysis.motion, space, analysis.two_pass
         self.automatic = analysis.automatic
+        self.analysed = analysis.options
         self.notes = list(analysis.notes)
         self.tolerance_k = int(wanted) if analysis.by_tolerance else None
         self.k = int(wanted)
         self._emit("analysis_finished", space)
         return space
+
+    def changed_since_analysis(self) -> tuple[str, ...]:
+        """The options (field names) changed since the analysis in a way only a new analysis
+        takes in: the input and analysis options that made the selection space (not those
+        read afterwards, :data:`READ_LIVE`), and the tolerance when it chooses K (it chose K
+        when the analysis ran). Empty before any analysis."""
+        made, now = self.analysed, self.options
+        if made is None or self.space is None:
+            return ()
+        changed = [f.name for group in ("input", "analysis")
+                   for f in fields(getattr(now, group)) if f.name not in READ_LIVE
+                   and getattr(getattr(made, group), f.name) != getattr(getattr(now, group),
+                                                                        f.name)]
+        if key_choice(now) == "tolerance" and (key_choice(made) != "tolerance"
+                                               or made.keys.tolerance != now.keys.tolerance):
+            changed.append("tolerance")
+        return tuple(changed)
+
+    def check_analysis_current(self) -> None:
+        """Refuse to go on with an analysis the options no longer describe.
+
+        Raises
+        ------
+        SelectionError
+            Options changed since the analysis (:meth:`changed_since_analysis`); the message
+            names them.
+        """
+        changed = self.changed_since_analysis()
+        if changed:
+            them = "it" if len(changed) == 1 else "them"
+            raise SelectionError(
+                f"{', '.join(changed)} changed since the analysis; analyse again to use {them}, "
+                f"or set {them} back", options=changed)
 
     def smallest_k_within(self, mean_mm: float, max_mm: float,
                           report: Callable[[float, str], None] | None = None,
@@ -486,14 +533,10 @@ class Session:
         elif self.motion is None:
             self.motion = self.read_motion()
         fit = self.options.fit
-        budget, stop = corrective_plan(self.options)
-        automatic = budget is not None and fit.corrective_budget is None
-        if automatic and (self.tolerance_k is None or self.space is None or [
-                int(f) for f in frames] != self.keyframes(self.tolerance_k).tolist()):
-            # the automatic budget serves the tolerance's K: at another K (a user's choice in
-            # the panel or the API) the pose keys are what was asked for
-            budget = stop = None
-        elif labels is None:
+        budget, stop = self.corrective_plan(frames)
+        # (the search fitted its K with the options' budget: nothing to reuse where it is
+        # dropped)
+        if labels is None and (budget is not None or corrective_plan(self.options)[0] is None):
             known = self._fitted.get(self._fit_key(self.motion, frames))
             if known is not None:
                 return known
@@ -502,6 +545,22 @@ class Session:
                       objective=fit.objective, labels=labels,
                       corrective_budget=budget, corrective_stop_mm=stop, progress=progress,
                       key_values=fit.key_values)
+
+    def corrective_plan(self, frames: Sequence[int] | None = None
+                        ) -> tuple[str | None, float | None]:
+        """The corrective budget and the max error (mm) at which it stops that :meth:`reduce`
+        spends at ``frames`` (default the current K's): :func:`sp_core.options.corrective_plan`,
+        except that the automatic budget serves the tolerance's K only: at another K (a
+        user's choice in the panel or the API) the pose keys are what was asked for."""
+        budget, stop = corrective_plan(self.options)
+        if budget is None or self.options.fit.corrective_budget is not None:
+            return budget, stop
+        if frames is None and self.space is not None and self.k is not None:
+            frames = self.keyframes(self.k)
+        if (self.tolerance_k is None or self.space is None or frames is None
+                or [int(f) for f in frames] != self.keyframes(self.tolerance_k).tolist()):
+            return None, None
+        return budget, stop
 
     def known_reduction(self, frames: Sequence[int] | None = None) -> Reduction | None:
         """The reduction :meth:`reduce` would give at ``frames`` (default the current K's) if
@@ -521,7 +580,11 @@ class Session:
     def apply(self, reduction: Reduction | None = None) -> Reduction:
         """Write a reduction (default :meth:`reduce` at the current K) into the host: one undo
         step, all or nothing."""
+        self.check_analysis_current()
         reduction = reduction or self.reduce()
+        if not reduction.curves.animated.any():
+            assert self.motion is not None
+            raise SelectionError(_still(self.motion))
         layer = self.options.layer
         handles: list[LayerHandle] = []
         with host_step("opening an undo chunk"):
@@ -543,7 +606,7 @@ class Session:
                         names, reduction.frames, reduction.residual[:, animated], name,
                         layer.residual_weight))
         self.applied.extend(handles)
-        self.last_reduction = reduction
+        self.last_reduction, self.last_options = reduction, self.options
         self._emit("applied", handles, reduction)
         return reduction
 
@@ -638,3 +701,9 @@ class Session:
                                  f"({type(exc).__name__}: {exc})") from None
         self.set_options(pins=pins)
         return list(self.analysis.pins)
+
+
+def _still(motion: Clip) -> str:
+    """What to say of a range in which nothing moves."""
+    return (f"nothing moves in frames {motion.first_frame}..{motion.last_frame}: every channel "
+            "keeps one value, so there is no key to write")

@@ -31,6 +31,7 @@ class _Layer:
     values: np.ndarray  # (len(rows), len(columns))
     weight: float = 1.0
     curves: KeyedCurves | None = None
+    muted: bool = False  # left out of what the scene shows (a view setting, like a mute)
 
 
 class StandaloneHost:
@@ -176,6 +177,22 @@ class StandaloneHost:
     def layers(self) -> list[LayerHandle]:
         return [layer.handle for layer in self._layers]
 
+    def _layer(self, handle: LayerHandle) -> _Layer:
+        for layer in self._layers:
+            if layer.handle.token is handle.token:
+                return layer
+        raise HostError(f"no layer {handle.name!r}")
+
+    def set_muted(self, handle: LayerHandle, muted: bool) -> None:
+        """Leave a layer out of what the scene shows (and :meth:`save_bvh` writes), or take it
+        in again: the standalone window's layer toggles (a residual layer at full weight gives
+        back the original; muted, the reduced motion shows)."""
+        self._layer(handle).muted = bool(muted)
+        self._notify("layers")
+
+    def is_muted(self, handle: LayerHandle) -> bool:
+        return self._layer(handle).muted
+
     @contextmanager
     def undo_chunk(self, label: str) -> Iterator[None]:
         """All-or-nothing: if the block fails, the layers are as before it; if it succeeds,
@@ -214,9 +231,12 @@ class StandaloneHost:
 
     # ------------------------------------------------------------------ results
     def evaluated_channels(self) -> np.ndarray:
-        """(n_frames, n_channels): the clip with every layer applied (what the scene shows)."""
+        """(n_frames, n_channels): the clip with every layer not muted applied (what the scene
+        shows)."""
         values = self.clip.channels.copy()
         for layer in self._layers:
+            if layer.muted:
+                continue
             block = np.ix_(layer.rows, layer.columns)
             if layer.handle.kind == "override":
                 values[block] = layer.values
@@ -231,7 +251,7 @@ class StandaloneHost:
         return self.clip.forward_kinematics(self.evaluated_channels())
 
     def save_bvh(self, path: str | Path) -> None:
-        """Write the evaluated scene (all layers applied) as a BVH."""
+        """Write the evaluated scene (every layer not muted applied) as a BVH."""
         write_bvh(self.clip.with_channels(self.evaluated_channels()), path)
 
     # ------------------------------------------------------------------ helpers

@@ -468,7 +468,8 @@ def test_text_settings_reach_the_analysis_and_a_bad_one_is_named_by_its_label(sc
         # Apply writes the keys of the space Analyze made: changed analysis settings first
         # need a new Analyze (the fit's and the layer's do not)
         settings.max_span = "10"
-        with pytest.raises(RuntimeError, match="Analysis settings changed since Analyze"):
+        with pytest.raises(RuntimeError, match="Max span changed since the analysis; analyse "
+                                               "again to use it, or set it back"):
             bpy.ops.salient_poses.apply()
         assert scene.host.layers() == []
         settings.max_span = ""

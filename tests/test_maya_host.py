@@ -450,8 +450,8 @@ def test_reduce_with_last_settings_uses_what_the_panel_saved(sample_clip, tmp_pa
     keys = result.reduction.curves.frames
     assert len(keys) > 2 and all(f % 2 == 0 for f in keys[1:-1])
     # a ratio comes back (the default tolerance, restored after it, undid it); keyposes +
-    # breakdowns needs leading nodes, which belong to one scene and are not saved: the menu
-    # reduces without that mode (it refused every time)
+    # breakdowns goes with its leading nodes, which belong to one scene and are not saved: the
+    # menu reduces without that mode (it refused every time)
     settings.save_options(stored, Options().replace(ratio=0.1, layered=True, leading=("Head",),
                                                     breakdowns=2))
     assert ui.last_settings() == {"ratio": 0.1}

@@ -122,6 +122,12 @@ def test_options_persist_between_sessions(make_panel, qtbot):
     assert session.options.fit.tangents == "broken" and session.options.analysis.stride == 3
     stored = again.settings.value("options")
     assert '"tangents": "broken"' in stored and '"pins"' not in stored
+    # keyposes + breakdowns goes with its leading nodes, which belong to one scene (restored
+    # alone, every Analyze of the next session was refused)
+    session.set_options(layered=True, leading=("RightWrist",), breakdowns=2)
+    again.close()
+    _panel, _host, session = make_panel()
+    assert not session.options.analysis.layered and session.options.analysis.breakdowns is None
 
 
 # ------------------------------------------------------------------ workers
@@ -250,7 +256,7 @@ def test_the_k_shown_gets_its_real_error_in_mm(make_panel, qtbot):
     expected = reduce(session.motion, session.keyframes(k), space="channel").metrics
     text = panel.k_box.error_label.text()
     assert text.startswith(f"K = {k}: reconstruction error mean {expected.mean_mm:.1f} mm, "
-                           f"max {expected.max_mm:.0f} mm")
+                           f"max {expected.max_mm:.1f} mm")
     assert "estimate from the fast channel fit" in text  # world fit: labelled an estimate
     assert "units (" not in panel.graph.readout.text()  # no second, different "mm"
     panel.k_spin.setValue(k + 7)
@@ -263,7 +269,7 @@ def test_the_k_shown_gets_its_real_error_in_mm(make_panel, qtbot):
     assert "channel fit, what Apply writes" in shown
     apply(qtbot, panel)
     metrics = session.last_reduction.metrics
-    assert f"mean {metrics.mean_mm:.1f} mm, max {metrics.max_mm:.0f} mm" in shown
+    assert f"mean {metrics.mean_mm:.1f} mm, max {metrics.max_mm:.1f} mm" in shown
 
 
 # ------------------------------------------------------------------ the graph (23.5)
@@ -712,3 +718,164 @@ def test_an_error_names_the_options_as_the_panels_rows_do(make_panel, qtbot):
 
     panel.option_label = widgets_touched
     assert words("memory_gib") == "memory (GiB)" and words("max_span") == "max span"
+
+
+# ------------------------------------------------------------------ a user audit's findings
+def test_options_changed_after_analyze_are_said_and_apply_waits_for_a_new_analysis(
+        make_panel, qtbot):
+    """A stride (or pins) set after Analyze: Apply wrote the old keys, off the stride, without
+    a word."""
+    panel, host, session = make_panel()
+    analyse(qtbot, panel)
+    panel.request_k(6, immediately=True, user=True)
+    panel.widget("stride").setValue(4)
+    assert panel.status.text() == ("stride changed since the analysis; analyse again to use it, "
+                                   "or set it back")
+    qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
+    assert not panel.applying and host.layers == []
+    assert panel.status.property("kind") == "error"
+    analyse(qtbot, panel)
+    apply(qtbot, panel)
+    assert all(f % 4 == 0 for f in host.layers[0]["curves"].frames[1:-1])
+
+
+def test_the_k_controls_follow_k_wherever_it_is(make_panel, qtbot):
+    """A K past the graph's useful range: the slider stayed at its end (a step left jumped
+    from K = 200 to the end's K - 1) and the graph's marker was out of view; the Suggested
+    button looked pressed while the tolerance had chosen K."""
+    panel, _host, session = make_panel(options=Options().replace(tolerance=(3.0, 30.0),
+                                                                 space="channel"))
+    analyse(qtbot, panel)
+    assert session.tolerance_k == session.k
+    assert not panel.k_box.suggested_button.isChecked()
+    panel.k_spin.setValue(140)
+    qtbot.waitUntil(lambda: session.k == 140)
+    assert panel.k_slider.value() == 140
+    low, high = panel.graph.plot.vb.viewRange()[0]
+    assert low <= 140 <= high
+    panel.k_slider.setFocus()
+    qtbot.keyClick(panel.k_slider, QtCore.Qt.Key.Key_Left)
+    qtbot.waitUntil(lambda: session.k == 139)
+    qtbot.mouseClick(panel.k_box.suggested_button, QtCore.Qt.MouseButton.LeftButton)
+    assert session.k == session.suggested_k and panel.k_box.suggested_button.isChecked()
+
+
+def test_the_apply_summary_says_what_apply_writes(make_panel, qtbot):
+    """At a K the user chose the automatic corrective keys are not written (the summary
+    promised them); in keyposes + breakdowns mode the breakdowns are keys too (it counted
+    the keyposes)."""
+    panel, _host, session = make_panel(options=Options().replace(tolerance=(3.0, 30.0),
+                                                                 space="channel"))
+    analyse(qtbot, panel)
+    assert "up to 5% corrective keys (until the max error is within 30 mm)" in \
+        panel.apply_box.summary.text()
+    panel.request_k(session.k + 1, immediately=True, user=True)
+    assert "corrective" not in panel.apply_box.summary.text()
+    session.set_options(suggested=True, layered=True, leading=("RightWrist",), breakdowns=2)
+    analyse(qtbot, panel)
+    panel.request_k(5, immediately=True)
+    assert panel.apply_box.summary.text().startswith(
+        f"Apply writes {len(session.keyframes(5))} keys on every animated channel")
+    assert len(session.keyframes(5)) == 7
+
+
+def test_a_falloff_the_clip_cannot_have_is_said_in_its_tab_not_over_the_analysis(
+        make_panel, qtbot, sample_clip):
+    """A two-frame clip analyses (K = 2), but the Propagate tab's falloff needs three frames:
+    its error replaced the analysis' result in the status line, in red."""
+    panel, _host, session = make_panel(host=FakeHost(sample_clip.sub_range(0, 1)))
+    analyse(qtbot, panel)
+    assert session.k == 2
+    assert panel.status.text().startswith("Analysed frames 0–1")
+    assert panel.wand.note.text() == "No falloff: a falloff needs at least 3 frames, the range " \
+                                     "has 2"
+    panel.wand.apply()
+    assert panel.status.text() == panel.wand.note.text()
+
+
+def test_the_standalone_window_saves_where_asked_never_over_its_clip(qtbot, tmp_path,
+                                                                     sample_clip):
+    """Save scene as BVH over the opened clip replaced the user's mocap; a save that failed
+    printed a traceback and left the status line saying all was well; the keys JSON had no
+    options block (reduce --json has one)."""
+    import json
+
+    from sp_core.io.bvh import read_bvh, write_bvh
+    from sp_core.standalone import StandaloneHost
+    from sp_core.ui.main_window import MainWindow
+
+    source = tmp_path / "take.bvh"
+    write_bvh(sample_clip.sub_range(0, 120), source)
+    original = source.read_bytes()
+    (tmp_path / "link.bvh").symlink_to(source)
+    settings = QtCore.QSettings(str(tmp_path / "panel.ini"), QtCore.QSettings.Format.IniFormat)
+    window = MainWindow(StandaloneHost.from_file(str(source)), settings=settings)
+    qtbot.addWidget(window)
+    window.session.set_options(keys=6, space="channel")
+    window.session.analyze()
+    window.session.apply()
+    status = window.panel.status
+    for path in (source, tmp_path / "link.bvh"):
+        assert not window.save("scene", str(path), window.host.save_bvh)
+        assert status.text() == (f"The scene was not saved: {path} is the clip this window "
+                                 "opened; save under another name (the original is never "
+                                 "replaced)")
+        assert status.property("kind") == "error"
+    assert source.read_bytes() == original
+    assert not window.save("scene", str(tmp_path / "missing" / "x.bvh"), window.host.save_bvh)
+    assert "folder" in status.text() and "does not exist" in status.text()
+    saved = tmp_path / "reduced.bvh"
+    assert window.save("scene", str(saved), window.host.save_bvh)
+    assert status.text() == f"Saved the scene to {saved}." and status.property("kind") == "ok"
+    np.testing.assert_allclose(read_bvh(saved).positions, window.host.evaluated_positions(),
+                               atol=1e-6)
+    answers = iter([str(tmp_path / "keys.json"), str(tmp_path / "residual")])
+    QtWidgets.QFileDialog.getSaveFileName = staticmethod(lambda *a, **k: (next(answers), ""))
+    window._save_keys()
+    record = json.loads((tmp_path / "keys.json").read_text())
+    assert record["options"]["keys"]["keys"] == 6 and record["options"]["fit"]["space"] == \
+        "channel"
+    window._save_residual()  # the name given, not residual.npy
+    np.testing.assert_array_equal(np.load(tmp_path / "residual"),
+                                  window.session.last_reduction.residual)
+
+
+def test_the_standalone_window_shows_layers_undoes_and_opens_another_file(qtbot, tmp_path,
+                                                                           sample_clip):
+    """With the residual written at full weight the standalone scene gives back the original,
+    and there was no way to look at (or save) the reduced motion, to undo, or to open another
+    clip."""
+    from sp_core.io.bvh import write_bvh
+    from sp_core.standalone import StandaloneHost
+    from sp_core.ui.main_window import MainWindow
+
+    source, other = tmp_path / "take.bvh", tmp_path / "other.bvh"
+    write_bvh(sample_clip.sub_range(0, 120), source)
+    write_bvh(sample_clip.sub_range(200, 260), other)
+    settings = QtCore.QSettings(str(tmp_path / "panel.ini"), QtCore.QSettings.Format.IniFormat)
+    window = MainWindow(StandaloneHost.from_file(str(source)), settings=settings)
+    qtbot.addWidget(window)
+    host, session = window.host, window.session
+    session.set_options(keys=6, space="channel", residual_layer=True)
+    session.analyze()
+    reduction = session.apply()
+    np.testing.assert_allclose(host.evaluated_channels(), host.clip.channels, atol=1e-9)
+    window._fill_layers_menu()
+    toggles = {a.text(): a for a in window.layers_menu.actions()}
+    assert list(toggles) == ["salientPoses (override)", "salientPoses_residual (additive)"]
+    assert all(a.isChecked() for a in toggles.values())
+    toggles["salientPoses_residual (additive)"].setChecked(False)  # the reduced motion shows
+    np.testing.assert_allclose(host.evaluated_channels(), reduction.corrected, atol=1e-9)
+    window.undo()
+    assert host.layers == [] and session.applied == []
+    assert window.panel.status.text() == "Undone: Salient Poses: apply 6 keys."
+    assert not window.panel.remove_button.isEnabled()
+    window.undo()
+    assert window.panel.status.text() == "Nothing to undo"
+    assert window.open(str(tmp_path / "missing.bvh")) is None
+    assert window.panel.status.text().startswith(f"Cannot open {tmp_path / 'missing.bvh'}")
+    opened = window.open(str(other))
+    qtbot.addWidget(opened)
+    assert opened.host.source == str(other) and opened.host.clip.n_frames == 61
+    assert not window.isVisible()
+    assert opened.session.options.fit.space == "channel"  # the panel keeps its options

@@ -12,6 +12,7 @@ from fake_host import FakeHost
 
 from sp_core.errors import OptionError, SelectionError
 from sp_core.host import Host, HostError
+from sp_core.options import Options
 from sp_core.session import AnalysisCancelled, CancelToken, Pin, Session
 from sp_core.standalone import StandaloneHost
 
@@ -139,3 +140,60 @@ def test_standalone_layers_reproduce_the_original_with_the_residual(clip):
     session.remove()
     assert host.layers == []
     np.testing.assert_array_equal(host.evaluated_channels(), clip.channels)
+
+
+def test_apply_refuses_an_analysis_the_options_no_longer_describe(clip):
+    """Pins, stride or the tolerance changed after Analyze: the keys of K still come from the
+    old space, so Apply would write neither the pins nor the stride (an audit found the panel
+    doing so without a word). Options read after the analysis, and the fit's, are taken."""
+    host = FakeHost(clip)
+    session = Session(host, SUGGESTED)
+    session.analyze()
+    assert session.changed_since_analysis() == ()
+    session.set_options(pins=[Pin(200)], stride=4)
+    with pytest.raises(SelectionError) as refused:
+        session.apply()
+    assert str(refused.value) == ("pins, stride changed since the analysis; analyse again to "
+                                  "use them, or set them back")
+    assert refused.value.options == ("pins", "stride")
+    assert host.layers == [] and host.undo_chunks == []
+    session.set_options(pins=[], stride=1, accuracy=0.2, tangents="broken", space="channel")
+    assert session.changed_since_analysis() == ()
+    session.apply()
+    assert len(host.layers) == 1
+    # the tolerance chose no K in this analysis: choosing K by it needs one
+    session.set_options(suggested=False, tolerance=(3.0, 30.0))
+    assert session.changed_since_analysis() == ("tolerance",)
+    session.analyze()
+    assert session.changed_since_analysis() == ()
+    session.set_options(tolerance=(2.0, 20.0))
+    with pytest.raises(SelectionError, match="^tolerance changed since the analysis; analyse "
+                                             "again to use it, or set it back$"):
+        session.apply()
+
+
+def test_the_automatic_corrective_budget_serves_the_tolerances_k_only(clip):
+    session = Session(FakeHost(clip), Options().replace(tolerance=(3.0, 30.0), space="channel"))
+    session.analyze()
+    assert session.tolerance_k == session.k
+    assert session.corrective_plan() == ("5%", 30.0)
+    session.set_k(session.k + 1)
+    assert session.corrective_plan() == (None, None)
+    assert session.reduce().corrections is None
+    session.set_options(corrective_budget="10")  # a budget asked for is spent at any K
+    assert session.corrective_plan() == ("10", 30.0)
+
+
+def test_a_range_where_nothing_moves_is_said_and_not_applied(clip):
+    """A still clip analysed to K = 2, and Apply wrote an empty layer and said "Applied 2
+    keys"."""
+    still = clip.with_channels(np.repeat(clip.channels[:1], clip.n_frames, axis=0))
+    host = FakeHost(still)
+    session = Session(host, SUGGESTED)
+    session.analyze()
+    said = ("nothing moves in frames 0..400: every channel keeps one value, so there is no key "
+            "to write")
+    assert session.notes == [said]
+    with pytest.raises(SelectionError, match=f"^{said}$"):
+        session.apply()
+    assert host.layers == [] and host.undo_chunks == []

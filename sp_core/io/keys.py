@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import numpy as np
 
 from sp_core.clip import Clip
-from sp_core.io.atomic import atomic_open
 from sp_core.io.bvh import write_bvh
 from sp_core.reduction import Reduction
 
@@ -55,13 +53,6 @@ def reduction_record(reduction: Reduction, source: str, fps: float) -> dict[str,
         assert reduction.pose_metrics is not None
         record["pose_metrics"] = reduction.pose_metrics.record()
     return record
-
-
-def write_reduction_json(reduction: Reduction, path: str | os.PathLike[str], source: str,
-                         fps: float) -> None:
-    with atomic_open(path, "w", encoding="utf-8") as handle:
-        json.dump(reduction_record(reduction, source, fps), handle, indent=1)
-        handle.write("\n")
 
 
 def reduced_clip(clip: Clip, reduction: Reduction) -> Clip:

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from sp_core.options import Options, corrective_plan
+from sp_core.options import Options
 from sp_core.ui.analysis_box import form_layout
 from sp_core.ui.bindings import Binder
 
 
-def apply_summary(options: Options, k: int | None, replacing: bool) -> str:
-    """What Apply will write, in one line."""
+def apply_summary(options: Options, keys: int | None, replacing: bool,
+                  plan: tuple[str | None, float | None]) -> str:
+    """What Apply will write, in one line: ``keys`` keys (None: not known yet) and the
+    corrective ``plan`` (budget, max error in mm at which it stops; see
+    :meth:`sp_core.session.Session.corrective_plan`)."""
     fit, layer = options.fit, options.layer
-    keys = "the keys" if k is None else f"{k} keys"
-    text = (f"Apply writes {keys} on every animated channel into "
+    count = "the keys" if keys is None else f"{keys} keys"
+    text = (f"Apply writes {count} on every animated channel into "
             f"{'the existing' if replacing else 'a new'} override layer '{layer.layer}' "
             f"({fit.tangents} tangents, {fit.space} fit)")
-    budget, stop = corrective_plan(options)
+    budget, stop = plan
     if budget not in (None, "0", "0%"):
         until = f" (until the max error is within {stop:g} mm)" if stop is not None else ""
         text += (f", up to {budget} corrective keys{until} into additive layer "

@@ -38,7 +38,7 @@ class Request:
 def describe(k: int, metrics: Metrics, how: str) -> str:
     """One line: K's mean and max joint error in mm, where the max is, and how it was got."""
     return (f"K = {k}: reconstruction error mean {metrics.mean_mm:.1f} mm, max "
-            f"{metrics.max_mm:.0f} mm ({metrics.worst_node}, frame {metrics.worst_frame}) "
+            f"{metrics.max_mm:.1f} mm ({metrics.worst_node}, frame {metrics.worst_frame}) "
             f"— {how}")
 
 

@@ -69,6 +69,8 @@ class ErrorGraph(QtWidgets.QWidget):
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.vb.setMouseEnabled(x=True, y=False)  # the wheel zooms K only
+        # the cost axis fits the K in view (all K's costs span ten orders of magnitude)
+        self.plot.vb.setAutoVisible(y=True)
         self.curve = self.plot.plot([], [], pen=pg.mkPen(CURVE_BLUE, width=2))
         # layered mode: the breakdown space of the current keyposes (x = all keys)
         self.second_curve = self.plot.plot([], [], pen=pg.mkPen(
@@ -152,20 +154,28 @@ class ErrorGraph(QtWidgets.QWidget):
         self.second_curve.setData(*self._values(space))
 
     def set_k(self, k: int) -> None:
-        """Move the marker (no signal)."""
+        """Move the marker (no signal); the view widens to show it (a K typed past the
+        useful range)."""
         self._k = k
         self.marker.blockSignals(True)
         self.marker.setValue(k)
         self.marker.blockSignals(False)
         self._show_readout(k)
+        low, high = self.plot.vb.viewRange()[0]
+        if self.space is not None and not low <= k <= high:
+            self.plot.setXRange(min(low, k), max(high, k), padding=0.03)
 
     def useful_range(self) -> tuple[int, int]:
         assert self.space is not None
         return useful_range(self.space, self.suggested_k or self.space.min_keys, self.cliffs)
 
     def reset_view(self) -> None:
+        """The useful range of K (and the current K, wherever it is)."""
         if self.space is not None:
-            self.plot.setXRange(*self.useful_range(), padding=0.03)
+            low, high = self.useful_range()
+            if self._k is not None and self.space.min_keys <= self._k <= self.space.max_keys:
+                low, high = min(low, self._k), max(high, self._k)
+            self.plot.setXRange(low, high, padding=0.03)
 
     def show_all(self) -> None:
         if self.space is not None:
@@ -199,6 +209,8 @@ class ErrorGraph(QtWidgets.QWidget):
             self.readout.setText("No analysis yet.")
             return
         log = self.log_box.isChecked()
+        shown = self.plot.vb.viewRange()[0] if self.curve.xData is not None and len(
+            self.curve.xData) else None
         self.plot.setLogMode(x=False, y=log)
         # short enough for the height of a graph in a short dock: the readout under the graph
         # names the cost, and the powers of ten on the axis say it is logarithmic
@@ -217,6 +229,8 @@ class ErrorGraph(QtWidgets.QWidget):
             self.star.setData([], [])
             self.star_label.setText("")
         self.marker.setBounds((self.space.min_keys, self.space.max_keys))
+        if shown is not None:  # the K in view stay (a new log mode ranges over every K)
+            self.plot.setXRange(*shown, padding=0.0)
         if self._k is not None:
             self.set_k(self._k)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
-from sp_core.options import field_specs
+from sp_core.options import field_specs, key_choice
 from sp_core.ui.bindings import Binder, tooltip
 from sp_core.ui.graph import ErrorGraph
 
@@ -89,7 +89,7 @@ class KBox(QtWidgets.QWidget):
         self._binder = binder
         binder.add("keys", self.k_spin, self._show_keys)
         binder.add("ratio", self.ratio_spin, self._show_ratio)
-        binder.add("suggested", self.suggested_button, self._show_suggested)
+        binder.add("suggested", self.suggested_button, self.show_key_choice)
 
     def _ratio_edited(self, value: float) -> None:
         if value > 0:  # 0 is the "no ratio" special value
@@ -99,15 +99,16 @@ class KBox(QtWidgets.QWidget):
     def _show_keys(self, value: Any) -> None:
         if value is not None:
             self.sync(int(value))
-        self._show_suggested(None)
+        self.show_key_choice(None)
 
     def _show_ratio(self, value: Any) -> None:
         self.ratio_spin.setValue(0.0 if value is None else float(value))
 
-    def _show_suggested(self, _value: Any) -> None:
-        keys = self._binder.session.options.keys
-        self.suggested_button.setChecked(keys.suggested or (keys.keys is None and
-                                                            keys.ratio is None))
+    def show_key_choice(self, _value: Any = None) -> None:
+        """The Suggested button pressed while the threshold rule chooses K (not while the
+        tolerance does)."""
+        self.suggested_button.setChecked(key_choice(self._binder.session.options)
+                                         == "suggested")
 
     # ------------------------------------------------------------------ K
     def set_range(self, low: int, high: int, slider_high: int | None = None) -> None:
@@ -120,7 +121,12 @@ class KBox(QtWidgets.QWidget):
             widget.blockSignals(blocked)
 
     def sync(self, k: int) -> None:
-        """Show K in every widget (no signals)."""
+        """Show K in every widget (no signals); the slider reaches as far as K does (a K typed
+        past the graph's useful range, or a tolerance's K there)."""
+        if k > self.k_slider.maximum() and k <= self.k_spin.maximum():
+            blocked = self.k_slider.blockSignals(True)
+            self.k_slider.setMaximum(k)
+            self.k_slider.blockSignals(blocked)
         for widget in (self.k_slider, self.k_spin):
             if widget.value() != k:
                 blocked = widget.blockSignals(True)

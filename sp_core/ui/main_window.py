@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -10,13 +11,18 @@ import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.errors import SalientPosesError
-from sp_core.io.keys import write_reduction_json
+from sp_core.io.atomic import OutputError, OutputGuard, atomic_open, write_text
+from sp_core.jobs import reduction_file_record
+from sp_core.options import Options
 from sp_core.reduction import Reduction
 from sp_core.session import Session
 from sp_core.standalone import StandaloneHost
 from sp_core.ui.app import ensure_qapp
 from sp_core.ui.panel import SalientPosesPanel
 from sp_core.ui.viewer import SkeletonViewer
+
+#: windows opened from another's File menu (Qt does not keep a parentless window alive)
+_OPEN: set[MainWindow] = set()
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -36,47 +42,138 @@ class MainWindow(QtWidgets.QMainWindow):
         dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable
                          | QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetFloatable)
         self.addDockWidget(QtCore.Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        # F5, [ and ] also with the viewer's timeline in focus: the window has no other keys
+        self.panel.set_shortcut_context(QtCore.Qt.ShortcutContext.WindowShortcut)
         self.resizeDocks([dock], [380], QtCore.Qt.Orientation.Horizontal)
+        self.settings = settings
         menu = self.menuBar().addMenu("&File")
-        save_keys = QtGui.QAction("Save keys JSON…", self)
-        save_keys.triggered.connect(self._save_keys)
-        save_bvh = QtGui.QAction("Save scene as BVH…", self)
-        save_bvh.triggered.connect(self._save_bvh)
-        save_residual = QtGui.QAction("Save residual (.npy)…", self)
-        save_residual.triggered.connect(self._save_residual)
-        menu.addAction(save_keys)
-        menu.addAction(save_bvh)
-        menu.addAction(save_residual)
+        self._action(menu, "Open…", self._open, QtGui.QKeySequence.StandardKey.Open)
+        menu.addSeparator()
+        self._action(menu, "Save keys JSON…", self._save_keys)
+        self._action(menu, "Save scene as BVH…", self._save_bvh,
+                     QtGui.QKeySequence.StandardKey.Save)
+        self._action(menu, "Save residual (.npy)…", self._save_residual)
+        edit = self.menuBar().addMenu("&Edit")
+        self.undo_action = self._action(edit, "Undo", self.undo,
+                                        QtGui.QKeySequence.StandardKey.Undo)
+        #: what the scene shows: a toggle per layer Apply wrote (filled as the menu opens)
+        self.layers_menu = self.menuBar().addMenu("&Layers")
+        self.layers_menu.aboutToShow.connect(self._fill_layers_menu)
+
+    def _action(self, menu: QtWidgets.QMenu, text: str, slot: Callable[[], object],
+                shortcut: QtGui.QKeySequence.StandardKey | None = None) -> QtGui.QAction:
+        action = QtGui.QAction(text, self)
+        action.triggered.connect(lambda _checked=False: slot())
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        menu.addAction(action)
+        return action
+
+    # ------------------------------------------------------------------ open, undo, layers
+    def _open(self) -> None:
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(
+            self, "Open motion", str(Path(self.host.source).parent), "Motion (*.bvh *.fbx)")
+        if path:
+            self.open(path)
+
+    def open(self, path: str) -> MainWindow | None:
+        """Open ``path`` in a new window in this one's place (the panel keeps its options);
+        this window stays, with a red status line, if the file cannot be read."""
+        if self.panel.busy:
+            self.panel.show_error("Cancel or wait for the work in progress before opening "
+                                  "another file")
+            return None
+        try:
+            host = StandaloneHost.from_file(path)
+        except (SalientPosesError, OSError) as exc:
+            self.panel.show_error(f"Cannot open {path}: {exc}")
+            return None
+        self.panel.shutdown()  # (saves the options the new window's panel starts from)
+        window = MainWindow(host, settings=self.settings)
+        window.resize(self.size())
+        window.show()
+        _OPEN.add(window)
+        self.close()
+        # (let go of this window once Qt is done with the menu action that called this)
+        QtCore.QTimer.singleShot(0, lambda: _OPEN.discard(self))
+        return window
+
+    def undo(self) -> None:
+        """Take back the last Apply, Remove or propagated edit (one step each)."""
+        if self.panel.busy:
+            self.panel.show_error("Cancel or wait for the work in progress before undoing")
+            return
+        try:
+            label = self.host.undo()
+        except SalientPosesError as exc:
+            self.panel.show_error(str(exc).capitalize())
+            return
+        # every layer of the standalone scene is one this window wrote
+        self.session.applied[:] = self.host.layers
+        self.panel.show_status(f"Undone: {label}.", ok=True)
+        self.panel.refresh_layers()
+
+    def _fill_layers_menu(self) -> None:
+        self.layers_menu.clear()
+        for handle in self.host.layers:
+            action = self.layers_menu.addAction(f"{handle.name} ({handle.kind})")
+            action.setCheckable(True)
+            action.setChecked(not self.host.is_muted(handle))
+            action.toggled.connect(
+                lambda shown, handle=handle: self.host.set_muted(handle, not shown))
+        if not self.host.layers:
+            self.layers_menu.addAction("(no layers: Apply writes them)").setEnabled(False)
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 - Qt's name
         self.panel.shutdown()  # a docked child gets no close event of its own
         super().closeEvent(event)
 
     def _save_keys(self) -> None:
-        self._save_reduction("keys", "keys.json", "JSON (*.json)", lambda reduction, path:
-                             write_reduction_json(reduction, path, self.host.source,
-                                                  self.host.fps))
+        def write(reduction: Reduction, options: Options, path: str) -> None:
+            write_text(path, json.dumps(reduction_file_record(
+                reduction, self.host.source, self.host.fps, options), indent=1) + "\n")
+        self._save_reduction("keys JSON", "keys.json", "JSON (*.json)", write)
 
     def _save_residual(self) -> None:
-        self._save_reduction("residual", "residual.npy", "NumPy (*.npy)",
-                             lambda reduction, path: np.save(path, reduction.residual))
+        def write(reduction: Reduction, _options: Options, path: str) -> None:
+            with atomic_open(path, "wb") as handle:  # (np.save would add .npy to the name)
+                np.save(handle, reduction.residual)
+        self._save_reduction("residual", "residual.npy", "NumPy (*.npy)", write)
 
     def _save_reduction(self, what: str, default: str, pattern: str,
-                        write: Callable[[Reduction, str], None]) -> None:
-        """Ask where, then write part of the last applied reduction."""
-        reduction = self.session.last_reduction
-        if reduction is None:
+                        write: Callable[[Reduction, Options, str], None]) -> None:
+        """Ask where, then write part of the last applied reduction (with the options it was
+        made with)."""
+        reduction, options = self.session.last_reduction, self.session.last_options
+        if reduction is None or options is None:
             self.panel.show_error(f"Apply first: there is no {what} to save")
             return
         path, _ = QtWidgets.QFileDialog.getSaveFileName(self, f"Save {what}", default, pattern)
         if path:
-            write(reduction, path)
+            self.save(what, path, lambda target: write(reduction, options, target))
 
     def _save_bvh(self) -> None:
         path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save scene", "scene.bvh",
                                                         "BVH (*.bvh)")
         if path:
-            self.host.save_bvh(path)
+            self.save("scene", path, self.host.save_bvh)
+
+    def save(self, what: str, path: str, write: Callable[[str], None]) -> bool:
+        """Write ``what`` to ``path`` with ``write(path)``; the status line says where, or why
+        not. The clip this window opened is never replaced (by its path, a symlink or a hard
+        link); another existing file is (the file dialog asked first)."""
+        guard = OutputGuard([self.host.source], overwrite=True)
+        try:
+            if guard.is_input(path):
+                raise OutputError(f"{path} is the clip this window opened; save under another "
+                                  "name (the original is never replaced)")
+            guard.claim(path, what)
+            write(path)
+        except (SalientPosesError, OSError) as exc:
+            self.panel.show_error(f"The {what} was not saved: {exc}")
+            return False
+        self.panel.show_status(f"Saved the {what} to {path}.", ok=True)
+        return True
 
 
 class NoDisplayError(SalientPosesError):

@@ -12,6 +12,7 @@ preview per frame of the UI (16 ms).
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.host import write_report
-from sp_core.options import Options, field_specs, k_for, words_of
+from sp_core.options import Options, field_specs, flag_of, k_for, words_of
 from sp_core.poses import error_unit
 from sp_core.reduction import Reduction
 from sp_core.session import Analysis, Session
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 
 #: Longest time between a K change and its preview in the host, ms.
 PREVIEW_INTERVAL_MS = 16
+#: A command-line flag in the schema's help text.
+FLAG = re.compile(r"--[a-z][a-z-]*[a-z]")
 
 STYLE = """
 QWidget#salientPosesPanel { font-size: 12px; }
@@ -135,6 +138,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         # how messages name options here: the rows' labels, fixed once the forms are built
         self._labels = {name: self.option_label(name) for name in field_specs()}
         self.binder.labels = self._labels
+        self._tooltips_in_labels()
         self._restore_settings()
         self.nodes.refresh_from_host()
         self.estimator = ErrorEstimator(session, self.runner)
@@ -202,17 +206,53 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.status.setObjectName("status")
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
-        outer.addWidget(self.status)
+        # a long note (a long take's window) scrolls in five lines instead of pushing the
+        # pages, and Apply with them, out of a short dock
+        holder = QtWidgets.QScrollArea()
+        holder.setWidget(self.status)
+        holder.setWidgetResizable(True)
+        holder.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        holder.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        holder.setMaximumHeight(5 * self.status.fontMetrics().lineSpacing() + 16)
+        outer.addWidget(holder)
         self._shortcuts()
 
+    def _tooltips_in_labels(self) -> None:
+        """The schema's help names other options by their command-line flags ("see
+        --corrective-budget"); in the panel's tooltips they are named as its rows are."""
+        names = {flag_of(name): name for name in field_specs()}
+
+        def label(match: re.Match[str]) -> str:
+            name = names.get(match.group())
+            return f"'{self._labels[name]}'" if name is not None else match.group()
+        for widget in self.findChildren(QtWidgets.QWidget):
+            if "--" in widget.toolTip():
+                widget.setToolTip(FLAG.sub(label, widget.toolTip()))
+
     def _shortcuts(self) -> None:
-        context = QtCore.Qt.ShortcutContext.WidgetWithChildrenShortcut
+        self.shortcuts: list[QtGui.QShortcut] = []
         for keys, action in (("F5", self.start_analysis), ("Ctrl+Return", self.apply),
                              ("Escape", self.cancel), ("S", self.use_suggested_k),
                              ("[", lambda: self._step_k(-1)), ("]", lambda: self._step_k(1))):
             shortcut = QtGui.QShortcut(QtGui.QKeySequence(keys), self)
-            shortcut.setContext(context)
             shortcut.activated.connect(action)
+            self.shortcuts.append(shortcut)
+        self.set_shortcut_context(QtCore.Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        # the K spin box, a text field, would take [, ] and S as typing (they name no number)
+        self.k_spin.installEventFilter(self)
+
+    def set_shortcut_context(self, context: QtCore.Qt.ShortcutContext) -> None:
+        """Where the panel's keys work: in the panel (a dock in a host application, whose own
+        keys are left alone), or the whole window (the standalone viewer's)."""
+        for shortcut in self.shortcuts:
+            shortcut.setContext(context)
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802
+        if (watched is self.k_spin and event.type() == QtCore.QEvent.Type.ShortcutOverride
+                and isinstance(event, QtGui.QKeyEvent) and event.text() in ("[", "]", "S", "s")
+                and event.text()):
+            return True  # not taken as typing: the panel's shortcut gets the key
+        return super().eventFilter(watched, event)
 
     # the widgets tests and hosts reach for
     @property
@@ -255,15 +295,23 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.widget("world_iterations").setEnabled(fit.space == "world")
         self.widget("objective").setEnabled(fit.space == "world")
         self.widget("residual_weight").setEnabled(options.layer.residual_layer)
+        self.k_box.show_key_choice()
         self._show_summary()
         if self.session.k is not None and self.session.space is not None and not self.busy:
             self.estimator.request(self.session.k)
+            try:  # say at once that Apply will want a new analysis
+                self.session.check_analysis_current()
+            except SalientPosesError as exc:
+                self.show_status(readable(exc, self.option_label))
 
     def _show_summary(self) -> None:
-        layer = self.session.options.layer.layer
-        replacing = layer in {h.name for h in self.session.applied}
-        self.apply_box.summary.setText(apply_summary(self.session.options, self.session.k,
-                                                     replacing))
+        session = self.session
+        layer = session.options.layer.layer
+        replacing = layer in {h.name for h in session.applied}
+        # (layered: K keyposes and their breakdowns)
+        keys = None if session.k is None or session.space is None else len(session.keyframes())
+        self.apply_box.summary.setText(apply_summary(session.options, keys, replacing,
+                                                     session.corrective_plan()))
 
     def _save_settings(self) -> None:
         save_options(self.settings, self.session.options)
@@ -554,6 +602,11 @@ class SalientPosesPanel(QtWidgets.QWidget):
         if self.session.space is None:
             self.show_error("analyse first")
             return
+        try:
+            self.session.check_analysis_current()
+        except SalientPosesError as exc:
+            self.show_error(exc)
+            return
         self._preview_pending()
         layer = self.session.options.layer.layer
         replace = False
@@ -640,6 +693,12 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setFormat("failed")
         self.show_error(f"Apply failed, the scene is unchanged: {message}")
+        self._update_enabled()
+
+    def refresh_layers(self) -> None:
+        """The host's layers changed outside the panel (an undo): Remove and the summary follow
+        the session's list of applied layers."""
+        self._show_summary()
         self._update_enabled()
 
     def remove(self) -> None:

@@ -15,9 +15,10 @@ from sp_core.errors import OptionError
 from sp_core.options import PANEL, Options, build, field_specs
 from sp_core.session import Session
 
-#: Options that belong to one scene: not carried to the next session.
-SCENE_FIELDS = frozenset({"roots", "nodes", "weights", "leading", "frame_range", "pins",
-                          "keys"})
+#: Options that belong to one scene: not carried to the next session. Keyposes mode and its
+#: breakdowns go with its leading nodes (restored without them, every Analyze was refused).
+SCENE_FIELDS = frozenset({"roots", "nodes", "weights", "leading", "layered", "breakdowns",
+                          "frame_range", "pins", "keys"})
 KEY = "options"
 
 

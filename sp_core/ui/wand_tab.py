@@ -79,11 +79,17 @@ class PropagateTab(QtWidgets.QWidget):
         self.curve = self.plot.plot([], [], pen=pg.mkPen("#93c47d", width=2))
         self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#e06666", width=2))
         self.plot.addItem(self.marker)
+        # why there is no falloff for the analysed motion (said here, not in the panel's
+        # status line, which the analysis' own result holds)
+        self.note = QtWidgets.QLabel("")
+        self.note.setWordWrap(True)
+        self.note.setObjectName("wandNote")
         self.apply_button = QtWidgets.QPushButton("Apply edit to a new layer")
         self.apply_button.clicked.connect(self.apply)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.plot, 1)
+        layout.addWidget(self.note)
         layout.addWidget(self.apply_button)
         for signal in (self.frame_spin.valueChanged, self.region[0].valueChanged,
                        self.region[1].valueChanged):
@@ -108,14 +114,16 @@ class PropagateTab(QtWidgets.QWidget):
             box.setRange(motion.first_frame, motion.last_frame)
             box.setValue(min(max(value, motion.first_frame), motion.last_frame))
             box.blockSignals(False)
-        self.refresh()
+        self.refresh(quiet=True)
 
     def _options_changed(self, options: Options) -> None:
         if options.wand != self._wand:
             self._wand = options.wand
             self.refresh()
 
-    def refresh(self, *_args: object) -> None:
+    def refresh(self, *_args: object, quiet: bool = False) -> None:
+        """The falloff of the options, frame and region; why not, in the tab's note and (unless
+        ``quiet``: after an analysis, whose result the status line holds) the status line."""
         if self.session.motion is None:
             return
         try:
@@ -124,9 +132,14 @@ class PropagateTab(QtWidgets.QWidget):
             frame = self.frame_spin.value()
             region = (self.region[0].value(), self.region[1].value())
             self.weights = graph.weights(frame, region=region, mode=wand.mode)
-        except Exception as exc:  # noqa: BLE001 - shown in the status line
-            self.status(readable(exc), error=True)
+        except Exception as exc:  # noqa: BLE001 - shown in the tab (and the status line)
+            self.weights = None
+            self.curve.setData([], [])
+            self.note.setText(f"No falloff: {readable(exc)}")
+            if not quiet:
+                self.status(readable(exc), error=True)
             return
+        self.note.setText("")
         self.curve.setData(self.session.motion.frames, self.weights)
         self.marker.setValue(frame)
 
@@ -172,8 +185,11 @@ class PropagateTab(QtWidgets.QWidget):
         return edited
 
     def apply(self) -> None:
-        if self.session.motion is None or self.weights is None:
+        if self.session.motion is None:
             self.status("analyse first", error=True)
+            return
+        if self.weights is None:
+            self.status(self.note.text() or "analyse first", error=True)
             return
         try:
             edited = self.edited_pose()

@@ -36,7 +36,7 @@ from sp_core.options import (
     flag_of,
     from_arguments,
     key_choice,
-    load_preset,
+    preset_options,
 )
 from sp_core.poses import error_unit
 
@@ -142,7 +142,7 @@ def options_from(args: argparse.Namespace) -> Options:
     """The options of a parsed command line: defaults, then ``--preset``, then the flags."""
     base = None
     if getattr(args, "preset", None):
-        base = Options().replace(**load_preset(args.preset))
+        base = preset_options(args.preset)
     options = from_arguments(args, COMMAND_OPTIONS[args.command], base=base)
     if options.analysis.layered and not options.analysis.leading:
         # (the panel lets one tick the mode before the nodes; a command line has both at once)

@@ -858,6 +858,23 @@ def load_preset(path: str | Path) -> dict[str, Any]:
     return record
 
 
+def preset_options(path: str | Path) -> Options:
+    """The defaults with the options of the preset at ``path`` (:func:`load_preset`).
+
+    Raises
+    ------
+    OptionError
+        The file cannot be read or holds a value the schema refuses; the message starts with
+        the preset's path (a command line's flags may be at fault too).
+    """
+    record = load_preset(path)
+    try:
+        return Options().replace(**record)
+    except OptionError as exc:
+        # (its options named as the preset names them: by field, not by flag)
+        raise OptionError(f"preset {path}: {exc}") from None
+
+
 def preset_text(options: Options, groups: Sequence[str] = ("analysis", "keys", "fit", "layer")
                 ) -> str:
     """``options`` as TOML a TD can share (only values that differ from the defaults)."""

@@ -136,7 +136,9 @@ class TreeLayout:
             rot_chan=np.concatenate([np.asarray(c, dtype=np.int64)
                                      for c in clip._rotation_index] + [np.zeros(0, np.int64)]),
             rot_axis=rot_axis,
-            orients=np.ascontiguousarray(orients, dtype=np.float64))
+            # a writable copy either way: an FBX clip's orients are read-only, and a kernel
+            # compiled for a read-only array is another signature to compile and cache
+            orients=np.array(orients, dtype=np.float64, order="C"))
 
 
 def channel_axes(clip: Clip, channels: np.ndarray, columns: np.ndarray) -> np.ndarray:

@@ -64,7 +64,10 @@ def test_a_bad_take_is_reported_with_its_line_and_the_rest_complete(takes, tmp_p
     assert 0 < summary["take0.bvh"]["mean_mm"] < summary["take0.bvh"]["max_mm"]
     csv_rows = (out / "summary.csv").read_text().splitlines()
     assert csv_rows[0] == ("clip,frames,keys,pose_keys,corrective_keys,total_keys,mean_mm,"
-                           "max_mm,seconds,status") and len(csv_rows) == 6
+                           "max_mm,seconds,status,keys_json,reduced_bvh") and len(csv_rows) == 6
+    # which files are a take's
+    assert summary["take0.bvh"]["keys_json"] == str(out / "take0.keys.json")
+    assert summary["take0.bvh"]["reduced_bvh"] == str(out / "take0.reduced.bvh")
 
 
 def test_dask_cluster_gives_the_same_files_as_the_process_pool(takes, tmp_path):
@@ -211,3 +214,150 @@ def test_the_in_host_batch_reports_failures_as_the_standalone_batch_does(tmp_pat
     assert rows == {"a.mb": f"failed: Permission denied: {tmp_path / 'out' / 'a.mb'}",
                     "b.mb": "failed: raise --max-keys or --max-span",
                     "c.mb": "failed: internal error KeyError: 'joint'", "d.mb": "ok"}
+
+
+# ------------------------------------------------------------------ a pipeline TD's audit
+def test_ctrl_c_inside_a_kernel_stops_the_batch_instead_of_failing_the_take(monkeypatch):
+    """Ctrl-C while a numba kernel runs comes back as a SystemError whose cause is the
+    KeyboardInterrupt: a one-worker batch recorded a failed take and went on."""
+    from sp_core.batch import take
+    from sp_core.jobs import Job
+    from sp_core.options import Options
+
+    def interrupted_kernel(job):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("CPUDispatcher(<function kernel>) returned a result with an "
+                              "exception set") from exc
+
+    monkeypatch.setattr(take, "run_job", interrupted_kernel)
+    with pytest.raises(KeyboardInterrupt):
+        take.reduce_one(Job("take.bvh", Options(), "reduce"))
+    monkeypatch.setattr(take, "run_job", lambda job: 1 / 0)  # a real internal error fails alone
+    assert take.reduce_one(Job("take.bvh", Options(), "reduce"))["status"] == (
+        "failed: internal error ZeroDivisionError: division by zero")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found += [int(t) for t in text]
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc (Linux)")
+def test_a_killed_pool_worker_fails_its_take_only(takes, tmp_path):
+    """The kernel's OOM killer ends one worker: every take of the batch failed
+    (BrokenProcessPool), the running one, the other worker's and those not started."""
+    out = tmp_path / "out"
+    inputs = [str(takes / f"take{i}.bvh") for i in range(4)] * 1
+    command = [sys.executable, "-m", "sp_core.cli", "batch", *inputs, "--out", str(out),
+               "--workers", "2"]  # the default options: about a second a take
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    own = Path(f"/proc/{process.pid}/cmdline").read_bytes()
+    deadline = time.monotonic() + 120
+    workers: list[int] = []
+    while time.monotonic() < deadline and not workers and process.poll() is None:
+        workers = [c for c in _children(process.pid)  # forked workers: the command's line
+                   if Path(f"/proc/{c}/cmdline").read_bytes() == own]
+        time.sleep(0.05)
+    assert workers, "no pool worker seen"
+    time.sleep(1.0)  # into its first take
+    os.kill(workers[0], signal.SIGKILL)
+    process.communicate(timeout=300)
+    statuses = [r["status"] for r in rows(out).values()]
+    assert len(statuses) == 4
+    assert sum(s == "ok" for s in statuses) >= 3
+    assert all(s == "ok" or s.startswith("failed: worker crashed") for s in statuses)
+
+
+def test_inputs_are_taken_once_absolute_without_hidden_files_and_must_exist(takes, tmp_path,
+                                                                          monkeypatch):
+    from sp_core.batch.run import collect_inputs
+    from sp_core.errors import OptionError
+
+    folder = tmp_path / "library"
+    folder.mkdir()
+    (folder / "walk.bvh").write_bytes((takes / "take0.bvh").read_bytes())
+    (folder / "alias.bvh").symlink_to(folder / "walk.bvh")
+    (folder / "._walk.bvh").write_bytes(b"\x00\x05\x16\x07 macOS resource fork")
+    monkeypatch.chdir(tmp_path)
+    found = collect_inputs(["library", str(folder / "walk.bvh")])
+    assert found == [folder / "alias.bvh"]  # one file, by the first name found, absolute
+    with pytest.raises(OptionError, match="^input librray does not exist$"):
+        collect_inputs(["librray"])
+
+
+def test_a_rerun_keeps_each_clips_outputs_however_the_paths_are_spelled(takes, tmp_path,
+                                                                       monkeypatch, capsys):
+    """Resuming with absolute paths instead of relative ones refused the batch's own files; a
+    clip of the same name added in another folder took over an existing clip's outputs."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "b" / "walk.bvh").write_bytes((takes / "take0.bvh").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    assert main(["batch", "b", "--out", "out", *BASE, "--workers", "1"]) == 0
+    first = (tmp_path / "out" / "walk.keys.json").read_bytes()
+    (tmp_path / "a" / "walk.bvh").write_bytes((takes / "take1.bvh").read_bytes())
+    capsys.readouterr()
+    assert main(["batch", str(tmp_path / "a"), str(tmp_path / "b"), "--out",
+                 str(tmp_path / "out"), *BASE, "--workers", "1"]) == 0
+    assert "2 of 2 takes reduced (1 done earlier, skipped)" in capsys.readouterr().out
+    assert (tmp_path / "out" / "walk.keys.json").read_bytes() == first  # still b's
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())["rows"]
+    assert [(r["clip"], Path(r["keys_json"]).name) for r in summary] == [
+        (str(tmp_path / "a" / "walk.bvh"), "walk_2.keys.json"),
+        (str(tmp_path / "b" / "walk.bvh"), "walk.keys.json")]
+
+
+def test_a_folder_with_files_the_batch_did_not_write_is_refused(takes, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.csv").write_text("the TD's own notes\n")
+    inputs = [str(takes / "take0.bvh"), "--out", str(out), *BASE, "--workers", "1"]
+    assert main(["batch", *inputs]) == 2
+    assert f"{out} already holds 1 file(s) this batch did not write (e.g. " \
+           f"{out / 'summary.csv'})" in capsys.readouterr().err
+    (out / "summary.csv").unlink()
+    (out / "manifest.json").write_text("{not json")
+    assert main(["batch", *inputs]) == 2
+    assert f"{out / 'manifest.json'} is not this tool's batch manifest or is damaged" in \
+        capsys.readouterr().err
+    assert main(["batch", *inputs, "--overwrite"]) == 0
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--scheduler", "local:2", "--workers", "1"],
+     "--workers sizes the local process pool; with --scheduler the cluster's workers run the "
+     "takes (local:N starts N); drop one of them"),
+    (["--scheduler", "foo"], "--scheduler takes local:N or a running scheduler's address such "
+                             "as tcp://HOST:8786, got 'foo'"),
+    (["--scheduler", "tcp://127.0.0.1:notaport"], "--scheduler takes local:N or a running "
+     "scheduler's address such as tcp://HOST:8786, got 'tcp://127.0.0.1:notaport'"),
+])
+def test_scheduler_options_that_cannot_work_are_refused_before_anything(takes, tmp_path, capsys,
+                                                                          flags, message):
+    out = tmp_path / "out"
+    assert main(["batch", str(takes / "take0.bvh"), "--out", str(out), *flags]) == 2
+    assert capsys.readouterr().err == f"salient-poses: error: {message}\n"
+    assert not out.exists()
+
+
+def test_an_address_where_no_scheduler_answers_is_said_within_the_deadline():
+    """Something listening that is not a Dask scheduler (its dashboard, a web server): the
+    client waited for ever."""
+    import socket
+
+    from sp_core.batch.executors import connect
+    from sp_core.errors import OptionError
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # listens, never answers
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(OptionError, match=f"^--scheduler tcp://127.0.0.1:{port}: no Dask "
+                                              "scheduler there"):
+            connect(f"tcp://127.0.0.1:{port}", seconds=1.0)
+        assert time.monotonic() - started < 10.0

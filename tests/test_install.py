@@ -321,3 +321,22 @@ def test_blender_extension_bundles_and_lists_the_given_wheels(install, tmp_path)
     assert "from blender_addon import register, unregister" in init
     assert install.main(["--blender-extension", str(out), "--wheels",
                          str(tmp_path / "empty")]) == 2
+
+
+def test_a_user_who_can_write_neither_the_install_nor_a_home_gets_a_kernel_cache(monkeypatch,
+                                                                                 tmp_path):
+    """A farm's service account (home not writable) running an install it does not own:
+    numba found no cache folder and every import of the engine failed ("cannot cache
+    function 'line_rows': no locator available")."""
+    import sp_core
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home" / ".cache"))
+    monkeypatch.setattr(sp_core.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(sp_core.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    sp_core._numba_cache_fallback()
+    assert os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "tmp" /
+                                                f"salient-poses-numba-{os.getuid()}")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/chosen")  # one set by the user stays
+    sp_core._numba_cache_fallback()
+    assert os.environ["NUMBA_CACHE_DIR"] == "/chosen"

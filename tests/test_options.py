@@ -138,7 +138,12 @@ def test_a_choice_of_keys_on_the_command_line_replaces_the_presets(sample_path, 
         Options().replace(suggested=True).keys
     preset.write_text("[keys]\nratio = 0.05\nkeys = 7\n")
     assert main(["reduce", str(sample_path), "--preset", str(preset)]) == 2
-    assert "error: keys and ratio both choose the keys; give one" in capsys.readouterr().err
+    assert f"error: preset {preset}: keys and ratio both choose the keys; give one" in \
+        capsys.readouterr().err  # which file holds the error (it named no file)
+    preset.write_text("[keys]\nkeyz = 7\n")
+    assert main(["batch", str(sample_path), "--out", str(tmp_path / "out"), "--preset",
+                 str(preset)]) == 2
+    assert f"error: preset {preset}: unknown option 'keyz'" in capsys.readouterr().err
 
 
 def test_a_tolerance_is_refused_with_layered_keys(sample_path, capsys):

@@ -3,6 +3,7 @@ refused with one line before any work (issue 15)."""
 
 from __future__ import annotations
 
+import csv
 import errno
 import hashlib
 import json
@@ -410,14 +411,14 @@ def test_ctrl_c_stops_a_batch_and_writes_what_finished(short_clip, tmp_path):
     assert process.returncode == 130, err
     assert stopped < 10.0, stopped  # the remaining takes are not waited for (generous: CI is busy)
     assert "interrupted:" in err.decode()
-    rows = (out / "summary.csv").read_text().splitlines()[1:]
+    with open(out / "summary.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
     assert len(rows) == 8
-    done = [r for r in rows if r.endswith(",ok")]
-    assert done and any("not run: interrupted" in r for r in rows)
+    done = [r for r in rows if r["status"] == "ok"]
+    assert done and any(r["status"] == "not run: interrupted" for r in rows)
     assert not list(out.glob(f".*{PARTIAL}"))
     for row in done:  # every output of a finished clip is complete
-        stem = Path(row.split(",")[0]).stem
-        assert read_bvh(out / f"{stem}.reduced.bvh").n_frames == 240
+        assert read_bvh(row["reduced_bvh"]).n_frames == 240
 
 
 def test_ctrl_c_ends_an_analysis_at_once(tmp_path):
@@ -607,3 +608,22 @@ def test_the_viewer_refuses_a_clip_it_cannot_show(tmp_path, capsys, frames):
     assert code == 2
     assert err == f"salient-poses: error: {path} holds {holds}; the viewer needs at least 2\n"
     assert not (tmp_path / "v.png").exists()
+
+
+def test_sigterm_stops_a_batch_as_ctrl_c_does(short_clip, tmp_path):
+    """What a farm's manager sends to stop a job: the batch died without a summary."""
+    folder = _batch_folder(short_clip, tmp_path, 8)
+    out = tmp_path / "out"
+    process = _spawn(["batch", str(folder), "--out", str(out), "--workers", "2", "--keys", "8"],
+                     tmp_path)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and len(list(out.glob("*.reduced.bvh"))) < 2:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 143, err
+    assert "before SIGTERM" in err.decode()
+    with open(out / "summary.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 8 and any(r["status"] == "not run: interrupted" for r in rows)
+    assert all(r["status"] in ("ok", "not run: interrupted") for r in rows)  # none "crashed"

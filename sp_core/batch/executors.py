@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from sp_core.batch.take import reduce_one
@@ -49,24 +50,41 @@ def worker_threads(workers: int, numba_pool: int | None = None) -> Iterator[int]
         yield threads
 
 
-def start_worker(parent: int, threads: int, budget: Any = None) -> None:
+#: In a pool's worker: where it says which take it starts (see :func:`_reduce_reporting`).
+_STARTED: Any = None
+
+
+def start_worker(parent: int, threads: int, budget: Any = None, started: Any = None) -> None:
     """Worker initialiser: pin the thread pools (:func:`sp_core.threads.pin_process`), end
-    with the parent (:func:`die_with_parent`) and, given a shared ``budget``, let numba use
-    as many threads as it says (:func:`sp_core.threads.follow_budget`)."""
+    with the parent (:func:`die_with_parent`), given a shared ``budget``, let numba use as
+    many threads as it says (:func:`sp_core.threads.follow_budget`), and given a ``started``
+    queue, say there which take it starts."""
+    global _STARTED
     pin_process(threads)
     die_with_parent(parent)
     if budget is not None:
         follow_budget(budget)
+    _STARTED = started
+
+
+def _reduce_reporting(job: Job, index: int) -> dict[str, object]:
+    """:func:`reduce_one` in a pool's worker, first telling the batch that take ``index``
+    started (if the worker dies, the batch knows which takes were running in the pool)."""
+    if _STARTED is not None:
+        _STARTED.put(index)
+    return reduce_one(job)
 
 
 def die_with_parent(parent: int) -> None:
     """End this worker when the batch process ends, however it ends.
 
     Linux delivers SIGKILL on the parent's death (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and
-    as a second guard, a thread notices the worker being re-parented. Ctrl-C is left to the
-    parent, which stops the workers itself after writing the summary.
+    as a second guard, a thread notices the worker being re-parented. Ctrl-C and SIGTERM are
+    left to the parent, which stops the workers itself after writing the summary (a worker
+    ended by them first would look like a crash, and its take would be run again).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # (sent to the group: the batch stops us)
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -132,16 +150,55 @@ def run_local(jobs: list[Job], workers: int, on_done: OnDone) -> None:
     # way numba's pool has a thread per core and pin_process limits it at run time
     with worker_threads(workers, numba_pool=cores()) as threads:
         budget = context.Value("i", threads, lock=False)
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                   initializer=start_worker,
-                                   initargs=(os.getpid(), threads, budget))
-        try:
-            futures = {pool.submit(reduce_one, job): job for job in jobs}
-            _collect(as_completed(futures), futures, done, "worker crashed")
-        except BaseException:
-            stop_pool(pool)
-            raise
+        pending = list(jobs)
+        while pending:
+            unfinished, running = _pool_round(pending, workers, context, threads, budget, done)
+            # a worker died (killed for its memory, a crash): the pool is broken and every take
+            # not done with it. Those that were running run again one at a time, each in a
+            # pool of its own, so only the one that kills its worker fails; then the rest
+            for job in running:
+                lost, _ = _pool_round([job], 1, context, threads, budget, done)
+                if lost:
+                    done(job, {"clip": job.input, "status": "failed: worker crashed (its "
+                               "process ended without a result: out of memory, or killed)"})
+            pending = [job for job in unfinished if job not in running]
+
+
+def _pool_round(jobs: list[Job], workers: int, context: Any, threads: int, budget: Any,
+                done: OnDone) -> tuple[list[Job], list[Job]]:
+    """Run ``jobs`` on a pool of ``workers`` processes until they end or a worker dies;
+    returns the jobs not done and, of those, the ones that were running when it died."""
+    started = context.SimpleQueue()
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context,
+                               initializer=start_worker,
+                               initargs=(os.getpid(), threads, budget, started))
+    finished: set[int] = set()
+    broken = False
+    try:
+        futures = {pool.submit(_reduce_reporting, job, i): i for i, job in enumerate(jobs)}
+        for future in as_completed(futures):
+            try:
+                row = future.result()
+            except BrokenProcessPool:
+                broken = True
+                break
+            except Exception as exc:  # noqa: BLE001 - a take that cannot come back fails alone
+                row = {"clip": jobs[futures[future]].input,
+                       "status": f"failed: worker error ({type(exc).__name__}: {exc})"}
+            finished.add(futures[future])
+            done(jobs[futures[future]], row)
+    except BaseException:
+        stop_pool(pool)
+        raise
+    if broken:
+        stop_pool(pool)
+    else:
         pool.shutdown(wait=True)
+    running: set[int] = set()
+    while not started.empty():
+        running.add(started.get())
+    unfinished = [job for i, job in enumerate(jobs) if i not in finished]
+    return unfinished, [job for i, job in enumerate(jobs) if i in running - finished]
 
 
 def _collect(completed: Iterable[Any], futures: dict[Any, Job], on_done: OnDone,
@@ -168,9 +225,10 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
             process.join(timeout=2)
 
 
-def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone) -> None:
+def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone, client: Any = None) -> None:
     """Run ``jobs`` on Dask: ``local:N`` starts a LocalCluster of N single-threaded worker
-    processes; anything else is the address of a running scheduler."""
+    processes; anything else is the address of a running scheduler (``client``: connected to it
+    already, see :func:`connect`; closed at the end)."""
     try:
         from distributed import Client, LocalCluster
         from distributed import as_completed as dask_completed
@@ -187,7 +245,7 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone) -> None:
                 host="127.0.0.1", silence_logs=40))
             client = stack.enter_context(Client(cluster))
         else:
-            client = stack.enter_context(Client(scheduler, timeout="20s"))
+            client = stack.enter_context(client or connect(scheduler))
         futures = {client.submit(reduce_one, job, pure=False, key=f"take-{i}"): job
                    for i, job in enumerate(jobs)}
         try:
@@ -195,3 +253,46 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone) -> None:
         except BaseException:
             client.cancel(list(futures), force=True)
             raise
+
+
+#: Seconds a scheduler's address has to answer.
+CONNECT_SECONDS = 20.0
+
+
+def connect(address: str, seconds: float = CONNECT_SECONDS) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address``, or a one-line error within
+    ``seconds`` (and a few more).
+
+    Dask's own timeout covers a port nothing listens on, not one where something else does:
+    pointed at a dashboard (8787) or any other server, the client waited for ever (or read
+    a reply as a frame length of exbibytes), so the connection is made in a thread given a
+    deadline.
+
+    Raises
+    ------
+    OptionError
+        No Dask scheduler answered there.
+    """
+    from distributed import Client
+
+    from sp_core.errors import OptionError
+
+    box: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            box["client"] = Client(address, timeout=f"{seconds:g}s")
+        except BaseException as exc:  # noqa: BLE001 - said below, in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=attempt, daemon=True, name="salient-poses-dask-connect")
+    thread.start()
+    thread.join(seconds + 5.0)
+    if "client" in box:
+        return box["client"]
+    error = box.get("error")
+    reason = (f"{type(error).__name__}: {error}".strip() if error is not None
+              else f"nothing answered as a scheduler within {seconds:g} s")
+    raise OptionError(f"--scheduler {address}: no Dask scheduler there ({reason}); give a "
+                      "running scheduler's address (tcp://HOST:8786 by default; 8787 is its "
+                      "dashboard) or local:N")

@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sp_core.batch.run import write_summary
+from sp_core.batch.run import TAKE_FIELDS, write_summary
+from sp_core.batch.take import interrupted
 from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.io.atomic import OutputGuard
 from sp_core.jobs import Job
@@ -20,7 +21,7 @@ from sp_core.options import (
     flag_of,
     from_arguments,
     host_fields,
-    load_preset,
+    preset_options,
 )
 
 HOST_BATCH_OPTIONS = host_fields()
@@ -38,7 +39,7 @@ def host_batch_options(args: argparse.Namespace) -> Options:
     """The options of a parsed in-host batch command line; a bad value ends the command with
     one line naming the option and exit status 2, before any scene opens (as argparse does)."""
     try:
-        base = Options().replace(**load_preset(args.preset)) if args.preset else None
+        base = preset_options(args.preset) if args.preset else None
         return from_arguments(args, HOST_BATCH_OPTIONS, base=base)
     except OptionError as exc:
         sys.stderr.write(f"error: {exc}\n")
@@ -67,13 +68,16 @@ def run_host_batch(inputs: list[str], options: Options,
         except (SalientPosesError, OSError) as exc:  # as the standalone batch says them
             row = {"clip": path, "status": f"failed: {said(exc, flag_of)}"}
         except Exception as exc:  # noqa: BLE001 - one bad scene must not stop the batch
+            stop = interrupted(exc)
+            if stop is not None:
+                raise stop from exc
             row = {"clip": path, "status": f"failed: internal error {type(exc).__name__}: {exc}"}
         row.setdefault("clip", path)
         row.setdefault("status", "ok")
         row["seconds"] = round(time.perf_counter() - started, 3)
         rows.append(row)
         print(f"[{i}/{len(inputs)}] {path}: {row['status']}", flush=True)
-    write_summary(out, rows)
+    write_summary(out, rows, fields=TAKE_FIELDS)
     failed = sum(row["status"] != "ok" for row in rows)
     print(f"{len(rows) - failed} of {len(rows)} reduced; summary in {out / 'summary.csv'}")
     return 1 if failed else 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from sp_core.jobs import Job
 
 MANIFEST = "manifest.json"
 VERSION = 1
+#: What each take's record holds.
+FIELDS = frozenset({"checksum", "options", "outputs", "status", "row"})
 
 
 def checksum(path: str | Path) -> str:
@@ -30,53 +33,86 @@ def checksum(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def _same(path: str | Path) -> str:
+    """How the manifest compares paths: resolved (a re-run may spell them another way:
+    absolute, relative, through a symlink)."""
+    return os.path.realpath(path)
+
+
 class Manifest:
     """Load, query and update ``out/manifest.json`` (written atomically after every change).
+
+    Takes are recorded by their input's resolved path and compared by resolved paths, so a
+    re-run that names the inputs or ``--out`` another way still finds its takes.
 
     Parameters
     ----------
     out : Path
         The batch's output folder.
+
+    Attributes
+    ----------
+    unreadable : str or None
+        Why an existing ``manifest.json`` could not be read as a batch's (damaged, another
+        version, another program's file); None if it was read or there is none.
     """
 
     def __init__(self, out: Path) -> None:
         self.path = out / MANIFEST
         self.entries: dict[str, dict[str, Any]] = {}
+        self.unreadable: str | None = None
         if self.path.exists():
             try:
                 record = json.loads(self.path.read_text(encoding="utf-8"))
-                if record.get("version") == VERSION:
-                    self.entries = dict(record["takes"])
-            except (OSError, ValueError, KeyError, TypeError):
-                self.entries = {}  # unreadable: every take is redone, nothing is trusted
+                if record.get("version") != VERSION:
+                    raise ValueError(f"not a version {VERSION} batch manifest")
+                self.entries = {_same(name): entry for name, entry in record["takes"].items()}
+                if not all(FIELDS <= set(entry) for entry in self.entries.values()):
+                    raise ValueError("a take's record is incomplete")
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                self.entries = {}  # nothing in it is trusted
+                self.unreadable = str(exc) or type(exc).__name__
 
     def owns(self, path: str) -> bool:
         """``path`` is an output this batch planned or wrote."""
-        return any(path in entry["outputs"] for entry in self.entries.values())
+        target = _same(path)
+        return any(target == _same(p) for entry in self.entries.values()
+                   for p in entry["outputs"])
+
+    def stems(self, out: Path) -> dict[str, str]:
+        """Resolved input path → the name its outputs got in ``out`` (``STEM`` of
+        ``STEM.keys.json``), for the inputs recorded."""
+        folder = _same(out)
+        named = {}
+        for name, entry in self.entries.items():
+            for output in entry["outputs"]:
+                if output.endswith(".keys.json") and _same(Path(output).parent) == folder:
+                    named[name] = Path(output).name[: -len(".keys.json")]
+        return named
 
     def done(self, job: Job, sha: str) -> dict[str, Any] | None:
         """The recorded summary row if ``job`` is done for this input and these options."""
-        entry = self.entries.get(job.input)
+        entry = self.entries.get(_same(job.input))
         if entry is None or entry["status"] != "ok" or entry["checksum"] != sha or \
                 entry["options"] != job.options.digest():
             return None
-        if sorted(entry["outputs"]) != sorted(p for _, p in job.outputs()) or \
-                not all(Path(p).exists() for p in entry["outputs"]):
+        if sorted(map(_same, entry["outputs"])) != sorted(_same(p) for _, p in job.outputs()) \
+                or not all(Path(p).exists() for p in entry["outputs"]):
             return None
-        return dict(entry["row"])
+        return {**entry["row"], "clip": job.input}
 
     def plan(self, jobs: list[Job], sums: dict[str, str]) -> None:
         """Record ``jobs`` as pending (their outputs become the batch's own) and save."""
         for job in jobs:
-            self.entries[job.input] = {"checksum": sums[job.input],
-                                       "options": job.options.digest(),
-                                       "outputs": [p for _, p in job.outputs()],
-                                       "status": "pending", "row": {}}
+            self.entries[_same(job.input)] = {"checksum": sums[job.input],
+                                              "options": job.options.digest(),
+                                              "outputs": [p for _, p in job.outputs()],
+                                              "status": "pending", "row": {}}
         self.save()
 
     def record(self, job: Job, row: dict[str, object]) -> None:
         """Record a finished job's status and summary row, and save."""
-        entry = self.entries[job.input]
+        entry = self.entries[_same(job.input)]
         entry["status"] = "ok" if row.get("status") == "ok" else "failed"
         entry["row"] = row
         self.save()

@@ -8,72 +8,111 @@ and the rest go on; ``summary.csv`` and ``summary.json`` list every take.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
+import re
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sp_core.batch.executors import cores, run_dask, run_local
-from sp_core.batch.manifest import Manifest, checksum
+from sp_core.batch.executors import connect, cores, run_dask, run_local
+from sp_core.batch.manifest import MANIFEST, Manifest, checksum
 from sp_core.batch.take import reduce_one, reduction_row  # noqa: F401 - re-exported
 from sp_core.errors import OptionError
-from sp_core.io.atomic import OutputError, remove_stale_partials, write_text
+from sp_core.io.atomic import OutputError, OutputGuard, remove_stale_partials, write_text
 from sp_core.io.readers import READERS, supported
-from sp_core.jobs import Job, guard_outputs
+from sp_core.jobs import Job
 from sp_core.options import Options
 
-SUMMARY_FIELDS = ("clip", "frames", "keys", "pose_keys", "corrective_keys", "total_keys",
-                  "mean_mm", "max_mm", "seconds", "status")
+#: The summary's columns of any batch's take (the in-host batches' too) ...
+TAKE_FIELDS = ("clip", "frames", "keys", "pose_keys", "corrective_keys", "total_keys",
+               "mean_mm", "max_mm", "seconds", "status")
+#: ... and of the standalone batch's, whose takes' files are named in its folder (two clips of
+#: one name: STEM_2...)
+SUMMARY_FIELDS = (*TAKE_FIELDS, "keys_json", "reduced_bvh")
+#: The files a batch writes into its folder besides the takes' outputs.
+OWN_FILES = ("summary.csv", "summary.json", MANIFEST)
+#: What ``--scheduler`` takes besides ``local:N``: a scheduler's address.
+SCHEDULER_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?[^\s:/]+:\d{1,5}$")
 OUTPUT_SUFFIXES = (".reduced.bvh", ".keys.json")
 #: share of the machine's memory the workers' analyses may use together
 MEMORY_SHARE = 0.8
 
 
 def collect_inputs(inputs: list[str], out: Path | None = None) -> list[Path]:
-    """The motion files named, and those inside named folders (sorted), without repeats and
-    without a batch's own outputs: a folder walk skips the output folder ``out`` and files named
-    like batch outputs (``*.reduced.bvh``); files named explicitly are always taken."""
+    """The motion files named, and those inside named folders (sorted), as absolute paths
+    (a Dask worker may run in another folder), each file once however it is reached (its
+    path, a symlink or a hard link: the first name found is kept), without a batch's own
+    outputs and without hidden files: a folder walk skips the output folder ``out``, files
+    named like batch outputs (``*.reduced.bvh``) and names starting with a dot (macOS's
+    ``._take.bvh``); files named explicitly are always taken.
+
+    Raises
+    ------
+    OptionError
+        A named input does not exist (a mistyped folder fails no take: it stops the batch
+        before any starts).
+    """
     found: list[Path] = []
     out_real = Path(os.path.realpath(out)) if out is not None else None
     for item in inputs:
-        path = Path(item)
+        path = Path(os.path.abspath(item))
+        if not path.exists():
+            raise OptionError(f"input {item} does not exist")
         if not path.is_dir():
             found.append(path)
             continue
         for candidate in sorted(path.rglob("*")):
             real = Path(os.path.realpath(candidate))
-            if not supported(candidate) or candidate.name.lower().endswith(OUTPUT_SUFFIXES):
+            if not supported(candidate) or candidate.name.lower().endswith(OUTPUT_SUFFIXES) \
+                    or any(part.startswith(".") for part in candidate.relative_to(path).parts):
                 continue
             if out_real is not None and out_real != Path(os.path.realpath(path)) and \
                     out_real in real.parents:
                 continue
             found.append(candidate)
-    return list(dict.fromkeys(found))
+    seen: set[tuple[int, int] | str] = set()
+    unique = []
+    for path in found:
+        try:
+            status = path.stat()
+            identity: tuple[int, int] | str = (status.st_dev, status.st_ino)
+        except OSError:  # (unreadable: its take says why)
+            identity = os.path.realpath(path)
+        if identity not in seen:
+            seen.add(identity)
+            unique.append(path)
+    return unique
 
 
-def _output_stem(path: Path, taken: set[str]) -> str:
-    stem = path.stem
-    name, n = stem, 2
-    while name in taken:  # two inputs with one name in different folders
-        name = f"{stem}_{n}"
-        n += 1
-    taken.add(name)
-    return name
-
-
-def batch_jobs(paths: list[Path], out: Path, options: Options) -> list[Job]:
+def batch_jobs(paths: list[Path], out: Path, options: Options,
+               manifest: Manifest | None = None) -> list[Job]:
     """One reduce job per input, writing ``out/STEM.keys.json`` and ``out/STEM.reduced.bvh``.
 
-    The jobs may replace their outputs: :func:`run_batch` has decided which files are the
-    batch's own (its manifest) or may go (``--overwrite``) before any take starts.
+    Two inputs with one name get ``STEM_2``, ``STEM_3``, ... in the order found; a name the
+    ``manifest`` gave an input in an earlier run stays that input's, so adding a clip of the
+    same name elsewhere does not move another clip's outputs. The jobs may replace their
+    outputs: :func:`run_batch` has decided which files are the batch's own (its manifest) or
+    may go (``--overwrite``) before any take starts.
     """
-    taken: set[str] = set()
+    given = manifest.stems(out) if manifest is not None else {}
+    taken = set(given.values())
     jobs = []
     for path in paths:
-        stem = _output_stem(path, taken)
+        stem = given.get(os.path.realpath(path))
+        if stem is None:
+            stem = name = path.stem
+            n = 2
+            while stem in taken:  # two inputs with one name in different folders
+                stem = f"{name}_{n}"
+                n += 1
+            taken.add(stem)
         jobs.append(Job(str(path), options.replace(json=str(out / f"{stem}.keys.json"),
                                                    bvh=str(out / f"{stem}.reduced.bvh"),
                                                    overwrite=True), "reduce"))
@@ -81,11 +120,12 @@ def batch_jobs(paths: list[Path], out: Path, options: Options) -> list[Job]:
 
 
 def write_summary(out: Path, rows: list[dict[str, object]],
-                  extra: dict[str, Any] | None = None) -> None:
-    """``out/summary.csv`` (columns :data:`SUMMARY_FIELDS`) and ``out/summary.json`` (the same
-    rows with counts), both atomic."""
+                  extra: dict[str, Any] | None = None,
+                  fields: tuple[str, ...] = SUMMARY_FIELDS) -> None:
+    """``out/summary.csv`` (columns ``fields``) and ``out/summary.json`` (the same rows with
+    counts), both atomic."""
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=SUMMARY_FIELDS, restval="", lineterminator="\n",
+    writer = csv.DictWriter(text, fieldnames=fields, restval="", lineterminator="\n",
                             extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
@@ -145,34 +185,97 @@ def _check_memory(options: Options, workers: int) -> None:
                           f"{total:.1f} GiB; lower --workers or --memory-gib")
 
 
+def _workers(options: Options) -> int:
+    """The worker processes of the batch (the local pool's, or a LocalCluster's).
+
+    Raises
+    ------
+    OptionError
+        ``--workers`` with ``--scheduler`` (the cluster's workers run the takes), or a
+        scheduler that is neither ``local:N`` nor an address.
+    """
+    batch = options.batch
+    if batch.scheduler is None:
+        return batch.workers or cores()
+    if batch.workers is not None:
+        raise OptionError("--workers sizes the local process pool; with --scheduler the "
+                          "cluster's workers run the takes (local:N starts N); drop one of them")
+    if batch.scheduler.startswith("local:"):
+        count = batch.scheduler.partition(":")[2]
+        if not count.isdigit() or int(count) < 1:
+            raise OptionError(f"--scheduler local:N needs N >= 1 worker processes, got "
+                              f"{batch.scheduler}")
+        return int(count)
+    if not SCHEDULER_ADDRESS.match(batch.scheduler):
+        raise OptionError(f"--scheduler takes local:N or a running scheduler's address such as "
+                          f"tcp://HOST:8786, got {batch.scheduler!r}")
+    return 1
+
+
+def _guard(job: Job) -> None:
+    """:func:`sp_core.jobs.guard_outputs` for a batch's take, whose outputs no flag of its own
+    names (``--out`` holds them all)."""
+    guard = OutputGuard([job.input], overwrite=True)  # (the manifest decided what may go)
+    for _flag, path in job.outputs():
+        guard.claim(path, "output")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what a farm's manager sends to stop a job), taken as Ctrl-C is: the batch
+    writes its summary and stops its workers."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread while the block runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_batch(inputs: list[str], options: Options) -> int:
     """Reduce every input into ``options.batch.out``; 1 if any take failed, 130 if
-    interrupted, else 0. Takes already done with the same input and options are skipped."""
+    interrupted (143 by SIGTERM), else 0. Takes already done with the same input and options
+    are skipped."""
     batch = options.batch
     assert batch.out is not None
-    out = Path(batch.out)
+    out = Path(os.path.abspath(batch.out))  # (a Dask worker may run in another folder)
+    workers = _workers(options)
     paths = collect_inputs(inputs, out)
     if not paths:
         raise OptionError(f"no motion files ({', '.join(sorted(READERS))}) found in the inputs "
                           "(the output folder's own files are not inputs)")
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file; give a folder")
-    workers = batch.workers or cores()
-    if batch.scheduler is not None and batch.scheduler.startswith("local:"):
-        count = batch.scheduler.partition(":")[2]
-        if not count.isdigit() or int(count) < 1:
-            raise OptionError(f"--scheduler local:N needs N >= 1 worker processes, got "
-                              f"{batch.scheduler}")
-        workers = int(count)
     _check_memory(options, workers if batch.scheduler is None or
                   batch.scheduler.startswith("local:") else 1)
-    jobs = batch_jobs(paths, out, options)
-    out.mkdir(parents=True, exist_ok=True)
-    for job in jobs:  # an input named like an output, a symlink into out: refused up front
-        guard_outputs(job)
     manifest = Manifest(out)
+    if manifest.unreadable is not None and not options.output.overwrite:
+        raise OutputError(f"{manifest.path} is not this tool's batch manifest or is damaged "
+                          f"({manifest.unreadable}); add --overwrite to start the batch afresh "
+                          "there or choose another --out")
+    jobs = batch_jobs(paths, out, options, manifest)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot make --out {out}: {exc.strerror or exc}") from None
+    for job in jobs:  # an input named like an output, a symlink into out: refused up front
+        _guard(job)
+    ours = manifest.path.exists() and manifest.unreadable is None
     foreign = [p for job in jobs for _, p in job.outputs()
                if Path(p).exists() and not manifest.owns(p)]
+    # a summary is the batch's own where its manifest is (a folder of someone else's)
+    foreign += [str(out / name) for name in OWN_FILES
+                if name != MANIFEST and (out / name).exists() and not ours]
     if foreign and not options.output.overwrite:
         raise OutputError(f"{out} already holds {len(foreign)} file(s) this batch did not write "
                           f"(e.g. {foreign[0]}); add --overwrite to replace them or choose "
@@ -185,6 +288,9 @@ def run_batch(inputs: list[str], options: Options) -> int:
             sums[job.input] = f"unreadable: {exc.strerror}"
     earlier = {job.input: manifest.done(job, sums[job.input]) for job in jobs}
     todo = [job for job in jobs if earlier[job.input] is None]
+    client = None
+    if todo and batch.scheduler is not None and not batch.scheduler.startswith("local:"):
+        client = connect(batch.scheduler)  # (an address with no scheduler changes nothing)
     remove_stale_partials(out)
     manifest.plan(todo, sums)
     rows: dict[str, dict[str, object]] = {}
@@ -195,12 +301,15 @@ def run_batch(inputs: list[str], options: Options) -> int:
         manifest.record(job, row)
         reporter.done(row)
 
-    interrupted = False
+    interrupted = terminated = False
     try:
-        if batch.scheduler is None:
-            run_local(todo, workers, finished)
-        else:
-            run_dask(todo, batch.scheduler, finished)
+        with _terminate_as_interrupt():
+            if batch.scheduler is None:
+                run_local(todo, workers, finished)
+            else:
+                run_dask(todo, batch.scheduler, finished, client)
+    except Terminated:
+        interrupted = terminated = True
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -209,10 +318,13 @@ def run_batch(inputs: list[str], options: Options) -> int:
     summary = []
     for job in jobs:
         if earlier[job.input] is not None:
-            summary.append({**earlier[job.input], "resumed": True})
+            row = {**earlier[job.input], "resumed": True}
         else:
-            summary.append(rows.get(job.input, {"clip": job.input,
-                                                "status": "not run: interrupted"}))
+            row = rows.get(job.input, {"clip": job.input, "status": "not run: interrupted"})
+        # which files are the take's (two clips of one name: STEM_2...)
+        out_files = dict(job.outputs())
+        summary.append({**row, "keys_json": out_files["--json"],
+                        "reduced_bvh": out_files["--bvh"]})
     write_summary(out, summary, {"skipped": len(jobs) - len(todo), "interrupted": interrupted,
                                  "scheduler": batch.scheduler or f"local pool of {workers}"})
     done = sum(row["status"] == "ok" for row in summary)
@@ -221,9 +333,10 @@ def run_batch(inputs: list[str], options: Options) -> int:
         reporter.event("finished", takes=len(jobs), ok=done, failed=failed,
                        skipped=len(jobs) - len(todo), interrupted=interrupted)
     if interrupted:
-        print(f"interrupted: {done} of {len(jobs)} takes reduced before Ctrl-C; summary in "
-              f"{out / 'summary.csv'}", file=sys.stderr)
-        return 130
+        print(f"interrupted: {done} of {len(jobs)} takes reduced before "
+              f"{'SIGTERM' if terminated else 'Ctrl-C'}; summary in {out / 'summary.csv'}",
+              file=sys.stderr)
+        return 143 if terminated else 130
     if not batch.json_log:
         for row in summary:  # which take and why, where the user looks (the CSV has them too)
             status = str(row["status"])

@@ -33,6 +33,24 @@ def reduce_one(job: Job) -> dict[str, object]:
     except (SalientPosesError, OSError) as exc:
         row["status"] = f"failed: {said(exc, flag_of)}"  # a command line's batch: its flags
     except Exception as exc:  # noqa: BLE001 - one bad clip must not stop the batch
+        stop = interrupted(exc)
+        if stop is not None:
+            raise stop from exc
         row["status"] = f"failed: internal error {type(exc).__name__}: {exc}"
     row["seconds"] = round(time.perf_counter() - started, 3)
     return row
+
+
+def interrupted(error: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or the batch's SIGTERM, a ``KeyboardInterrupt`` too) that ``error`` came of,
+    if any: a numba kernel that the signal interrupts returns as a ``SystemError`` ("returned a
+    result with an exception set") whose cause is the interrupt, which a take's "never raise"
+    would otherwise take for a failure."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None

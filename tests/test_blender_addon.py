@@ -296,8 +296,10 @@ def test_an_armature_without_animation_is_said_so_not_called_locked(scene):
     bpy.data.objects[scene.object_name].animation_data.action = None
     session = Session(scene.host)
     session.analyze()
-    with pytest.raises(HostError, match="no channel of the armature is animated in the "
-                                        "analysed range"):
+    assert session.notes[-1].startswith("nothing moves in frames 1001..1040")
+    with pytest.raises(SalientPosesError, match="^nothing moves in frames 1001..1040: every "
+                                                "channel keeps one value, so there is no key "
+                                                "to write$"):
         session.apply()
 
 

@@ -35,6 +35,7 @@ from sp_core.host import Host, LayerHandle, SparseLayers, host_step
 from sp_core.layered import LayeredSelection, TwoPassSpace, layered_selection
 from sp_core.options import (
     DEFAULT_TOLERANCE,
+    InputOptions,
     Options,
     Pin,
     build,
@@ -55,6 +56,11 @@ SPACE_SHARE = 0.2
 #: Analysis options the session reads after the analysis (the suggested K's threshold rule,
 #: a layered selection's breakdowns): changing them needs no new analysis.
 READ_LIVE = frozenset({"accuracy", "significance", "breakdowns"})
+#: Analysis options the spaces of keyposes + breakdowns mode do not read.
+NOT_LAYERED = frozenset({"cost", "cost_options", "compose", "time_scale", "pins", "max_span",
+                         "max_keys", "memory_gib", "time_budget"})
+#: The input options (the rest of what shapes an analysis is its own group).
+INPUT_FIELDS = frozenset(f.name for f in fields(InputOptions))
 EVENTS = ("options_changed", "analysis_started", "analysis_progress", "analysis_finished",
           "analysis_failed", "analysis_cancelled", "k_changed", "applied", "removed")
 
@@ -379,20 +385,53 @@ class Session:
 
     def changed_since_analysis(self) -> tuple[str, ...]:
         """The options (field names) changed since the analysis in a way only a new analysis
-        takes in: the input and analysis options that made the selection space (not those
-        read afterwards, :data:`READ_LIVE`), and the tolerance when it chooses K (it chose K
-        when the analysis ran). Empty before any analysis."""
+        takes in: the input and analysis options that made the selection space, and the
+        tolerance when it chooses K (it chose K when the analysis ran). Empty before any
+        analysis.
+
+        Not counted: the options read afterwards (:data:`READ_LIVE`); in keyposes +
+        breakdowns mode, those its spaces do not use (:data:`NOT_LAYERED`); a pin's name or
+        note; a frame range naming the frames analysed; more memory or time for an analysis
+        that needed no window.
+        """
         made, now = self.analysed, self.options
-        if made is None or self.space is None:
+        if made is None or self.space is None or self.motion is None:
             return ()
+        ignored = set(READ_LIVE)
+        if made.analysis.layered and now.analysis.layered:
+            ignored |= NOT_LAYERED
         changed = [f.name for group in ("input", "analysis")
-                   for f in fields(getattr(now, group)) if f.name not in READ_LIVE
-                   and getattr(getattr(made, group), f.name) != getattr(getattr(now, group),
-                                                                        f.name)]
+                   for f in fields(getattr(now, group)) if f.name not in ignored
+                   and self._analysed_as(f.name, made) != self._analysed_as(f.name, now)]
         if key_choice(now) == "tolerance" and (key_choice(made) != "tolerance"
                                                or made.keys.tolerance != now.keys.tolerance):
             changed.append("tolerance")
         return tuple(changed)
+
+    def _analysed_as(self, name: str, options: Options) -> Any:
+        """What option ``name`` of ``options`` makes of the analysis (see
+        :meth:`changed_since_analysis`)."""
+        assert self.motion is not None and self.analysed is not None
+        value = getattr(options.input if name in INPUT_FIELDS else options.analysis, name)
+        if name == "pins":
+            return tuple(pin.frame for pin in value)
+        if name == "frame_range":
+            if options is self.analysed:  # the frames it read
+                return self.motion.first_frame, self.motion.last_frame
+            if value is None:
+                try:
+                    return tuple(int(f) for f in self.host.playback_range())
+                except Exception:  # noqa: BLE001 - a host that cannot say: taken as changed
+                    return None
+            return value
+        if name in ("memory_gib", "time_budget") and self.space is not None \
+                and not self.space.notes:
+            def budget(of: Options) -> float:
+                return (of.analysis.memory_gib if name == "memory_gib"
+                        else time_budget_for(of, self.motion.n_frames))
+            # exact (no window, nothing capped): any budget at least as large gives it again
+            return "enough" if budget(options) >= budget(self.analysed) else budget(options)
+        return value
 
     def check_analysis_current(self) -> None:
         """Refuse to go on with an analysis the options no longer describe.

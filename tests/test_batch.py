@@ -361,3 +361,61 @@ def test_an_address_where_no_scheduler_answers_is_said_within_the_deadline():
                                               "scheduler there"):
             connect(f"tcp://127.0.0.1:{port}", seconds=1.0)
         assert time.monotonic() - started < 10.0
+
+
+POOL_SCRIPT = """
+import os, sys
+from sp_core.batch import executors
+from sp_core.jobs import Job
+from sp_core.options import Options
+executors.reduce_one = lambda job: {"clip": job.input, "status": "ok"}  # a take of no time
+if sys.argv[2] == "dying":  # every worker ends as it starts
+    executors.start_worker = lambda *args: os._exit(3)
+rows = []
+executors.run_local([Job(f"t{i}.bvh", Options(), "reduce") for i in range(int(sys.argv[1]))],
+                    2, lambda job, row: rows.append(row["status"]))
+print(len(rows), sorted(set(rows)))
+"""
+
+
+@pytest.mark.parametrize("takes, workers, printed", [
+    # thousands of takes: the workers said which take they start through a pipe the batch
+    # read only at the end; it filled at about 3,500 takes and the batch stood still
+    (6000, "working", "6000 ['ok']"),
+    # workers that die as they start: the batch started new pools for ever
+    (3, "dying", "3 [\"failed: worker crashed (the pool's processes ended as they started)\"]"),
+])
+def test_the_pool_ends_with_many_takes_and_with_workers_that_cannot_start(takes, workers,
+                                                                          printed):
+    done = subprocess.run([sys.executable, "-c", POOL_SCRIPT, str(takes), workers],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.strip() == printed, done.stderr
+
+
+def test_a_manifest_whose_takes_claim_one_output_is_not_trusted(takes, tmp_path):
+    """An earlier version gave two clips of one name in two folders the same outputs, one
+    after the other: the manifest said both were done, with one clip's keys in the file."""
+    for name in ("x", "y"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "take.bvh").write_bytes((takes / f"take{ord(name) % 2}.bvh")
+                                                   .read_bytes())
+    out = tmp_path / "out"
+    assert main(["batch", str(tmp_path / "x"), "--out", str(out), *BASE, "--workers", "1"]) == 0
+    record = json.loads((out / "manifest.json").read_text())
+    (entry,) = record["takes"].values()
+    record["takes"][str(tmp_path / "y" / "take.bvh")] = entry  # what the old version left
+    (out / "manifest.json").write_text(json.dumps(record))
+    assert main(["batch", str(tmp_path / "x"), str(tmp_path / "y"), "--out", str(out), *BASE,
+                 "--workers", "1"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped"] == 0
+    assert [Path(r["keys_json"]).name for r in summary["rows"]] == ["take.keys.json",
+                                                                    "take_2.keys.json"]
+
+
+def test_an_ipv6_scheduler_address_is_taken():
+    from sp_core.batch.run import _workers
+    from sp_core.options import Options
+
+    for address in ("tcp://[::1]:8786", "[fe80::1]:8786", "tcp://head:8786"):
+        assert _workers(Options().replace(scheduler=address)) == 1

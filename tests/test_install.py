@@ -328,15 +328,29 @@ def test_a_user_who_can_write_neither_the_install_nor_a_home_gets_a_kernel_cache
     """A farm's service account (home not writable) running an install it does not own:
     numba found no cache folder and every import of the engine failed ("cannot cache
     function 'line_rows': no locator available")."""
+    import numba
+
     import sp_core
 
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", numba.config.CACHE_DIR)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home" / ".cache"))
     monkeypatch.setattr(sp_core.os, "access", lambda path, mode: False)
-    monkeypatch.setattr(sp_core.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(sp_core.tempfile, "tempdir", str(tmp_path / "tmp"))
     sp_core._numba_cache_fallback()
-    assert os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "tmp" /
-                                                f"salient-poses-numba-{os.getuid()}")
+    folder = tmp_path / "tmp" / f"salient-poses-numba-{os.getuid()}"
+    assert os.environ["NUMBA_CACHE_DIR"] == str(folder)
+    assert numba.config.CACHE_DIR == str(folder)  # numba was imported first: told too
+    assert folder.stat().st_mode & 0o777 == 0o700
+    # a folder of that name anyone may write (another account's trap: numba unpickles its
+    # index files) is not used
+    folder.chmod(0o777)
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    sp_core._numba_cache_fallback()
+    chosen = Path(os.environ["NUMBA_CACHE_DIR"])
+    assert chosen != folder and chosen.parent == tmp_path / "tmp"
+    assert chosen.stat().st_mode & 0o777 == 0o700
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/chosen")  # one set by the user stays
     sp_core._numba_cache_fallback()
     assert os.environ["NUMBA_CACHE_DIR"] == "/chosen"

@@ -159,6 +159,16 @@ def test_apply_refuses_an_analysis_the_options_no_longer_describe(clip):
     assert host.layers == [] and host.undo_chunks == []
     session.set_options(pins=[], stride=1, accuracy=0.2, tangents="broken", space="channel")
     assert session.changed_since_analysis() == ()
+    # what makes the same analysis again is no change: the frames analysed given as a range,
+    # more memory for an analysis that needed no window
+    session.set_options(frame_range=(0, 400), memory_gib=4.0)
+    assert session.changed_since_analysis() == ()
+    session.set_options(frame_range=(0, 300), memory_gib=1.0)
+    assert session.changed_since_analysis() == ("frame_range", "memory_gib")
+    session.set_options(frame_range=None, memory_gib=2.0, pins=[Pin(200, name="contact")])
+    session.analyze()
+    session.set_options(pins=[Pin(200, name="heel strike", note="left")])  # the same frame
+    assert session.changed_since_analysis() == ()
     session.apply()
     assert len(host.layers) == 1
     # the tolerance chose no K in this analysis: choosing K by it needs one

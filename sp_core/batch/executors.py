@@ -50,15 +50,16 @@ def worker_threads(workers: int, numba_pool: int | None = None) -> Iterator[int]
         yield threads
 
 
-#: In a pool's worker: where it says which take it starts (see :func:`_reduce_reporting`).
+#: In a pool's worker: a shared byte per take of its round, set as the take starts (see
+#: :func:`_reduce_reporting`; shared memory, not a pipe: nothing to fill or block on).
 _STARTED: Any = None
 
 
 def start_worker(parent: int, threads: int, budget: Any = None, started: Any = None) -> None:
     """Worker initialiser: pin the thread pools (:func:`sp_core.threads.pin_process`), end
     with the parent (:func:`die_with_parent`), given a shared ``budget``, let numba use as
-    many threads as it says (:func:`sp_core.threads.follow_budget`), and given a ``started``
-    queue, say there which take it starts."""
+    many threads as it says (:func:`sp_core.threads.follow_budget`), and given ``started``
+    flags, mark there which takes it starts."""
     global _STARTED
     pin_process(threads)
     die_with_parent(parent)
@@ -71,7 +72,7 @@ def _reduce_reporting(job: Job, index: int) -> dict[str, object]:
     """:func:`reduce_one` in a pool's worker, first telling the batch that take ``index``
     started (if the worker dies, the batch knows which takes were running in the pool)."""
     if _STARTED is not None:
-        _STARTED.put(index)
+        _STARTED[index] = 1
     return reduce_one(job)
 
 
@@ -153,29 +154,40 @@ def run_local(jobs: list[Job], workers: int, on_done: OnDone) -> None:
         pending = list(jobs)
         while pending:
             unfinished, running = _pool_round(pending, workers, context, threads, budget, done)
+            if len(unfinished) == len(pending) and not running:
+                # no take started: the workers die as they start (not a take's doing)
+                for job in unfinished:
+                    done(job, {"clip": job.input, "status": LOST_AT_START})
+                return
             # a worker died (killed for its memory, a crash): the pool is broken and every take
             # not done with it. Those that were running run again one at a time, each in a
             # pool of its own, so only the one that kills its worker fails; then the rest
             for job in running:
                 lost, _ = _pool_round([job], 1, context, threads, budget, done)
                 if lost:
-                    done(job, {"clip": job.input, "status": "failed: worker crashed (its "
-                               "process ended without a result: out of memory, or killed)"})
+                    done(job, {"clip": job.input, "status": LOST})
             pending = [job for job in unfinished if job not in running]
+
+
+#: A take whose worker process ended without a result, and takes no worker lived to start.
+LOST = "failed: worker crashed (its process ended without a result: out of memory, or killed)"
+LOST_AT_START = "failed: worker crashed (the pool's processes ended as they started)"
 
 
 def _pool_round(jobs: list[Job], workers: int, context: Any, threads: int, budget: Any,
                 done: OnDone) -> tuple[list[Job], list[Job]]:
     """Run ``jobs`` on a pool of ``workers`` processes until they end or a worker dies;
     returns the jobs not done and, of those, the ones that were running when it died."""
-    started = context.SimpleQueue()
+    started = context.RawArray("b", len(jobs))
     pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context,
                                initializer=start_worker,
                                initargs=(os.getpid(), threads, budget, started))
     finished: set[int] = set()
     broken = False
     try:
-        futures = {pool.submit(_reduce_reporting, job, i): i for i, job in enumerate(jobs)}
+        futures = {}
+        for i, job in enumerate(jobs):
+            futures[pool.submit(_reduce_reporting, job, i)] = i
         for future in as_completed(futures):
             try:
                 row = future.result()
@@ -187,6 +199,8 @@ def _pool_round(jobs: list[Job], workers: int, context: Any, threads: int, budge
                        "status": f"failed: worker error ({type(exc).__name__}: {exc})"}
             finished.add(futures[future])
             done(jobs[futures[future]], row)
+    except BrokenProcessPool:  # a worker died while the takes were handed out
+        broken = True
     except BaseException:
         stop_pool(pool)
         raise
@@ -194,11 +208,8 @@ def _pool_round(jobs: list[Job], workers: int, context: Any, threads: int, budge
         stop_pool(pool)
     else:
         pool.shutdown(wait=True)
-    running: set[int] = set()
-    while not started.empty():
-        running.add(started.get())
     unfinished = [job for i, job in enumerate(jobs) if i not in finished]
-    return unfinished, [job for i, job in enumerate(jobs) if i in running - finished]
+    return unfinished, [job for i, job in enumerate(jobs) if started[i] and i not in finished]
 
 
 def _collect(completed: Iterable[Any], futures: dict[Any, Job], on_done: OnDone,

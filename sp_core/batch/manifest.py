@@ -72,6 +72,13 @@ class Manifest:
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 self.entries = {}  # nothing in it is trusted
                 self.unreadable = str(exc) or type(exc).__name__
+        # outputs two takes claim (an earlier version named two clips of one name alike): what
+        # they hold is one take's, so neither take is done nor keeps the name
+        claims: dict[str, int] = {}
+        for entry in self.entries.values():
+            for output in entry["outputs"]:
+                claims[_same(output)] = claims.get(_same(output), 0) + 1
+        self._shared = {path for path, count in claims.items() if count > 1}
 
     def owns(self, path: str) -> bool:
         """``path`` is an output this batch planned or wrote."""
@@ -86,7 +93,8 @@ class Manifest:
         named = {}
         for name, entry in self.entries.items():
             for output in entry["outputs"]:
-                if output.endswith(".keys.json") and _same(Path(output).parent) == folder:
+                if output.endswith(".keys.json") and _same(Path(output).parent) == folder \
+                        and _same(output) not in self._shared:
                     named[name] = Path(output).name[: -len(".keys.json")]
         return named
 
@@ -97,7 +105,8 @@ class Manifest:
                 entry["options"] != job.options.digest():
             return None
         if sorted(map(_same, entry["outputs"])) != sorted(_same(p) for _, p in job.outputs()) \
-                or not all(Path(p).exists() for p in entry["outputs"]):
+                or not all(Path(p).exists() for p in entry["outputs"]) \
+                or any(_same(p) in self._shared for p in entry["outputs"]):
             return None
         return {**entry["row"], "clip": job.input}
 

@@ -39,7 +39,8 @@ SUMMARY_FIELDS = (*TAKE_FIELDS, "keys_json", "reduced_bvh")
 #: The files a batch writes into its folder besides the takes' outputs.
 OWN_FILES = ("summary.csv", "summary.json", MANIFEST)
 #: What ``--scheduler`` takes besides ``local:N``: a scheduler's address.
-SCHEDULER_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?[^\s:/]+:\d{1,5}$")
+SCHEDULER_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+)"
+                               r":\d{1,5}$")  # (an IPv6 host in brackets)
 OUTPUT_SUFFIXES = (".reduced.bvh", ".keys.json")
 #: share of the machine's memory the workers' analyses may use together
 MEMORY_SHARE = 0.8
@@ -304,7 +305,9 @@ def run_batch(inputs: list[str], options: Options) -> int:
     interrupted = terminated = False
     try:
         with _terminate_as_interrupt():
-            if batch.scheduler is None:
+            if not todo:
+                pass  # every take done earlier: no pool, no cluster
+            elif batch.scheduler is None:
                 run_local(todo, workers, finished)
             else:
                 run_dask(todo, batch.scheduler, finished, client)

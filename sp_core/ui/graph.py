@@ -153,16 +153,16 @@ class ErrorGraph(QtWidgets.QWidget):
             return
         self.second_curve.setData(*self._values(space))
 
-    def set_k(self, k: int) -> None:
-        """Move the marker (no signal); the view widens to show it (a K typed past the
-        useful range)."""
+    def set_k(self, k: int, reveal: bool = True) -> None:
+        """Move the marker (no signal); with ``reveal`` the view widens to show it (a K typed
+        past the useful range)."""
         self._k = k
         self.marker.blockSignals(True)
         self.marker.setValue(k)
         self.marker.blockSignals(False)
         self._show_readout(k)
         low, high = self.plot.vb.viewRange()[0]
-        if self.space is not None and not low <= k <= high:
+        if reveal and self.space is not None and not low <= k <= high:
             self.plot.setXRange(min(low, k), max(high, k), padding=0.03)
 
     def useful_range(self) -> tuple[int, int]:
@@ -232,7 +232,7 @@ class ErrorGraph(QtWidgets.QWidget):
         if shown is not None:  # the K in view stay (a new log mode ranges over every K)
             self.plot.setXRange(*shown, padding=0.0)
         if self._k is not None:
-            self.set_k(self._k)
+            self.set_k(self._k, reveal=shown is None)
 
     # ------------------------------------------------------------------ interaction
     def _marker_dragged(self) -> None:

@@ -93,9 +93,11 @@ class MainWindow(QtWidgets.QMainWindow):
         window.resize(self.size())
         window.show()
         _OPEN.add(window)
+        # this window goes once Qt is done with the menu action that called this (its menus'
+        # actions hold it: without the delete, every Open kept a clip and its analysis)
+        self.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
         self.close()
-        # (let go of this window once Qt is done with the menu action that called this)
-        QtCore.QTimer.singleShot(0, lambda: _OPEN.discard(self))
+        _OPEN.discard(self)
         return window
 
     def undo(self) -> None:
@@ -108,8 +110,10 @@ class MainWindow(QtWidgets.QMainWindow):
         except SalientPosesError as exc:
             self.panel.show_error(str(exc).capitalize())
             return
-        # every layer of the standalone scene is one this window wrote
+        # every layer of the standalone scene is one this window wrote; what was applied last
+        # may be what was undone, so it is not there to save any more
         self.session.applied[:] = self.host.layers
+        self.session.last_reduction = self.session.last_options = None
         self.panel.show_status(f"Undone: {label}.", ok=True)
         self.panel.refresh_layers()
 

@@ -325,7 +325,7 @@ class Session:
                     on_demand=None if whole_space else token.check)
             notes = [*reading_notes, *space.notes]  # e.g. a long take's window
             if constant_channels(motion.channels).all():
-                notes.append(_still(motion))
+                notes.append(_still(motion.first_frame, motion.last_frame))
             token.check()
         except AnalysisCancelled:
             self._emit("analysis_cancelled")
@@ -416,9 +416,11 @@ class Session:
         if name == "pins":
             return tuple(pin.frame for pin in value)
         if name == "frame_range":
-            if options is self.analysed:  # the frames it read
-                return self.motion.first_frame, self.motion.last_frame
-            if value is None:
+            analysed = self.motion.first_frame, self.motion.last_frame  # the frames it read
+            if options is self.analysed or (value is None
+                                            and self.analysed.analysis.frame_range is None):
+                return analysed  # (the scene's range moved: not an option the user changed)
+            if value is None:  # a range cleared: the next analysis reads the scene's
                 try:
                     return tuple(int(f) for f in self.host.playback_range())
                 except Exception:  # noqa: BLE001 - a host that cannot say: taken as changed
@@ -622,8 +624,7 @@ class Session:
         self.check_analysis_current()
         reduction = reduction or self.reduce()
         if not reduction.curves.animated.any():
-            assert self.motion is not None
-            raise SelectionError(_still(self.motion))
+            raise SelectionError(_still(int(reduction.frames[0]), int(reduction.frames[-1])))
         layer = self.options.layer
         handles: list[LayerHandle] = []
         with host_step("opening an undo chunk"):
@@ -742,7 +743,7 @@ class Session:
         return list(self.analysis.pins)
 
 
-def _still(motion: Clip) -> str:
-    """What to say of a range in which nothing moves."""
-    return (f"nothing moves in frames {motion.first_frame}..{motion.last_frame}: every channel "
-            "keeps one value, so there is no key to write")
+def _still(first: int, last: int) -> str:
+    """What to say of host frames ``first..last`` in which nothing moves."""
+    return (f"nothing moves in frames {first}..{last}: every channel keeps one value, so there "
+            "is no key to write")

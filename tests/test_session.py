@@ -165,6 +165,10 @@ def test_apply_refuses_an_analysis_the_options_no_longer_describe(clip):
     assert session.changed_since_analysis() == ()
     session.set_options(frame_range=(0, 300), memory_gib=1.0)
     assert session.changed_since_analysis() == ("frame_range", "memory_gib")
+    session.set_options(frame_range=None, memory_gib=2.0)
+    host.playback_range = lambda: (0, 100)  # the scene's range moved, not an option
+    assert session.changed_since_analysis() == ()
+    del host.playback_range
     session.set_options(frame_range=None, memory_gib=2.0, pins=[Pin(200, name="contact")])
     session.analyze()
     session.set_options(pins=[Pin(200, name="heel strike", note="left")])  # the same frame

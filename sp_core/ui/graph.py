@@ -211,6 +211,12 @@ class ErrorGraph(QtWidgets.QWidget):
         log = self.log_box.isChecked()
         shown = self.plot.vb.viewRange()[0] if self.curve.xData is not None and len(
             self.curve.xData) else None
+        if log and not self.plot.getAxis("left").logMode:
+            # the cost axis' linear range (up to millions) would be read as powers of ten
+            # until the view ranges again (numpy's overflow warning on every switch)
+            low, high = self.plot.vb.viewRange()[1]
+            self.plot.vb.setYRange(np.log10(max(low, 1e-12)), np.log10(max(high, 1e-12)),
+                                   padding=0.0)
         self.plot.setLogMode(x=False, y=log)
         # short enough for the height of a graph in a short dock: the readout under the graph
         # names the cost, and the powers of ten on the axis say it is logarithmic

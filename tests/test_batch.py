@@ -252,7 +252,7 @@ def test_a_killed_pool_worker_fails_its_take_only(takes, tmp_path):
     """The kernel's OOM killer ends one worker: every take of the batch failed
     (BrokenProcessPool), the running one, the other worker's and those not started."""
     out = tmp_path / "out"
-    inputs = [str(takes / f"take{i}.bvh") for i in range(4)] * 1
+    inputs = [str(takes / f"take{i}.bvh") for i in range(4)]
     command = [sys.executable, "-m", "sp_core.cli", "batch", *inputs, "--out", str(out),
                "--workers", "2"]  # the default options: about a second a take
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

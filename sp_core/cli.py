@@ -526,11 +526,16 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Options], int]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true",
-                        help="show the full traceback when something fails")
+    def debug_flag(default: object) -> argparse.ArgumentParser:
+        common = argparse.ArgumentParser(add_help=False)
+        common.add_argument("--debug", action="store_true", default=default,
+                            help="show the full traceback when something fails")
+        return common
+
+    # before or after the command; the command's own default would undo one given before it
+    common = debug_flag(argparse.SUPPRESS)
     parser = _Parser(
-        prog=PROG, parents=[common],
+        prog=PROG, parents=[debug_flag(False)],
         description="Salient Poses: optimal keyframe selection and reduction for motion capture.")
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,

@@ -124,6 +124,9 @@ def test_debug_shows_the_traceback(tmp_path):
 
     with pytest.raises(ClipFormatError):
         main(["info", str(bad), "--debug"])
+    with pytest.raises(ClipFormatError):  # before the command too (the command's default undid it)
+        main(["--debug", "info", str(bad)])
+    assert main(["info", str(bad)]) == 2
 
 
 def test_console_script_demo_and_help(tmp_path):

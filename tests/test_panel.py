@@ -587,7 +587,9 @@ def test_screenshot_command_saves_a_real_image(tmp_path, sample_path):
     from sp_core.ui.main_window import run_viewer
 
     out = tmp_path / "view.png"
+    (tmp_path / "view.ini").write_text("a user's file\n")  # was the run's scratch settings
     assert run_viewer(str(sample_path), first_frame=1001, keys=20, screenshot=str(out)) == 0
+    assert (tmp_path / "view.ini").read_text() == "a user's file\n"
     image = QtGui.QImage(str(out))
     assert image.width() >= 1000 and image.height() >= 600
     # not blank: the skeleton, ghosts and graph put many colours on screen
@@ -879,3 +881,20 @@ def test_the_standalone_window_shows_layers_undoes_and_opens_another_file(qtbot,
     assert opened.host.source == str(other) and opened.host.clip.n_frames == 61
     assert not window.isVisible()
     assert opened.session.options.fit.space == "channel"  # the panel keeps its options
+
+
+def test_an_estimate_that_ends_after_apply_leaves_the_figures_apply_wrote(make_panel, qtbot):
+    """Apply pressed while the K's estimate ran: the estimate ended last and replaced the
+    figures of what was written (12.7 / 188 mm written, 21.8 / 469 mm shown)."""
+    panel, _host, session = make_panel()
+    analyse(qtbot, panel)
+    settled(qtbot, panel)
+    k = session.k
+    request = panel.estimator.request_for(k)
+    estimate = reduce(session.motion, session.keyframes(k), space="channel").metrics
+    apply(qtbot, panel)
+    settled(qtbot, panel)
+    written = panel.k_box.error_label.text()
+    assert written.endswith("world fit, as applied")
+    panel.estimator._done((request, estimate))  # the estimate started before Apply ends now
+    assert panel.k_box.error_label.text() == written

@@ -139,7 +139,11 @@ class ErrorEstimator(QtCore.QObject):
         self.cache[request] = metrics
         current = self.request_for(self.session.k) if self.session.k is not None else None
         if current == request:
-            self.ready.emit(request.k, self._text(request, metrics))
+            # an Apply that ended while this estimate ran has the exact figures: they stay
+            fit = self.session.options.fit
+            exact = self.exact.get((request, fit.space, fit.objective))
+            self.ready.emit(request.k, self._text(request, metrics) if exact is None else
+                            describe(request.k, exact, f"{fit.space} fit, as applied"))
         self._task = None
         if self._pending is not None:
             self._start()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -225,8 +226,11 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
             "window as a PNG and exits), or log in with a display (ssh -X, VNC)")
     host = StandaloneHost.from_file(path, first_frame=first_frame)
     settings = None
+    scratch = None
     if screenshot:  # a scripted run must not depend on (or change) the user's saved options
-        settings = QtCore.QSettings(str(Path(screenshot).with_suffix(".ini")),
+        # (in a folder of its own: next to the picture it replaced a user's OUT.ini)
+        scratch = tempfile.TemporaryDirectory(prefix="salient-poses-view-")
+        settings = QtCore.QSettings(str(Path(scratch.name) / "panel.ini"),
                                     QtCore.QSettings.Format.IniFormat)
     window = MainWindow(host, settings=settings)
     window.resize(1400, 950)
@@ -246,7 +250,8 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
     if screenshot:
         app.processEvents()
         window.grab().save(screenshot)
-        window.close()  # saves the panel's settings: into the scratch file removed next
-        Path(screenshot).with_suffix(".ini").unlink(missing_ok=True)
+        window.close()  # saves the panel's settings: into the scratch folder removed next
+        assert scratch is not None
+        scratch.cleanup()
         return 0
     return app.exec()

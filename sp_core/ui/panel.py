@@ -249,8 +249,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802
         if (watched is self.k_spin and event.type() == QtCore.QEvent.Type.ShortcutOverride
-                and isinstance(event, QtGui.QKeyEvent) and event.text() in ("[", "]", "S", "s")
-                and event.text()):
+                and isinstance(event, QtGui.QKeyEvent) and event.text() in ("[", "]", "S", "s")):
             return True  # not taken as typing: the panel's shortcut gets the key
         return super().eventFilter(watched, event)
 

@@ -456,7 +456,7 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
     except ImportError as exc:
         raise UsageError(f"the demo's plots need the ui extra (PySide6, pyqtgraph): {exc}") \
             from None
-    out = Path(options.batch.demo_out)
+    out = Path(options.output.demo_out)
     out.mkdir(parents=True, exist_ok=True)
     source = str(SAMPLE_CLIP.relative_to(SAMPLE_CLIP.parents[1]))
     clip = load_clip(str(SAMPLE_CLIP))

@@ -296,6 +296,8 @@ class OutputOptions:
                                  fronts=frozenset({CLI}), metavar="OUT.csv")
     overwrite: bool = option(False, "bool", "replace output files that already exist (an "
                              "input is never overwritten)", fronts=frozenset({CLI, HOST}))
+    demo_out: str = option("demo_out", "path", "folder for the demo's outputs", flag="--out",
+                           fronts=frozenset({CLI}), metavar="DIR")
 
 
 @dataclass(frozen=True)
@@ -313,8 +315,6 @@ class BatchOptions:
     json_log: bool = option(False, "bool", "one JSON line per event on standard output "
                             "(for pipelines) instead of the progress bar",
                             fronts=frozenset({CLI}))
-    demo_out: str = option("demo_out", "path", "folder for the demo's outputs", flag="--out",
-                           fronts=frozenset({CLI}), metavar="DIR")
 
 
 @dataclass(frozen=True)

@@ -130,12 +130,14 @@ def load_clip(path: str, options: Options | None = None) -> Clip:
     return read_clip(path, first_frame=given.first_frame, take=given.take, root=given.root)
 
 
-def guard_outputs(job: Job, overwrite: bool | None = None) -> OutputGuard:
-    """Check every output of ``job`` before any work (see :class:`OutputGuard`)."""
+def guard_outputs(job: Job, overwrite: bool | None = None, label: str | None = None
+                  ) -> OutputGuard:
+    """Check every output of ``job`` before any work (see :class:`OutputGuard`); messages name
+    each by its flag, or by ``label`` (a batch's take, whose outputs no flag names)."""
     guard = OutputGuard([job.input] if job.input else [],
                         job.options.output.overwrite if overwrite is None else overwrite)
     for flag, path in job.outputs():
-        guard.claim(path, flag)
+        guard.claim(path, label or flag)
     return guard
 
 

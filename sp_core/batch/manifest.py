@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -72,19 +73,21 @@ class Manifest:
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 self.entries = {}  # nothing in it is trusted
                 self.unreadable = str(exc) or type(exc).__name__
+        claims = self._claims()
         # outputs two takes claim (an earlier version named two clips of one name alike): what
         # they hold is one take's, so neither take is done nor keeps the name
-        claims: dict[str, int] = {}
-        for entry in self.entries.values():
-            for output in entry["outputs"]:
-                claims[_same(output)] = claims.get(_same(output), 0) + 1
         self._shared = {path for path, count in claims.items() if count > 1}
+        self._owned = set(claims)
+
+    def _claims(self) -> Counter[str]:
+        """How many takes claim each output, by resolved path (resolved once: a batch asks
+        of every output of every take)."""
+        return Counter(_same(output) for entry in self.entries.values()
+                       for output in entry["outputs"])
 
     def owns(self, path: str) -> bool:
         """``path`` is an output this batch planned or wrote."""
-        target = _same(path)
-        return any(target == _same(p) for entry in self.entries.values()
-                   for p in entry["outputs"])
+        return _same(path) in self._owned
 
     def stems(self, out: Path) -> dict[str, str]:
         """Resolved input path → the name its outputs got in ``out`` (``STEM`` of
@@ -117,6 +120,7 @@ class Manifest:
                                               "options": job.options.digest(),
                                               "outputs": [p for _, p in job.outputs()],
                                               "status": "pending", "row": {}}
+        self._owned = set(self._claims())
         self.save()
 
     def record(self, job: Job, row: dict[str, object]) -> None:

@@ -25,9 +25,9 @@ from sp_core.batch.executors import connect, cores, run_dask, run_local
 from sp_core.batch.manifest import MANIFEST, Manifest, checksum
 from sp_core.batch.take import reduce_one, reduction_row  # noqa: F401 - re-exported
 from sp_core.errors import OptionError
-from sp_core.io.atomic import OutputError, OutputGuard, remove_stale_partials, write_text
+from sp_core.io.atomic import OutputError, file_identity, remove_stale_partials, write_text
 from sp_core.io.readers import READERS, supported
-from sp_core.jobs import Job
+from sp_core.jobs import Job, guard_outputs
 from sp_core.options import Options
 
 #: The summary's columns of any batch's take (the in-host batches' too) ...
@@ -81,11 +81,8 @@ def collect_inputs(inputs: list[str], out: Path | None = None) -> list[Path]:
     seen: set[tuple[int, int] | str] = set()
     unique = []
     for path in found:
-        try:
-            status = path.stat()
-            identity: tuple[int, int] | str = (status.st_dev, status.st_ino)
-        except OSError:  # (unreadable: its take says why)
-            identity = os.path.realpath(path)
+        # (an unreadable file, whose take says why, by its resolved path)
+        identity = file_identity(path) or os.path.realpath(path)
         if identity not in seen:
             seen.add(identity)
             unique.append(path)
@@ -213,14 +210,6 @@ def _workers(options: Options) -> int:
     return 1
 
 
-def _guard(job: Job) -> None:
-    """:func:`sp_core.jobs.guard_outputs` for a batch's take, whose outputs no flag of its own
-    names (``--out`` holds them all)."""
-    guard = OutputGuard([job.input], overwrite=True)  # (the manifest decided what may go)
-    for _flag, path in job.outputs():
-        guard.claim(path, "output")
-
-
 class Terminated(KeyboardInterrupt):
     """SIGTERM (what a farm's manager sends to stop a job), taken as Ctrl-C is: the batch
     writes its summary and stops its workers."""
@@ -270,7 +259,8 @@ def run_batch(inputs: list[str], options: Options) -> int:
     except OSError as exc:
         raise OutputError(f"cannot make --out {out}: {exc.strerror or exc}") from None
     for job in jobs:  # an input named like an output, a symlink into out: refused up front
-        _guard(job)
+        # (no flag of its own names a take's output: --out holds them all)
+        guard_outputs(job, label="output")
     ours = manifest.path.exists() and manifest.unreadable is None
     foreign = [p for job in jobs for _, p in job.outputs()
                if Path(p).exists() and not manifest.owns(p)]

@@ -143,9 +143,11 @@ def _is_stream(path: Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def file_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path``, the same for every name of it (symlinks, hard
+    links); None if it cannot be read."""
     try:
-        status = path.stat()
+        status = os.stat(path)
     except OSError:
         return None
     return status.st_dev, status.st_ino
@@ -165,7 +167,7 @@ class OutputGuard:
     def __init__(self, inputs: Iterable[str | os.PathLike[str]], overwrite: bool = False
                  ) -> None:
         self.inputs = [Path(p) for p in inputs]
-        self._input_ids = {i for i in map(_identity, self.inputs) if i is not None}
+        self._input_ids = {i for i in map(file_identity, self.inputs) if i is not None}
         self._input_paths = {os.path.realpath(p) for p in self.inputs}
         self.overwrite = overwrite
         self.claimed: dict[str, str] = {}
@@ -174,7 +176,7 @@ class OutputGuard:
         """``path`` names an input: the same path, a symlink to it or a hard link."""
         target = Path(path)
         return (os.path.realpath(target) in self._input_paths
-                or _identity(target) in self._input_ids)
+                or file_identity(target) in self._input_ids)
 
     def claim(self, path: str | os.PathLike[str], label: str) -> Path:
         """Check that ``path`` may be written as ``label``'s output; returns it.

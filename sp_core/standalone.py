@@ -166,12 +166,13 @@ class StandaloneHost:
         return handle
 
     def remove_layer(self, handle: LayerHandle) -> None:
-        for layer in self._layers:
-            if layer.handle.token is handle.token:
-                self._layers.remove(layer)
-                self._notify("layers")
-                return
-        raise HostError(f"removing layer {handle.name!r}: no such layer")
+        try:
+            layer = self._layer(handle)
+        except HostError:
+            raise HostError(f"removing layer {handle.name!r}: no such layer") from None
+        # (by identity: a layer's == would compare its arrays)
+        self._layers = [kept for kept in self._layers if kept is not layer]
+        self._notify("layers")
 
     @property
     def layers(self) -> list[LayerHandle]:

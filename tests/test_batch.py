@@ -419,3 +419,35 @@ def test_an_ipv6_scheduler_address_is_taken():
 
     for address in ("tcp://[::1]:8786", "[fe80::1]:8786", "tcp://head:8786"):
         assert _workers(Options().replace(scheduler=address)) == 1
+
+
+def test_take_chooses_the_fbx_takes_of_a_mixed_folder_and_reads_bvh_whole(tmp_path, capsys):
+    """A shoot's folder of BVH and FBX files: ``--take`` is the FBX files' take; a BVH file,
+    which has one motion, is read whole (its reader alone refuses a take); a folder with no FBX
+    file refuses ``--take`` before any take runs."""
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    data = ROOT / "tests" / "data"
+    for name in ("two_takes.fbx", "cmu_131_01_walk.bvh"):
+        (mixed / name).write_bytes((data / name).read_bytes())
+    out = tmp_path / "out"
+    args = ["--keys", "8", "--take", "Walk|Walk", "--root", "Hips", "--workers", "1"]
+    assert main(["batch", str(mixed), "--out", str(out), *args]) == 0
+    err = capsys.readouterr().err
+    assert ("--take 'Walk|Walk' applies to the 1 input(s) with takes (.fbx); the other 1 "
+            "(e.g. cmu_131_01_walk.bvh) are read whole") in err
+    summary = rows(out)
+    assert {r["status"] for r in summary.values()} == {"ok"}
+    fbx = json.loads((out / "two_takes.keys.json").read_text())
+    assert fbx["options"]["input"]["take"] == "Walk|Walk"
+    bvh = json.loads((out / "cmu_131_01_walk.keys.json").read_text())
+    assert bvh["options"]["input"]["take"] is None
+
+    only_bvh = tmp_path / "bvh"
+    only_bvh.mkdir()
+    (only_bvh / "walk.bvh").write_bytes((data / "cmu_131_01_walk.bvh").read_bytes())
+    assert main(["batch", str(only_bvh), "--out", str(tmp_path / "o2"), *args]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "--take chooses a take of a file that holds several (.fbx); none of the 1 input(s) "
+        "does: drop --take")
+    assert not (tmp_path / "o2").exists()

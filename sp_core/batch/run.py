@@ -26,7 +26,7 @@ from sp_core.batch.manifest import MANIFEST, Manifest, checksum
 from sp_core.batch.take import reduce_one, reduction_row  # noqa: F401 - re-exported
 from sp_core.errors import OptionError
 from sp_core.io.atomic import OutputError, file_identity, remove_stale_partials, write_text
-from sp_core.io.readers import READERS, supported
+from sp_core.io.readers import READERS, TAKE_FORMATS, has_takes, supported
 from sp_core.jobs import Job, guard_outputs
 from sp_core.options import Options
 
@@ -111,10 +111,34 @@ def batch_jobs(paths: list[Path], out: Path, options: Options,
                 stem = f"{name}_{n}"
                 n += 1
             taken.add(stem)
+        # --take chooses among an FBX file's takes; a BVH file's one motion is read whole
+        take = options.input.take if has_takes(path) else None
         jobs.append(Job(str(path), options.replace(json=str(out / f"{stem}.keys.json"),
                                                    bvh=str(out / f"{stem}.reduced.bvh"),
-                                                   overwrite=True), "reduce"))
+                                                   take=take, overwrite=True), "reduce"))
     return jobs
+
+
+def _take_note(paths: list[Path], take: str | None) -> str | None:
+    """What ``--take`` does in a batch of ``paths``: a line for a folder that mixes files with
+    takes (FBX) and without (BVH), whose motion is read whole; None if it applies to all.
+
+    Raises
+    ------
+    OptionError
+        No input has takes, so ``--take`` would choose nothing.
+    """
+    if take is None:
+        return None
+    without = [p for p in paths if not has_takes(p)]
+    if not without:
+        return None
+    formats = ", ".join(sorted(TAKE_FORMATS))
+    if len(without) == len(paths):
+        raise OptionError(f"--take chooses a take of a file that holds several ({formats}); "
+                          f"none of the {len(paths)} input(s) does: drop --take")
+    return (f"--take {take!r} applies to the {len(paths) - len(without)} input(s) with takes "
+            f"({formats}); the other {len(without)} (e.g. {without[0].name}) are read whole")
 
 
 def write_summary(out: Path, rows: list[dict[str, object]],
@@ -246,6 +270,7 @@ def run_batch(inputs: list[str], options: Options) -> int:
                           "(the output folder's own files are not inputs)")
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file; give a folder")
+    take_note = _take_note(paths, options.input.take)
     _check_memory(options, workers if batch.scheduler is None or
                   batch.scheduler.startswith("local:") else 1)
     manifest = Manifest(out)
@@ -284,6 +309,8 @@ def run_batch(inputs: list[str], options: Options) -> int:
         client = connect(batch.scheduler)  # (an address with no scheduler changes nothing)
     remove_stale_partials(out)
     manifest.plan(todo, sums)
+    if take_note is not None:
+        print(take_note, file=sys.stderr)
     rows: dict[str, dict[str, object]] = {}
     reporter = _Reporter(len(jobs), len(jobs) - len(todo), batch.json_log)
 

@@ -18,6 +18,10 @@ READERS: dict[str, str] = {
     ".fbx": "sp_core.io.fbx",
 }
 
+#: suffixes of the formats whose files may hold several takes (``take`` chooses one; a BVH file
+#: holds one motion, and its reader refuses a take rather than ignore it)
+TAKE_FORMATS = frozenset({".fbx"})
+
 
 def read_clip(path: str | Path, first_frame: int | None = None, take: str | None = None,
               root: str | None = None) -> Clip:
@@ -55,3 +59,8 @@ def read_clip(path: str | Path, first_frame: int | None = None, take: str | None
 def supported(path: str | Path) -> bool:
     """``path`` has a suffix some reader takes."""
     return Path(path).suffix.lower() in READERS
+
+
+def has_takes(path: str | Path) -> bool:
+    """``path`` is of a format whose files may hold several takes (:data:`TAKE_FORMATS`)."""
+    return Path(path).suffix.lower() in TAKE_FORMATS

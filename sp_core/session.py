@@ -618,14 +618,20 @@ class Session:
         budget, stop = corrective_plan(self.options)
         return (motion, tuple(int(f) for f in frames), self.options.fit, budget, stop)
 
-    def apply(self, reduction: Reduction | None = None) -> Reduction:
+    def apply(self, reduction: Reduction | None = None, name: str | None = None) -> Reduction:
         """Write a reduction (default :meth:`reduce` at the current K) into the host: one undo
-        step, all or nothing."""
+        step, all or nothing.
+
+        ``name`` names the layer of this apply (default the layer option, which stays as it is:
+        the panel's "Add new layer" numbers one apply's layer, not the next session's);
+        ``last_options`` records the name written.
+        """
         self.check_analysis_current()
         reduction = reduction or self.reduce()
         if not reduction.curves.animated.any():
             raise SelectionError(_still(int(reduction.frames[0]), int(reduction.frames[-1])))
-        layer = self.options.layer
+        options = self.options if name is None else self.options.replace(layer=name)
+        layer = options.layer
         handles: list[LayerHandle] = []
         with host_step("opening an undo chunk"):
             chunk = self.host.undo_chunk(f"Salient Poses: apply {len(reduction.frames)} keys"
@@ -646,7 +652,7 @@ class Session:
                         names, reduction.frames, reduction.residual[:, animated], name,
                         layer.residual_weight))
         self.applied.extend(handles)
-        self.last_reduction, self.last_options = reduction, self.options
+        self.last_reduction, self.last_options = reduction, options
         self._emit("applied", handles, reduction)
         return reduction
 

@@ -435,6 +435,11 @@ def test_a_second_apply_asks_replace_or_add(make_panel, qtbot, answer, layers):
     assert asked == ["Apply already wrote a layer 'salientPoses'. Replace it, or add another "
                      "layer?"]
     assert [layer["handle"].name for layer in host.layers] == layers
+    # the numbered layer is this apply's: the option (which the next session starts from)
+    # keeps the name the user gave, and the keys JSON's options name the layer written
+    assert session.options.layer.layer == "salientPoses"
+    assert session.last_options.layer.layer == layers[-1]
+    assert panel.binder.widget("layer").text() == "salientPoses"
 
 
 def test_tooltips_and_shortcuts(make_panel, qtbot):

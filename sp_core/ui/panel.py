@@ -608,19 +608,18 @@ class SalientPosesPanel(QtWidgets.QWidget):
             return
         self._preview_pending()
         layer = self.session.options.layer.layer
-        replace = False
+        replace, name = False, None
         if layer in {h.name for h in self.session.applied}:
             action = self.ask_layer_action(layer)
             if action is None:
                 return
             replace = action == "replace"
-            if action == "add":
-                taken = {h.name for h in self.session.applied}
+            if action == "add":  # this apply's layer; the option (and the next session) keep
+                taken = {h.name for h in self.session.applied}  # the name the user gave
                 number = 2
                 while f"{layer}{number}" in taken:
                     number += 1
-                if not self.binder.edit(layer=f"{layer}{number}"):
-                    return
+                name = f"{layer}{number}"
         session = self.session
         k = session.k
         frames, labels = session.keyframes(k), session.labels(k)
@@ -637,7 +636,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         task.finished.connect(self._on_reduced)
         task.failed.connect(self._on_apply_failed)
         task.cancelled.connect(self.cancel)
-        self._apply_k, self._apply_replace = k, replace
+        self._apply_k, self._apply_replace, self._apply_name = k, replace, name
         self._applying = self.runner.start(task)
         if self._applying is None:
             return
@@ -662,7 +661,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         try:
             if replace:
                 self.session.remove()
-            self.session.apply(reduction)
+            self.session.apply(reduction, self._apply_name)
         except SalientPosesError as exc:
             self._on_apply_failed(readable(exc, self.option_label))
             return

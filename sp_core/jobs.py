@@ -219,7 +219,9 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
         if result.notes:  # the analysis' notes travel with the reduction into its outputs
             result.reduction = dataclasses.replace(
                 result.reduction, notes=(*result.notes, *result.reduction.notes))
-        if job.apply:
+        # a scene in which nothing moves has no key to write: its analysis' note says so, and
+        # an in-host batch saves the scene as it is rather than fail it
+        if job.apply and result.reduction.curves.animated.any():
             if progress is not None:
                 progress(0.9, f"writing layer {job.options.layer.layer!r}")
             session.apply(result.reduction)

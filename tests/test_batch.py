@@ -64,7 +64,7 @@ def test_a_bad_take_is_reported_with_its_line_and_the_rest_complete(takes, tmp_p
     assert 0 < summary["take0.bvh"]["mean_mm"] < summary["take0.bvh"]["max_mm"]
     csv_rows = (out / "summary.csv").read_text().splitlines()
     assert csv_rows[0] == ("clip,frames,keys,pose_keys,corrective_keys,total_keys,mean_mm,"
-                           "max_mm,seconds,status,keys_json,reduced_bvh") and len(csv_rows) == 6
+                           "max_mm,seconds,status,notes,keys_json,reduced_bvh") and len(csv_rows) == 6
     # which files are a take's
     assert summary["take0.bvh"]["keys_json"] == str(out / "take0.keys.json")
     assert summary["take0.bvh"]["reduced_bvh"] == str(out / "take0.reduced.bvh")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -338,12 +339,31 @@ def test_mayapy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):
     assert code == 1
     rows = (out / "summary.csv").read_text().splitlines()
     assert rows[0] == ("clip,frames,keys,pose_keys,corrective_keys,total_keys,mean_mm,max_mm,"
-                       "seconds,status")
-    assert rows[1].startswith("walk.ma,121,12,") and rows[1].endswith(",ok")
+                       "seconds,status,notes")
+    assert rows[1].startswith("walk.ma,121,12,") and rows[1].endswith(",ok,")
     assert "File not found: missing.ma" in rows[2]
     written = STATE.saved[str(out / "walk.ma")]
     assert [la.name for la in written.layers] == ["salientPoses", "salientPoses_residual"]
     assert (out / "walk.ma").exists()
+
+
+def test_mayapy_batch_saves_a_still_scene_without_a_layer_and_says_why(sample_clip, tmp_path):
+    """A scene in which nothing moves (a T-pose take) failed the in-host batch, which the
+    standalone batch reports as ok with 2 keys: both now say ok, with the reason no key was
+    needed in the notes; the in-host copy is saved with no layer."""
+    from maya_plugin import batch
+
+    still = sample_clip.with_channels(np.repeat(sample_clip.channels[:1], sample_clip.n_frames,
+                                                axis=0))
+    build_scene(still)
+    STATE.saved["still.ma"] = STATE.scene.snapshot()
+    out = tmp_path / "out"
+    assert batch.run(["still.ma", "--out", str(out)]) == 0
+    row = json.loads((out / "summary.json").read_text())["rows"][0]
+    assert row["status"] == "ok" and row["keys"] == 2
+    assert row["notes"] == ("nothing moves in frames 1001..1121: every channel keeps one value, "
+                            "so there is no key to write")
+    assert STATE.saved[str(out / "still.ma")].layers == []
 
 
 def test_maya_plugin_imports_outside_maya():

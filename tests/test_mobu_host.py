@@ -467,7 +467,7 @@ def test_mobupy_batch_reduces_saves_and_records_failures(sample_clip, tmp_path):
                       "--space", "channel"])
     assert code == 1
     rows = (out / "summary.csv").read_text().splitlines()
-    assert rows[1].startswith("walk.fbx,41,6,") and rows[1].endswith(",ok")
+    assert rows[1].startswith("walk.fbx,41,6,") and rows[1].endswith(",ok,")
     assert "failed: MotionBuilder could not open missing.fbx" in rows[2]
     saved = fb.saved[str(out / "walk.fbx")]
     assert [layer.Name for layer in saved.take.layers] == ["BaseAnimation", "salientPoses"]

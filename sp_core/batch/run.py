@@ -32,7 +32,7 @@ from sp_core.options import Options
 
 #: The summary's columns of any batch's take (the in-host batches' too) ...
 TAKE_FIELDS = ("clip", "frames", "keys", "pose_keys", "corrective_keys", "total_keys",
-               "mean_mm", "max_mm", "seconds", "status")
+               "mean_mm", "max_mm", "seconds", "status", "notes")
 #: ... and of the standalone batch's, whose takes' files are named in its folder (two clips of
 #: one name: STEM_2...)
 SUMMARY_FIELDS = (*TAKE_FIELDS, "keys_json", "reduced_bvh")

@@ -12,14 +12,16 @@ from sp_core.reduction import Reduction
 
 def reduction_row(reduction: Reduction) -> dict[str, object]:
     """The summary columns of one reduction: frames of its range, keyframes, keys written
-    (pose keys, corrective keys and their total) and errors in mm of what is written (numbers,
-    rounded to 0.1 µm)."""
+    (pose keys, corrective keys and their total), errors in mm of what is written (numbers,
+    rounded to 0.1 µm) and the notes of its analysis and fit (a long take's window, a still
+    take), joined by "; "."""
     m = reduction.metrics
     return {"frames": len(reduction.frames), "keys": reduction.curves.n_keys,
             "pose_keys": m.pose_keys, "corrective_keys": m.corrective_keys,
             "total_keys": m.keys,
             "mean_mm": round(reduction.metrics.mean_mm, 4),
-            "max_mm": round(reduction.metrics.max_mm, 4)}
+            "max_mm": round(reduction.metrics.max_mm, 4),
+            "notes": "; ".join(reduction.notes)}
 
 
 def reduce_one(job: Job) -> dict[str, object]:

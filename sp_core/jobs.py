@@ -245,8 +245,7 @@ def write_outputs(result: Result, motion: Clip) -> list[str]:
     reduction = result.reduction
     assert reduction is not None
     if out.json:
-        _json(reduction_file_record(reduction, job.input, motion.fps, job.options), out.json,
-              indent=1)
+        write_keys_json(reduction, job.input, motion.fps, job.options, out.json)
         written.append(out.json)
     if out.bvh:
         from sp_core.io.keys import write_reduced_bvh
@@ -274,6 +273,13 @@ def reduction_file_record(reduction: Reduction, source: str, fps: float, options
     del record["timings"]
     record["options"] = options.to_dict(RESULT_GROUPS)
     return record
+
+
+def write_keys_json(reduction: Reduction, source: str, fps: float, options: Options,
+                    target: str) -> None:
+    """Write :func:`reduction_file_record` to ``target`` (atomically; ``-`` is stdout): the
+    ``reduce --json`` file and the panel's *Save keys JSON*."""
+    _json(reduction_file_record(reduction, source, fps, options), target, indent=1)
 
 
 def _json(record: dict[str, Any], target: str, indent: int = 2) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from collections.abc import Callable
@@ -12,8 +11,8 @@ import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.errors import SalientPosesError
-from sp_core.io.atomic import OutputError, OutputGuard, atomic_open, write_text
-from sp_core.jobs import reduction_file_record
+from sp_core.io.atomic import OutputError, OutputGuard, atomic_open
+from sp_core.jobs import write_keys_json
 from sp_core.options import Options
 from sp_core.reduction import Reduction
 from sp_core.session import Session
@@ -135,8 +134,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _save_keys(self) -> None:
         def write(reduction: Reduction, options: Options, path: str) -> None:
-            write_text(path, json.dumps(reduction_file_record(
-                reduction, self.host.source, self.host.fps, options), indent=1) + "\n")
+            write_keys_json(reduction, self.host.source, self.host.fps, options, path)
         self._save_reduction("keys JSON", "keys.json", "JSON (*.json)", write)
 
     def _save_residual(self) -> None:

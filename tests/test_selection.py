@@ -103,6 +103,34 @@ def test_line_table_in_any_blocks_equals_one_call_bit_for_bit(timed, span, strid
         assert whole[b, d + 1] == pytest.approx(expected, rel=1e-7, abs=1e-7)
 
 
+@pytest.mark.parametrize(("span", "stride"), [(None, 1), (9, 1), (23, 2)])
+def test_line_max_four_later_keys_at_once_equal_one_at_a_time_bit_for_bit(span, stride):
+    """The line-max kernel takes four later keys per pass over an earlier key's frames; every
+    entry is the one-pair kernel's (:func:`_kernels._line_max`) to the bit, with poses held
+    still for a few frames (coincident keys, which the one-pair kernel handles) and groups of
+    four cut by the band, the reach and the end."""
+    poses = np.repeat(random_poses(12, 30, dims=5), 2, axis=0)  # pairs of equal poses
+    n = len(poses)
+    rows = np.union1d(np.arange(0, n, stride), [n - 1])
+    width = n - 1 if span is None else span
+    reach = np.searchsorted(rows, rows + width, side="right")
+    band = int((reach - np.arange(len(rows))).max()) - 1
+    forward, backward = gram_bands(poses, width)
+    table = np.full((len(rows), band + 1), np.inf)
+    _kernels.line_rows(forward, backward, rows, band, width, False, table, 0, len(rows))
+    squares = forward[:, 0]
+    checked = 0
+    for b, d in zip(*np.nonzero(np.isfinite(table[:, 1:])), strict=True):
+        i, j = rows[b - d - 1], rows[b]
+        gap = j - i
+        aa = squares[i:i + gap + 1] - 2.0 * forward[i, :gap + 1] + squares[i]
+        cc = forward[i, :gap + 1] - squares[i]
+        one = _kernels._line_max(backward[j], aa, cc, forward[i, gap], width - gap, gap, False)
+        assert table[b, d + 1] == one
+        checked += 1
+    assert checked > 100
+
+
 def test_line_sse_equals_direct_sum_with_coincident_keys():
     poses = random_poses(3, 25)
     poses[20] = poses[5]  # a repeated pose: degenerate line for line-max, fine for the sum

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -101,6 +102,29 @@ def test_line_table_in_any_blocks_equals_one_call_bit_for_bit(timed, span, strid
     for b, d in zip(*np.nonzero(np.isfinite(whole[:, 1:])), strict=True):
         expected = pair_cost(poses, rows[b - d - 1], rows[b], name)
         assert whole[b, d + 1] == pytest.approx(expected, rel=1e-7, abs=1e-7)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one core")
+@pytest.mark.parametrize("width", [699, 300, 40])
+def test_gram_bands_are_the_same_to_the_bit_on_one_thread_or_two(width):
+    """The Gram bands' blocks are shared between threads (one BLAS thread each): the bands
+    must not depend on how many run, or a tie between selections would; and they are the
+    dot products they stand for."""
+    poses = random_poses(5, 700, dims=40)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = gram_bands(poses, width)
+        numba.set_num_threads(2)
+        two = gram_bands(poses, width)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(one[0], two[0])
+    np.testing.assert_array_equal(one[1], two[1])
+    products = poses @ poses.T
+    i, e = 123, 31
+    assert two[0][i, e] == pytest.approx(products[i, i + e], rel=1e-12)
+    assert two[1][i + e, width - e] == pytest.approx(products[i + e, i], rel=1e-12)
 
 
 @pytest.mark.parametrize(("span", "stride"), [(None, 1), (9, 1), (23, 2)])

@@ -64,7 +64,8 @@ def test_a_bad_take_is_reported_with_its_line_and_the_rest_complete(takes, tmp_p
     assert 0 < summary["take0.bvh"]["mean_mm"] < summary["take0.bvh"]["max_mm"]
     csv_rows = (out / "summary.csv").read_text().splitlines()
     assert csv_rows[0] == ("clip,frames,keys,pose_keys,corrective_keys,total_keys,mean_mm,"
-                           "max_mm,seconds,status,notes,keys_json,reduced_bvh") and len(csv_rows) == 6
+                           "max_mm,seconds,status,notes,keys_json,reduced_bvh")
+    assert len(csv_rows) == 6
     # which files are a take's
     assert summary["take0.bvh"]["keys_json"] == str(out / "take0.keys.json")
     assert summary["take0.bvh"]["reduced_bvh"] == str(out / "take0.reduced.bvh")
@@ -451,3 +452,34 @@ def test_take_chooses_the_fbx_takes_of_a_mixed_folder_and_reads_bvh_whole(tmp_pa
         "--take chooses a take of a file that holds several (.fbx); none of the 1 input(s) "
         "does: drop --take")
     assert not (tmp_path / "o2").exists()
+
+
+def test_a_cluster_without_workers_is_said_and_so_is_a_worker_joining(takes, tmp_path, capsys,
+                                                                      monkeypatch):
+    """Dask holds the takes until a worker comes: a cluster with none looked like a hung
+    batch (a progress bar standing still). The batch says it is waiting, and goes on when a
+    worker joins."""
+    import threading
+
+    from distributed import LocalCluster
+
+    from sp_core.batch import executors
+
+    monkeypatch.setattr(executors, "NO_WORKER_SECONDS", 0.5)
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None,
+                      host="127.0.0.1", protocol="tcp") as cluster:
+        address = cluster.scheduler_address
+        joins = threading.Timer(4.0, lambda: cluster.scale(1))
+        joins.start()
+        try:
+            code = main(["batch", str(takes / "take1.bvh"), "--out", str(tmp_path / "out"),
+                         *BASE, "--scheduler", address])
+        finally:
+            joins.cancel()
+    assert code == 0
+    err = capsys.readouterr().err
+    assert (f"waiting for a worker: the cluster at {address} has had none for ") in err
+    assert (f"s; start one (dask worker {address}) or press Ctrl-C to end the batch with its "
+            "summary") in err
+    assert f"a worker joined {address}; the takes go on" in err
+    assert rows(tmp_path / "out")["take1.bvh"]["status"] == "ok"

@@ -259,11 +259,49 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone, client: Any = Non
             client = stack.enter_context(client or connect(scheduler))
         futures = {client.submit(reduce_one, job, pure=False, key=f"take-{i}"): job
                    for i, job in enumerate(jobs)}
+        done = threading.Event()
+        if not count:
+            threading.Thread(target=_say_without_workers, args=(client, scheduler, done),
+                             daemon=True, name="salient-poses-dask-workers").start()
         try:
             _collect(dask_completed(list(futures)), futures, on_done, "worker lost")
         except BaseException:
             client.cancel(list(futures), force=True)
             raise
+        finally:
+            done.set()
+
+
+#: Seconds a cluster may have no worker before the batch says it is waiting for one.
+NO_WORKER_SECONDS = 10.0
+
+
+def _say_without_workers(client: Any, scheduler: str, done: threading.Event,
+                         seconds: float | None = None) -> None:
+    """Say on stderr when the cluster at ``scheduler`` has had no worker for ``seconds``
+    (default :data:`NO_WORKER_SECONDS`), and when one joins: Dask holds the takes until a
+    worker comes, which looked like a hung batch (a progress bar standing still)."""
+    seconds = NO_WORKER_SECONDS if seconds is None else seconds
+    since: float | None = None
+    said = False
+    while not done.wait(min(1.0, seconds / 4)):
+        try:
+            workers = len(client.scheduler_info().get("workers", {}))
+        except Exception:  # noqa: BLE001 - a closing client: nothing left to say
+            return
+        now = time.monotonic()
+        if workers:
+            if said:
+                print(f"a worker joined {scheduler}; the takes go on", file=sys.stderr,
+                      flush=True)
+            since, said = None, False
+        elif since is None:
+            since = now
+        elif not said and now - since >= seconds:
+            print(f"waiting for a worker: the cluster at {scheduler} has had none for "
+                  f"{now - since:.0f} s; start one (dask worker {scheduler}) or press Ctrl-C "
+                  "to end the batch with its summary", file=sys.stderr, flush=True)
+            said = True
 
 
 #: Seconds a scheduler's address has to answer.

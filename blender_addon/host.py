@@ -64,8 +64,10 @@ EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 TAIL = "_end"
 #: Timeline markers of the keyframe preview start with this.
 MARKER = "SP "
-#: Object custom property naming the NLA track that holds the pushed-down original action.
+#: Object custom property naming the NLA track that holds the pushed-down original action ...
 PUSHED = "salient_poses_pushed_down"
+#: ... and the action on it (a track is known by its name and its action: names may repeat)
+PUSHED_ACTION = "salient_poses_pushed_action"
 #: Why a connected bone's location channels are left alone: Blender ignores them (the bone's
 #: head is its parent's tail), though its FBX importer keys them on every bone.
 CONNECTED = "connected bone: Blender ignores its location"
@@ -365,6 +367,9 @@ class BlenderHost:
         self.notes = []
         with host_step("reading the armature"):
             obj = self.object()
+            if obj.mode == "EDIT":  # its pose is not evaluated there: every frame reads alike
+                raise HostError(f"armature {obj.name!r} is in Edit Mode, where its bones do not "
+                                "move; leave Edit Mode (Tab) and analyse again")
             # a selected bone is read in its parent's frame, as Maya and MotionBuilder read a
             # selected joint: keying the ancestors that carry it would move the whole body
             bones, listed = obj.data.bones, set(roots)
@@ -465,7 +470,12 @@ class BlenderHost:
                 "Blender's positions, the fit the channels")
             clip = _with_positions(clip, blender)
         span = _keyed_span(obj)
-        if span is not None and (first < span[0] or last > span[1]):
+        if span is not None and (last < span[0] or first > span[1]):  # no key in the range
+            self.notes.append(Note(
+                f"frames {first}..{last} hold none of the animation's keys ({span[0]}.."
+                f"{span[1]}): set the scene's frame range or frame_range to {span[0]}.."
+                f"{span[1]}", options=("frame_range",)))
+        elif span is not None and (first < span[0] or last > span[1]):
             self.notes.append(Note(
                 f"frames {first}..{last} reach past the animation's keys ({span[0]}..{span[1]}): "
                 "the frames outside hold its first or last pose and are analysed too; set the "
@@ -539,6 +549,11 @@ class BlenderHost:
             if (keep is None or keep[c]) and channel not in self.skipped:
                 bone, prop, index = channel_target(channel)
                 result.append((c, bone, prop, index))
+        bones = self.object().pose.bones
+        gone = list(dict.fromkeys(bone for _c, bone, _p, _i in result if bone not in bones))
+        if gone:  # F-curves of bones that are not there would animate nothing
+            raise HostError(f"bones renamed or removed since the analysis: {', '.join(gone)}; "
+                            "analyse again")
         if not result:
             if any(channel in self.skipped for channel in channels):
                 raise HostError("nothing to write: every animated channel is left alone ("
@@ -555,8 +570,9 @@ class BlenderHost:
             return
         action = data.action
         slot = getattr(data, "action_slot", None)
+        name = _free_track_name(data, f"{action.name} (original)")
         track = data.nla_tracks.new()  # appended: the top of the stack, as Push Down does
-        track.name = f"{action.name} (original)"
+        track.name = name
         start = math.floor(action.frame_range[0])  # the strip starts on a whole frame
         strip = track.strips.new(action.name, start, action)
         # ... and plays the action's frame f at frame f: from its whole frame, not from its
@@ -566,6 +582,7 @@ class BlenderHost:
             strip.action_slot = slot
         data.action = None
         obj[PUSHED] = track.name
+        obj[PUSHED_ACTION] = action.name
         if self._journal is not None:
             self._journal.pushed.append((obj.name, track.name, action.name))
 
@@ -577,8 +594,11 @@ class BlenderHost:
         action[MADE] = kind
         if self._journal is not None:
             self._journal.actions.append(action.name)
+        # Blender lets two tracks share a name: a user's track named like the layer must not
+        # be taken for it (Remove deleted the user's track and left ours)
+        name = _free_track_name(data, action.name)
         track = data.nla_tracks.new()
-        track.name = action.name
+        track.name = name
         if self._journal is not None:
             self._journal.tracks.append((obj.name, track.name))
         return action, track, data
@@ -691,13 +711,16 @@ class BlenderHost:
             if obj is None or obj.animation_data is None:
                 return
             data = obj.animation_data
-            track = data.nla_tracks.get(track_name)
+            action = bpy.data.actions.get(action_name)
+            if action is None or MADE not in action:
+                return  # not ours (any more): nothing of the user's is touched
+            track = _track_of(data, track_name, action)
             if track is not None:
                 data.nla_tracks.remove(track)
-            action = bpy.data.actions.get(action_name)
-            if action is not None and MADE in action:
-                bpy.data.actions.remove(action)
-            _restore_original(obj)
+            bpy.data.actions.remove(action)
+            note = _restore_original(obj)
+            if note:
+                self.notes.append(note)
 
     def layers(self) -> list[LayerHandle]:
         """The layers this tool made on the armature (found in the file, so they survive undo,
@@ -809,25 +832,59 @@ class _Channels:
         return fcurve
 
 
-def _restore_original(obj: Any) -> None:
-    """Put the pushed-down action back once no layer of this tool is left on ``obj``."""
+def _restore_original(obj: Any) -> str | None:
+    """Put the pushed-down action back once no layer of this tool is left on ``obj``.
+
+    An action the user made active meanwhile (keys set after Apply go into a new action) is
+    kept: the original stays on its NLA track below it, and the returned note says so (making
+    the original active again left the user's action with no user, lost on saving).
+    """
     data = obj.animation_data
     if data is None or PUSHED not in obj:
-        return
+        return None
     ours = [t for t in data.nla_tracks for s in t.strips
             if s.action is not None and MADE in s.action]
     if ours:
-        return
-    track = data.nla_tracks.get(obj[PUSHED])
+        return None
+    original = bpy.data.actions.get(obj.get(PUSHED_ACTION, ""))
+    track = _track_of(data, obj[PUSHED], original)
     del obj[PUSHED]
+    if PUSHED_ACTION in obj:
+        del obj[PUSHED_ACTION]
     if track is None or not len(track.strips):
-        return
+        return None
     strip = track.strips[0]
     action, slot = strip.action, getattr(strip, "action_slot", None)
+    if data.action is not None:
+        return (f"kept {data.action.name!r}, the active action made after Apply, and left the "
+                f"original {action.name if action else '(none)'!r} on NLA track "
+                f"{track.name!r} under it")
     data.nla_tracks.remove(track)
     data.action = action
     if slot is not None and hasattr(data, "action_slot"):
         data.action_slot = slot
+    return None
+
+
+def _track_of(data: Any, name: str, action: Any) -> Any:
+    """The NLA track named ``name`` that plays ``action`` (any track of that name if
+    ``action`` is None, as files written before the action was recorded say), else None."""
+    for track in data.nla_tracks:
+        if track.name == name and (action is None or any(
+                s.action == action for s in track.strips)):
+            return track
+    return None
+
+
+def _free_track_name(data: Any, wanted: str) -> str:
+    """``wanted``, or ``wanted.001``, ``wanted.002``... if a track of ``data`` has it (Blender
+    lets tracks share a name; this tool finds its tracks by theirs)."""
+    taken = {t.name for t in data.nla_tracks}
+    name, n = wanted, 0
+    while name in taken:
+        n += 1
+        name = f"{wanted}.{n:03d}"
+    return name
 
 
 def _roll_back(journal: _Journal) -> None:

@@ -135,10 +135,31 @@ def _k_changed(settings: Any, _context: Any) -> None:
         settings.k = session.k  # the field shows the K in use (this update then returns)
 
 
+def reset() -> None:
+    """Forget the session and what the panel shows of it (a failed Analyze, another file)."""
+    STATE.session = None
+    STATE.readout = STATE.suggestions = ""
+    STATE.notes = []
+
+
+def _file_loaded(*_args: Any) -> None:
+    # a new or opened file: the session's armature and analysis belong to the file before
+    # (Apply wrote the previous file's motion onto this one's character)
+    reset()
+    STATE.message = ""
+
+
 def analyze(context: Any) -> Session:
-    """Analyse the active armature with the panel's options; preview the chosen K."""
+    """Analyse the active armature with the panel's options; preview the chosen K.
+
+    The session keeps that armature: Apply writes onto the armature analysed, whichever is
+    active then (it wrote one character's motion onto another that had been clicked since).
+    """
     settings = context.scene.salient_poses
-    session = Session(BlenderHost(), options_from(settings))
+    reset()
+    host = BlenderHost()
+    host.armature = host.object().name
+    session = Session(host, options_from(settings))
     session.analyze()
     session.set_k()
     STATE.session = session
@@ -224,7 +245,10 @@ def _operators() -> list[type]:
             host = session.host
             STATE.notes = [*(said(note, label_of) for note in session.notes),
                            *write_report(host)]  # the channels left alone (locked) too
-            STATE.message = (f"Applied {reduction.curves.n_keys} keys: "
+            frames = reduction.frames
+            STATE.message = (f"Applied {reduction.curves.n_keys} keys to "
+                             f"{getattr(host, 'armature', None) or 'the armature'} over frames "
+                             f"{int(frames[0])}..{int(frames[-1])}: "
                              f"{', '.join(h.name for h in session.applied)}")
             self.report({"INFO"}, STATE.message)
             return {"FINISHED"}
@@ -243,11 +267,13 @@ def _operators() -> list[type]:
                 with host.undo_chunk("Salient Poses: remove layers"):
                     for handle in reversed(handles):
                         host.remove_layer(handle)
+                    host.clear_preview()  # the key markers go with the layers
             except SalientPosesError as exc:
                 return _fail(self, exc)
             if STATE.session is not None:
                 STATE.session.applied.clear()
             STATE.message = f"Removed {len(handles)} layer(s)"
+            STATE.notes = list(host.notes)  # an action the user keyed since Apply: kept
             return {"FINISHED"}
 
     class ConvertToEuler(_Operator, operator):
@@ -334,6 +360,8 @@ def register() -> None:
         bpy.utils.register_class(cls)
     _REGISTERED.extend(classes)
     bpy.types.Scene.salient_poses = bpy.props.PointerProperty(type=classes[0])
+    # persistent: Blender drops a handler without the mark when it loads a file
+    bpy.app.handlers.load_post.append(bpy.app.handlers.persistent(_file_loaded))
 
 
 def unregister() -> None:
@@ -343,4 +371,6 @@ def unregister() -> None:
     for cls in reversed(_REGISTERED):
         bpy.utils.unregister_class(cls)
     _REGISTERED.clear()
+    if _file_loaded in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.remove(_file_loaded)
     STATE.session = None

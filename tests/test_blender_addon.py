@@ -567,3 +567,103 @@ print(result, sorted(k for k in bpy.context.preferences.addons.keys() if "salien
     installed = last.split()[-1]
     assert installed.startswith(str(tmp_path / "blender")) and installed.endswith(
         "lib/blender_addon/__init__.py")
+
+
+# ------------------------------------------------------------------ an animator's audit
+def test_remove_takes_only_its_own_tracks_and_keeps_an_action_keyed_since(scene):
+    """Two data losses of Remove: it found its track by name, so a user's track named like the
+    layer (or like the pushed-down original's) was deleted and ours left; and it made the
+    original active again over an action the user had keyed since Apply, which then had no
+    user and was lost on saving."""
+    obj = bpy.data.objects[scene.object_name]
+    data = obj.animation_data
+    original = data.action
+    mine = bpy.data.actions.new("mine")
+    for name in ("salientPoses", f"{original.name} (original)"):
+        track = data.nla_tracks.new()
+        track.name = name
+        track.strips.new("mine", FIRST, mine).extrapolation = "NOTHING"
+    users = [(t.name, t.strips[0].action.name) for t in data.nla_tracks]
+    session = Session(scene.host)
+    session.analyze()
+    session.set_k(8)
+    session.apply()
+    names = [t.name for t in data.nla_tracks]
+    assert len(set(names)) == len(names)  # ours are named apart from the user's
+    assert "salientPoses.001" in names and f"{original.name} (original).001" in names
+    fix = bpy.data.actions.new("head fix")  # what keying a bone after Apply makes
+    data.action = fix
+    session.remove()
+    assert [(t.name, t.strips[0].action.name) for t in data.nla_tracks] == [
+        *users, (f"{original.name} (original).001", original.name)]
+    assert data.action == fix
+    assert scene.host.notes == [
+        f"kept 'head fix', the active action made after Apply, and left the original "
+        f"'{original.name}' on NLA track '{original.name} (original).001' under it"]
+    assert not [a for a in bpy.data.actions if MADE in a]
+
+
+def test_apply_writes_onto_the_armature_analysed_and_a_new_file_forgets_it(scene, tmp_path):
+    """Apply wrote the analysed character's motion onto whichever armature had been clicked
+    since; after File > Open it wrote the previous file's motion onto this file's one."""
+    import blender_addon
+    from blender_addon import ui
+
+    alice = bpy.data.objects[scene.object_name]
+    bpy.ops.object.armature_add()
+    bob = bpy.context.view_layer.objects.active
+    blender_addon.register()
+    try:
+        bpy.context.view_layer.objects.active = alice
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        bpy.context.view_layer.objects.active = bob
+        assert bpy.ops.salient_poses.apply() == {"FINISHED"}
+        assert ui.STATE.message.startswith(f"Applied {ui.STATE.session.k} keys to "
+                                           f"{alice.name} over frames {FIRST}..")
+        assert bob.animation_data is None
+        assert [t.name for t in alice.animation_data.nla_tracks][-1] == "salientPoses"
+        path = tmp_path / "scene.blend"
+        bpy.ops.wm.save_as_mainfile(filepath=str(path))
+        bpy.ops.wm.open_mainfile(filepath=str(path))
+        assert ui.STATE.session is None and ui.STATE.readout == ""
+        with pytest.raises(RuntimeError, match="analyse first"):
+            bpy.ops.salient_poses.apply()
+    finally:
+        blender_addon.unregister()
+
+
+def test_renamed_bones_and_edit_mode_are_refused(scene):
+    """Bones renamed after the analysis got F-curves that animate nothing (the channels kept
+    the dense original while the readout said otherwise); in Edit Mode the pose is not
+    evaluated, so the analysis read a skeleton that never moves."""
+    obj = bpy.data.objects[scene.object_name]
+    session = Session(scene.host)
+    session.analyze()
+    session.set_k(8)
+    obj.data.bones["LeftElbow"].name = "forearm.L"
+    before = scene.state()
+    with pytest.raises(SalientPosesError, match="bones renamed or removed since the analysis: "
+                                                "LeftElbow; analyse again"):
+        session.apply()
+    assert scene.state() == before
+    obj.data.bones["forearm.L"].name = "LeftElbow"
+    bpy.ops.object.mode_set(mode="EDIT")
+    try:
+        with pytest.raises(SalientPosesError, match=f"^armature '{obj.name}' is in Edit Mode, "
+                                                    "where its bones do not move; leave Edit "
+                                                    r"Mode \(Tab\) and analyse again$"):
+            Session(BlenderHost()).analyze()
+    finally:
+        bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def test_a_scene_range_before_every_key_is_told_where_the_keys_are(scene):
+    """The advice read 'set the scene's frame range ... to 1001..100' for a scene at 1..100
+    and keys from 1001 on."""
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 100
+    session = Session(scene.host)
+    session.analyze()
+    action = bpy.data.objects[scene.object_name].animation_data.action
+    keyed = "..".join(str(round(f)) for f in action.frame_range)
+    assert session.notes[0] == (f"frames 1..100 hold none of the animation's keys ({keyed}): "
+                                f"set the scene's frame range or frame_range to {keyed}")

@@ -80,6 +80,9 @@ class Spec:
         Front ends the option reaches (:data:`CLI`, :data:`PANEL`, :data:`HOST`).
     suffix : str
         Required file suffix of a ``path``.
+    stdout : bool
+        A ``path`` that may be ``-``, standard output (any other is refused: it wrote a file
+        named ``-``, past the checks of outputs).
     metavar : str
     """
 
@@ -95,6 +98,7 @@ class Spec:
     nullable: bool = False
     fronts: frozenset[str] = ALL_FRONTS
     suffix: str = ""
+    stdout: bool = False
     metavar: str | None = None
 
     def allowed(self) -> tuple[str, ...]:
@@ -272,7 +276,8 @@ class OutputOptions:
     """Files a command writes (every file is written atomically; see docs/guide.md)."""
 
     json: str | None = option(None, "path", "write the result as JSON ('-': standard output)",
-                              nullable=True, fronts=frozenset({CLI}), metavar="OUT.json")
+                              nullable=True, fronts=frozenset({CLI}), stdout=True,
+                              metavar="OUT.json")
     bvh: str | None = option(None, "path", "the motion on every frame as BVH", nullable=True,
                              suffix=".bvh", fronts=frozenset({CLI}), metavar="OUT.bvh")
     residual: str | None = option(None, "path", "original - reduced channel values "
@@ -509,6 +514,8 @@ def _path(spec: Spec, label: str, value: Any) -> str:
     if not isinstance(value, (str, Path)) or not str(value):
         raise _fail(label, "a file name", value)
     text = str(value)
+    if text == "-" and not spec.stdout:
+        raise _fail(label, "a file name ('-', standard output, is for the JSON only)", text)
     if spec.suffix and text != "-" and not text.lower().endswith(spec.suffix):
         raise _fail(label, f"a {spec.suffix} file name", text)
     return text

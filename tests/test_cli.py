@@ -321,3 +321,20 @@ def test_long_steps_show_a_progress_bar_on_a_terminal_and_nothing_on_a_pipe(
     for step in ("reading the motion", "poses", "fitting curves through 12 keys (channel space)"):
         assert step in shown
     assert "100%" in shown and "Traceback" not in shown
+
+
+@pytest.mark.parametrize(("command", "flag"), [("reduce", "--bvh"), ("reduce", "--residual"),
+                                               ("analyze", "--plot"), ("info", "--positions")])
+def test_dash_is_standard_output_for_the_json_only(sample_path, tmp_path, monkeypatch, capsys,
+                                                   command, flag):
+    """`--bvh -` and the like wrote a file named '-' past every check of outputs (a '-' that
+    was a link to the input replaced the input) and then said "Nothing written"."""
+    monkeypatch.chdir(tmp_path)
+    clip = tmp_path / "take.bvh"  # (a copy: the check is that it survives)
+    clip.write_bytes(sample_path.read_bytes())
+    (tmp_path / "-").symlink_to(clip)
+    extra = ["--keys", "5", "--space", "channel"] if command == "reduce" else []
+    assert main([command, str(clip), *extra, flag, "-", "--overwrite"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"{flag} must be a file name ('-', standard output, is for the JSON only), got -")
+    assert clip.read_bytes() == sample_path.read_bytes()

@@ -26,7 +26,7 @@ import numpy as np
 
 from sp_core.clip import Clip
 from sp_core.errors import SalientPosesError, said
-from sp_core.io.atomic import OutputGuard, atomic_open, sigint_handler, write_text
+from sp_core.io.atomic import OutputError, OutputGuard, atomic_open, sigint_handler, write_text
 from sp_core.jobs import Job, Result, guard_outputs, load_clip, run_job
 from sp_core.options import (
     CLI,
@@ -144,6 +144,12 @@ def options_from(args: argparse.Namespace) -> Options:
     if getattr(args, "preset", None):
         base = preset_options(args.preset)
     options = from_arguments(args, COMMAND_OPTIONS[args.command], base=base)
+    if base is not None:  # the preset is an input too: no output may replace it
+        guard = OutputGuard([args.preset])
+        for name, value in options.to_dict(["output"])["output"].items():
+            if isinstance(value, str) and value != "-" and guard.is_input(value):
+                raise OutputError(f"{flag_of(name)} {value} is the preset of this command; "
+                                  "refusing to overwrite it (choose another file name)")
     if options.analysis.layered and not options.analysis.leading:
         # (the panel lets one tick the mode before the nodes; a command line has both at once)
         raise UsageError("--layered needs --leading NODE,... (the part whose extremes are the "

@@ -852,6 +852,8 @@ def time_budget_for(options: Options, n_frames: int) -> float:
 def load_preset(path: str | Path) -> dict[str, Any]:
     """Read a preset (``.toml`` or ``.json``): ``{group: {field: value}}`` or flat."""
     path = Path(path)
+    if path.suffix.lower() not in (".toml", ".json"):  # (a .yaml file was read as JSON)
+        raise OptionError(f"preset {path}: a preset is a .toml or .json file")
     try:
         text = path.read_text(encoding="utf-8")
         record = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
@@ -875,6 +877,12 @@ def preset_options(path: str | Path) -> Options:
         the preset's path (a command line's flags may be at fault too).
     """
     record = load_preset(path)
+    output = record.get("output")
+    if "overwrite" in record or (isinstance(output, dict) and "overwrite" in output):
+        # (the guide: existing files are kept unless *you* add --overwrite)
+        raise OptionError(f"preset {path}: overwrite is not taken from a preset (a shared "
+                          "preset would replace files for everyone who uses it); add "
+                          "--overwrite to the command")
     try:
         return Options().replace(**record)
     except OptionError as exc:

@@ -338,3 +338,33 @@ def test_dash_is_standard_output_for_the_json_only(sample_path, tmp_path, monkey
     assert capsys.readouterr().err.strip().endswith(
         f"{flag} must be a file name ('-', standard output, is for the JSON only), got -")
     assert clip.read_bytes() == sample_path.read_bytes()
+
+
+def test_a_preset_is_an_input_and_cannot_switch_overwriting_on(sample_path, tmp_path, capsys):
+    """`--preset studio.toml --json studio.toml --overwrite` replaced the shared preset with the
+    reduction; a preset saying `overwrite = true` replaced files for everyone using it; a
+    .yaml preset was read as JSON."""
+    preset = tmp_path / "studio.toml"
+    preset.write_text("[keys]\nkeys = 6\n[fit]\nspace = \"channel\"\n")
+    kept = preset.read_bytes()
+    clip = str(sample_path)
+    assert main(["reduce", clip, "--preset", str(preset), "--json", str(preset),
+                 "--overwrite"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"salient-poses: error: --json {preset} is the preset of this command; refusing to "
+        "overwrite it (choose another file name)")
+    assert preset.read_bytes() == kept
+    loose = tmp_path / "loose.toml"
+    for text in ("[output]\noverwrite = true\n", "overwrite = true\n"):
+        loose.write_text(text)
+        assert main(["reduce", clip, "--preset", str(loose), "--json",
+                     str(tmp_path / "k.json")]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"salient-poses: error: preset {loose}: overwrite is not taken from a preset (a "
+            "shared preset would replace files for everyone who uses it); add --overwrite to "
+            "the command")
+    yaml = tmp_path / "studio.yaml"
+    yaml.write_text("keys: 6\n")
+    assert main(["reduce", clip, "--preset", str(yaml)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"salient-poses: error: preset {yaml}: a preset is a .toml or .json file")

@@ -903,3 +903,39 @@ def test_an_estimate_that_ends_after_apply_leaves_the_figures_apply_wrote(make_p
     assert written.endswith("world fit, as applied")
     panel.estimator._done((request, estimate))  # the estimate started before Apply ends now
     assert panel.k_box.error_label.text() == written
+
+
+def test_screenshot_takes_the_k_asked_or_fails_as_reduce_does(tmp_path, capsys, monkeypatch):
+    """`view --keys 200 --apply` applied 120 keys (the panel's nearest K) and said nothing;
+    a failed Apply exited 0 with nothing on stderr."""
+    from pathlib import Path
+
+    from sp_core.errors import SalientPosesError
+    from sp_core.io.bvh import read_bvh, write_bvh
+    from sp_core.ui import main_window
+
+    windows = []
+
+    class Kept(main_window.MainWindow):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            windows.append(self)
+
+    monkeypatch.setattr(main_window, "MainWindow", Kept)
+    path = Path(__file__).parent / "data" / "cmu_131_01_240.bvh"
+    assert main_window.run_viewer(str(path), keys=200, screenshot=str(tmp_path / "many.png"),
+                                  apply=True) == 0
+    assert capsys.readouterr().out.strip() == f"Wrote {tmp_path / 'many.png'}"
+    assert windows[0].session.k == 200
+    assert windows[0].session.last_reduction.curves.n_keys == 200
+    with pytest.raises(SalientPosesError, match=r"^the analysis failed: keys 241: frames 0..239 "
+                                                r"hold 2 to 240 keys \(first and last"):
+        main_window.run_viewer(str(path), keys=241, screenshot=str(tmp_path / "x.png"))
+    clip = read_bvh(path)
+    still = tmp_path / "still.bvh"
+    write_bvh(clip.with_channels(np.repeat(clip.channels[:1], clip.n_frames, axis=0)), still)
+    with pytest.raises(SalientPosesError, match="^Apply failed, the scene is unchanged: nothing "
+                                                "moves in frames 0..239"):
+        main_window.run_viewer(str(still), keys=4, screenshot=str(tmp_path / "still.png"),
+                               apply=True)
+    assert (tmp_path / "still.png").exists()  # the picture shows why

@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import operator
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -174,7 +175,7 @@ class AnalysisOptions:
     compose: str = option("max", "choice", "minimise the largest segment cost (max) or their "
                           "sum (sum)", choices=COMPOSITIONS)
     time_scale: float = option(0.0, "float", "add time as a pose coordinate", low=0.0,
-                               unit="scene units per frame", metavar="S")
+                               high=1e6, unit="scene units per frame", metavar="S")
     frame_range: tuple[int, int] | None = option(
         None, "range", "host frames to analyse, inclusive (default the whole clip)",
         flag="--range", nullable=True, unit="frames", metavar="START:END")
@@ -238,8 +239,9 @@ class FitOptions:
     tangents: str = option("unified", "choice", "unified (one tangent in and out, to edit), "
                            "broken, smooth (broken with a penalty), weighted",
                            choices=TANGENT_MODES)
+    # (from about 1e6 on the curves are unified; at 1e18 the normal equations were singular)
     smoothness: float = option(1.0, "float", "broken-tangent penalty of --tangents smooth",
-                               low=0.0, metavar="X")
+                               low=0.0, high=1e6, metavar="X")
     space: str = option("world", "choice", "fit world joint positions (default) or channel "
                         "values (fast)", choices=FIT_SPACES)
     world_iterations: int = option(12, "int", "Gauss-Newton iterations of the world fit",
@@ -335,7 +337,7 @@ class WandOptions:
                                     nullable=True, suffix=".bvh", fronts=frozenset({CLI}),
                                     metavar="E.bvh")
     sigma: float | None = option(None, "float", "kernel width (default: adapted to the motion)",
-                                 low=0.0, low_open=True, nullable=True, unit="pose units",
+                                 low=1e-6, high=1e6, nullable=True, unit="pose units",
                                  metavar="S")
     eigen: int = option(12, "int", "eigenpairs of the Green's function", low=1, high=500,
                         metavar="M")
@@ -453,6 +455,11 @@ def _fail(label: str, wants: str, value: Any) -> OptionError:
     return OptionError(f"{label} must be {wants}, got {shown}")
 
 
+#: The largest size of a whole-number option (frames, counts): a frame of 10^20 was taken and
+#: overflowed the engine's arrays in the middle of a run.
+WHOLE_LIMIT = 10**9
+
+
 def _number(spec: Spec, label: str, value: Any, whole: bool) -> int | float:
     wants = "a whole number" if whole else "a number"
     if spec.bounds_text():
@@ -473,6 +480,10 @@ def _number(spec: Spec, label: str, value: Any, whole: bool) -> int | float:
         raise _fail(label, wants, given)
     if whole and not isinstance(value, int) and not hasattr(value, "__index__"):
         raise _fail(label, wants, given)  # 3.0 is a float: frames and counts are whole
+    if whole:  # exact (through a float, 9007199254740993 became ...992), and of a size the
+        number = operator.index(value)  # engine's int64 arrays and its hosts can take
+        if abs(number) > WHOLE_LIMIT:
+            raise _fail(label, f"{wants} of at most {WHOLE_LIMIT:,} in size", given)
     low, high = spec.low, spec.high
     if (low is not None and (number < low or (spec.low_open and number == low))) or \
             (high is not None and (number > high or (spec.high_open and number == high))):
@@ -595,7 +606,8 @@ def _range(spec: Spec, label: str, value: Any) -> tuple[int, int]:
 
 
 def _weights(spec: Spec, label: str, value: Any) -> tuple[tuple[str, float], ...]:
-    wants = "NODE=WEIGHT pairs (weights finite and >= 0) separated by commas"
+    wants = ("NODE=WEIGHT pairs (each node once, weights from 0 to 1e6) separated by "
+             "commas")
     pairs: list[tuple[str, Any]] = []
     if isinstance(value, Mapping):
         pairs = list(value.items())
@@ -611,8 +623,12 @@ def _weights(spec: Spec, label: str, value: Any) -> tuple[tuple[str, float], ...
         raise _fail(label, wants, value)
     weights = {}
     for name, number in pairs:
+        if str(name) in weights:  # (the last one silently won)
+            raise _fail(label, wants, value)
         try:
-            weights[str(name)] = _number(Spec("float", "", low=0.0), label, number, whole=False)
+            # (1e200 overflowed the squared distances: every K looked alike)
+            weights[str(name)] = _number(Spec("float", "", low=0.0, high=1e6), label, number,
+                                         whole=False)
         except OptionError:
             raise _fail(label, wants, value) from None
     return tuple(weights.items())

@@ -97,7 +97,13 @@ def test_every_host_field_reaches_the_host_api_and_batches():
     ("frame_range", "9:3", "frame_range must be START:END host frames with END > START, "
                            "got 9:3"),
     ("pins", [1.5], "pins must be whole frame numbers separated by commas"),
-    ("weights", {"Head": -1}, "weights must be NODE=WEIGHT pairs (weights finite and >= 0)"),
+    ("weights", {"Head": -1}, "weights must be NODE=WEIGHT pairs (each node once, weights "
+                              "from 0 to 1e6)"),
+    ("weights", "Hips=2,Hips=3", "weights must be NODE=WEIGHT pairs (each node once"),
+    ("weights", "Hips=1e200", "weights must be NODE=WEIGHT pairs (each node once"),
+    ("smoothness", 1e18, "smoothness must be a number in [0, 1e+06], got 1e+18"),
+    ("time_scale", 1e300, "time_scale must be a number in [0, 1e+06]"),
+    ("sigma", 1e-300, "sigma must be a number in [1e-06, 1e+06]"),
     ("nodes", [], "nodes must be at least one node name"),
     ("layer", "  ", "layer must be a non-empty name"),
     ("residual_weight", math.inf, "residual_weight must be a number in [0, 1], got inf"),
@@ -267,3 +273,18 @@ def test_host_batch_flags_refuse_bad_values_with_one_line(capsys):
     good = host_batch_options(parser.parse_args(["--out", "o", "--keys", "9", "--residual-layer",
                                                  "--layer", "walk"]))
     assert (good.keys.keys, good.layer.residual_layer, good.layer.layer) == (9, True, "walk")
+
+
+def test_whole_numbers_are_exact_and_of_a_size_the_engine_takes():
+    """--first-frame went through a float (9007199254740993 became ...992) and 10^20 was
+    taken, to overflow the engine's arrays in the middle of a reduction."""
+    from sp_core.options import WHOLE_LIMIT, build
+
+    assert build({"first_frame": str(WHOLE_LIMIT)}).input.first_frame == WHOLE_LIMIT
+    assert build({"first_frame": -WHOLE_LIMIT}).input.first_frame == -WHOLE_LIMIT
+    for value in (str(WHOLE_LIMIT + 1), 2**53 + 1, "99999999999999999999"):
+        with pytest.raises(OptionError, match="^first_frame must be a whole number of at most "
+                                              "1,000,000,000 in size, got "):
+            build({"first_frame": value})
+    with pytest.raises(OptionError, match="^frames must be "):
+        build({"frames": f"0,{10**12}"})

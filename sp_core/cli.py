@@ -32,6 +32,7 @@ from sp_core.options import (
     CLI,
     Options,
     add_arguments,
+    check_given,
     field_specs,
     flag_of,
     from_arguments,
@@ -144,6 +145,8 @@ def options_from(args: argparse.Namespace) -> Options:
     if getattr(args, "preset", None):
         base = preset_options(args.preset)
     options = from_arguments(args, COMMAND_OPTIONS[args.command], base=base)
+    check_given(options, [n for n in COMMAND_OPTIONS[args.command] if hasattr(args, n)],
+                {n: flag_of(n) for n in field_specs()})
     if base is not None:  # the preset is an input too: no output may replace it
         guard = OutputGuard([args.preset])
         for name, value in options.to_dict(["output"])["output"].items():

@@ -778,6 +778,41 @@ def check(options: Options, labels: Mapping[str, str] | None = None) -> None:
                           f"{analysis.max_keys}; raise {name('max_keys')} or ask for fewer keys")
 
 
+#: Analysis options that act with ``frames`` too (the hierarchy read); the rest choose keys.
+_READ_WITH_FRAMES = frozenset({"roots"})
+
+
+def check_given(options: Options, given: Iterable[str],
+                labels: Mapping[str, str] | None = None) -> None:
+    """Refuse options ``given`` explicitly (a command line's flags) that the other options
+    leave with nothing to do: an analysis option with ``frames`` (no analysis runs),
+    ``smoothness`` without the smooth tangents, the world fit's ``world_iterations`` and
+    ``objective`` with the channel fit. :func:`check` does not refuse these: a panel's stored
+    settings keep such values for when they apply again.
+    """
+    labels = labels or {}
+    given = set(given)
+
+    def name(field_name: str) -> str:
+        return labels.get(field_name, field_name)
+
+    if options.keys.frames is not None:
+        unused = [f.name for f in fields(AnalysisOptions)
+                  if f.name in given and f.name not in _READ_WITH_FRAMES]
+        if unused:
+            raise OptionError(f"{name('frames')} gives the keys itself: {name(unused[0])} "
+                              "cannot apply; drop one of them")
+    fit = options.fit
+    if "smoothness" in given and fit.tangents != "smooth":
+        raise OptionError(f"{name('smoothness')} applies to the smooth tangents only "
+                          f"({name('tangents')} smooth); drop it or add that")
+    if fit.space == "channel":
+        for other in ("world_iterations", "objective"):
+            if other in given:
+                raise OptionError(f"{name(other)} applies to the world fit only; drop it or "
+                                  f"fit in world space ({name('space')} world)")
+
+
 # ------------------------------------------------------------------------------- the K rule
 def candidate_count(first: int, last: int, stride: int) -> int:
     """Candidate keyframes of a range: frames divisible by ``stride`` plus the first and last."""

@@ -368,3 +368,23 @@ def test_a_preset_is_an_input_and_cannot_switch_overwriting_on(sample_path, tmp_
     assert main(["reduce", clip, "--preset", str(yaml)]) == 2
     assert capsys.readouterr().err.strip() == (
         f"salient-poses: error: preset {yaml}: a preset is a .toml or .json file")
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--frames", "0,100,239", "--max-span", "10"],
+     "--frames gives the keys itself: --max-span cannot apply; drop one of them"),
+    (["--frames", "0,100,239", "--stride", "4"],
+     "--frames gives the keys itself: --stride cannot apply; drop one of them"),
+    (["--keys", "12", "--smoothness", "5"],
+     "--smoothness applies to the smooth tangents only (--tangents smooth); drop it or add "
+     "that"),
+    (["--keys", "12", "--space", "channel", "--world-iterations", "3"],
+     "--world-iterations applies to the world fit only; drop it or fit in world space (--space "
+     "world)"),
+    (["--keys", "12", "--space", "channel", "--fit-objective", "minimax"],
+     "--fit-objective applies to the world fit only; drop it or fit in world space (--space "
+     "world)")])
+def test_flags_that_cannot_apply_are_refused_not_dropped(sample_path, capsys, flags, said):
+    """These ran with exit 0, and the JSON's options block recorded them as if applied."""
+    assert main(["reduce", str(sample_path), *flags]) == 2
+    assert capsys.readouterr().err.strip() == f"salient-poses: error: {said}"

@@ -466,6 +466,8 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
         raise UsageError(f"the demo's plots need the ui extra (PySide6, pyqtgraph): {exc}") \
             from None
     out = Path(options.output.demo_out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a folder")
     out.mkdir(parents=True, exist_ok=True)
     source = str(SAMPLE_CLIP.relative_to(SAMPLE_CLIP.parents[1]))
     clip = load_clip(str(SAMPLE_CLIP))

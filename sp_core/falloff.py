@@ -191,9 +191,14 @@ def pose_edit(clip: Clip, frame: int, edited: np.ndarray) -> PoseEdit:
     row = clip.frame_index(frame)
     original = clip.channels[row]
     edited = np.asarray(edited, dtype=np.float64)
-    if edited.shape != original.shape or not np.all(np.isfinite(edited)):
+    if edited.shape != original.shape:
         raise SelectionError(f"the edited pose must be {original.shape[0]} finite channel "
                              f"values, got shape {edited.shape}")
+    if not np.all(np.isfinite(edited)):  # (it said "got shape (96,)" of 96 values)
+        bad = [clip.channel_names[c] for c in np.flatnonzero(~np.isfinite(edited))]
+        raise SelectionError(f"the edited pose must be {original.shape[0]} finite channel "
+                             f"values; {', '.join(bad[:4])}{' ...' if len(bad) > 4 else ''} "
+                             "is not a number")
     rotations: dict[int, Rotation] = {}
     offsets: dict[int, float] = {}
     rotation = clip.is_rotation_channel()

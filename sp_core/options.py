@@ -339,7 +339,7 @@ class WandOptions:
     sigma: float | None = option(None, "float", "kernel width (default: adapted to the motion)",
                                  low=1e-6, high=1e6, nullable=True, unit="pose units",
                                  metavar="S")
-    eigen: int = option(12, "int", "eigenpairs of the Green's function", low=1, high=500,
+    eigen: int = option(12, "int", "eigenpairs of the Green's function", low=2, high=500,
                         metavar="M")
     mode: str = option("local", "choice", "local: follow the motion; global: reach every "
                        "similar pose", choices=WAND_MODES)
@@ -523,7 +523,7 @@ def _choice(spec: Spec, label: str, value: Any) -> str:
 
 def _path(spec: Spec, label: str, value: Any) -> str:
     if not isinstance(value, (str, Path)) or not str(value):
-        raise _fail(label, "a file name", value)
+        raise _fail(label, "a folder name" if spec.metavar == "DIR" else "a file name", value)
     text = str(value)
     if text == "-" and not spec.stdout:
         raise _fail(label, "a file name ('-', standard output, is for the JSON only)", text)
@@ -589,6 +589,7 @@ def _pins(spec: Spec, label: str, value: Any) -> tuple[Pin, ...]:
 
 def _range(spec: Spec, label: str, value: Any) -> tuple[int, int]:
     wants = "START:END host frames with END > START"
+    typed = value  # (the message shows it as typed, not as the pair it was split into)
     if isinstance(value, str):
         start, sep, end = value.partition(":")
         if not sep:
@@ -599,7 +600,7 @@ def _range(spec: Spec, label: str, value: Any) -> tuple[int, int]:
         bounds = (_number(Spec("int", ""), label, start, whole=True),
                   _number(Spec("int", ""), label, end, whole=True))
     except (TypeError, ValueError, OptionError):
-        raise _fail(label, wants, value) from None
+        raise _fail(label, wants, typed) from None
     if bounds[1] <= bounds[0]:
         raise _fail(label, wants, f"{bounds[0]}:{bounds[1]}")
     return int(bounds[0]), int(bounds[1])

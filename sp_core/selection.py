@@ -217,10 +217,15 @@ class SelectionSpace:
         t2 = time.perf_counter()
         self.timings = {"table_s": t1 - t0, "select_s": t2 - t1}
         feasible = np.flatnonzero(np.isfinite(self._errors[:self._solved + 1]))
-        if len(feasible) == 0:
-            raise SelectionError(f"no selection of at most {self.max_keys} keys meets max_span "
-                                 f"{self.max_span} with these pins; raise max_keys or max_span",
-                                 options=("max_keys", "max_span"))
+        if len(feasible) == 0:  # (said with what made it so: a span asked for, pins)
+            spanned = self.max_span < self.n_frames - 1
+            pinned = len(self._pins)
+            rules = ([f"keys at most max_span {self.max_span} frames apart"] if spanned else []) \
+                + ([f"the {pinned} pinned frames"] if pinned else [])
+            raise SelectionError(f"no selection of at most {self.max_keys} keys has "
+                                 f"{' and '.join(rules) or 'the first and last frames'}; raise "
+                                 f"max_keys{' or max_span' if spanned else ''}",
+                                 options=("max_keys", "max_span") if spanned else ("max_keys",))
         self.min_keys = int(feasible[0])
         self._poses = centred
         self._diameter: float | None = None

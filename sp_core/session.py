@@ -207,9 +207,10 @@ class Session:
         if last <= first:
             count = max(last - first + 1, 0)
             where = getattr(self.host, "source", "") or f"the {self.host.name} scene"
-            raise SelectionError(f"{where}: frames {first}..{last} hold {count} "
-                                 f"frame{'s' if count != 1 else ''}; an analysis needs at "
-                                 "least 2: choose a longer range or another clip")
+            held = (f"frames {first}..{last} hold {count} frame{'s' if count != 1 else ''}"
+                    if count else "there are no frames")  # (not "frames 0..-1 hold 0")
+            raise SelectionError(f"{where}: {held}; an analysis needs at least 2: choose a "
+                                 "longer range or another clip")
         roots = self.roots()
         with host_step(f"reading the motion of {', '.join(roots)} over frames {first}..{last}"):
             motion = self.host.motion(roots, first, last)

@@ -194,8 +194,10 @@ def test_analyze_bad_options_exit_2(sample_path, args, message, capsys):
      "--max-span of 5 frames is shorter than the gap between candidate frames 0 and 10; raise "
      "--max-span or lower --stride"),
     (["--max-keys", "3", "--max-span", "100"],
-     "no selection of at most 3 keys meets --max-span 100 with these pins; raise --max-keys or "
-     "--max-span"),
+     "no selection of at most 3 keys has keys at most --max-span 100 frames apart; raise "
+     "--max-keys or --max-span"),
+    (["--max-keys", "5", "--pins", "10,20,30,40,50,60"],  # (it named a --max-span never given)
+     "no selection of at most 5 keys has the 6 pinned frames; raise --max-keys"),
     (["--stride", "4", "--pins", "3"],
      "pinned frame 3 is not a candidate frame (--stride 4); pin a candidate frame or add it to "
      "candidates"),
@@ -388,3 +390,4 @@ def test_flags_that_cannot_apply_are_refused_not_dropped(sample_path, capsys, fl
     """These ran with exit 0, and the JSON's options block recorded them as if applied."""
     assert main(["reduce", str(sample_path), *flags]) == 2
     assert capsys.readouterr().err.strip() == f"salient-poses: error: {said}"
+

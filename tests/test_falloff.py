@@ -111,6 +111,13 @@ def test_bad_input(sample_clip):
     clip = sample_clip.sub_range(0, 10)
     with pytest.raises(SelectionError, match="the edited pose must be 96 finite channel values"):
         pose_edit(clip, 5, np.full(96, np.nan))
+    edited = clip.channels[5].copy()
+    edited[7] = np.inf  # (it said "got shape (96,)" of 96 values)
+    with pytest.raises(SelectionError, match="^the edited pose must be 96 finite channel values; "
+                                             f"{clip.channel_names[7]} is not a number$"):
+        pose_edit(clip, 5, edited)
+    with pytest.raises(SelectionError, match=r"got shape \(95,\)"):
+        pose_edit(clip, 5, edited[:95])
 
 
 def test_long_clips_use_a_sparse_graph(monkeypatch):

@@ -101,6 +101,8 @@ def test_every_host_field_reaches_the_host_api_and_batches():
                               "from 0 to 1e6)"),
     ("weights", "Hips=2,Hips=3", "weights must be NODE=WEIGHT pairs (each node once"),
     ("weights", "Hips=1e200", "weights must be NODE=WEIGHT pairs (each node once"),
+    ("frame_range", "10:", "frame_range must be START:END host frames with END > START, got "
+                           "10:"),
     ("smoothness", 1e18, "smoothness must be a number in [0, 1e+06], got 1e+18"),
     ("time_scale", 1e300, "time_scale must be a number in [0, 1e+06]"),
     ("sigma", 1e-300, "sigma must be a number in [1e-06, 1e+06]"),

@@ -484,7 +484,7 @@ def _longer(clip, times: int):
     (["--layered", "--leading", "Head", "--cost", "line-max"],
      "--cost is not supported with --layered"),
     (["--world-iterations", "-1"], "--world-iterations must be a whole number in [1, 100]"),
-    (["--time-scale", "nan"], "--time-scale must be a number >= 0, got nan"),
+    (["--time-scale", "nan"], "--time-scale must be a number in [0, 1e+06], got nan"),
 ])
 def test_bad_values_are_refused_with_one_line(short_clip, tmp_path, capsys, args, message):
     code, out, err = run(["reduce", str(short_clip), *args, "--json",
@@ -494,9 +494,9 @@ def test_bad_values_are_refused_with_one_line(short_clip, tmp_path, capsys, args
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--eigen", "0"], "--eigen must be a whole number in [1, 500], got 0"),
-    (["--eigen", "-1"], "--eigen must be a whole number in [1, 500], got -1"),
-    (["--sigma", "0"], "--sigma must be a number > 0, got 0"),
+    (["--eigen", "1"], "--eigen must be a whole number in [2, 500], got 1"),
+    (["--eigen", "-1"], "--eigen must be a whole number in [2, 500], got -1"),
+    (["--sigma", "0"], "--sigma must be a number in [1e-06, 1e+06], got 0"),
 ])
 def test_bad_wand_values_are_refused(short_clip, tmp_path, capsys, args, message):
     (tmp_path / "edit.json").write_text('{"offsets": {"Hips.Zrotation": 10}}')
@@ -543,9 +543,9 @@ def test_empty_and_one_frame_clips_get_a_message(tmp_path, capsys, frames, comma
     path.write_text(_clip_text(frames))
     code, _, err = run([command[0], str(path), *command[1:]], capsys)
     assert code == 2
-    holds = f"{frames} frame{'s' if frames != 1 else ''}"
-    assert err == (f"salient-poses: error: {path}: frames 0..{frames - 1} hold {holds}; an "
-                   "analysis needs at least 2: choose a longer range or another clip\n")
+    holds = "frames 0..0 hold 1 frame" if frames else "there are no frames"  # (not 0..-1)
+    assert err == (f"salient-poses: error: {path}: {holds}; an analysis needs at least 2: "
+                   "choose a longer range or another clip\n")
 
 
 def test_a_two_thousand_joint_chain_reads(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -203,6 +204,14 @@ def wait_for_analysis(window: MainWindow, timeout: float = 120.0) -> None:
     app.processEvents()
 
 
+def _without_offscreen_noise(kind: QtCore.QtMsgType, context: QtCore.QMessageLogContext,
+                             message: str) -> None:
+    """Qt's messages on stderr, as Qt prints them, but the offscreen platform's
+    "does not support propagateSizeHints()"."""
+    if "propagateSizeHints" not in message:
+        sys.stderr.write(message + "\n")
+
+
 def run_viewer(path: str, first_frame: int | None = None, keys: int | None = None,
                screenshot: str | None = None, apply: bool = False,
                timeout: float = 600.0) -> int:
@@ -225,6 +234,9 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
     host = StandaloneHost.from_file(path, first_frame=first_frame)
     settings = None
     scratch = None
+    if screenshot:  # the offscreen platform warns of a window feature it lacks, twice per
+        # run, on a command whose stderr a script reads for errors
+        previous = QtCore.qInstallMessageHandler(_without_offscreen_noise)
     if screenshot:  # a scripted run must not depend on (or change) the user's saved options
         # (in a folder of its own: next to the picture it replaced a user's OUT.ini)
         scratch = tempfile.TemporaryDirectory(prefix="salient-poses-view-")
@@ -258,6 +270,7 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
         window.close()  # saves the panel's settings: into the scratch folder removed next
         assert scratch is not None
         scratch.cleanup()
+        QtCore.qInstallMessageHandler(previous)
         print(f"Wrote {screenshot}")
     if failed:
         raise SalientPosesError(failed)

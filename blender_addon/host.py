@@ -455,7 +455,8 @@ class BlenderHost:
         clip = Clip(names, parents, np.array(offsets), ends, channel_names,
                     np.stack(columns, axis=1), self.fps, first_frame=first, name=obj.name,
                     orients=np.array(orients), up_axis="z", translation_space="oriented",
-                    character_height=_height(obj, world))
+                    character_height=_height(obj, world),
+                    held_channels=[c for c in channel_names if c in self.skipped])
         blender = points[:, point_index] @ world[:3, :3].T + world[:3, 3]
         for c in range(len(carriers)):  # a selected bone's subtree, in its parent's frame
             inside = np.flatnonzero(np.asarray(frame_of) == c)

@@ -419,9 +419,13 @@ class MayaHost:
                 channel_names.append(f"{node}.{axis}rotation")
                 columns.append(rotate[:, j, "XYZ".index(axis)])
         parents = [index[p] if p is not None else -1 for _, p in nodes]
+        # the plugs Apply leaves alone (locked, driven), by their channels' names
+        held = [f"{plug.rpartition('.')[0]}.{ATTRIBUTES[plug.rpartition('.')[2]]}"
+                for plug in self.skipped]
         return Clip(names, parents, translate[0], [False] * len(names), channel_names,
                     np.stack(columns, axis=1), fps, first_frame=first, name=", ".join(roots),
-                    orients=orients, character_height=self._character_height(nodes, first))
+                    orients=orients, character_height=self._character_height(nodes, first),
+                    held_channels=held)
 
     def _character_height(self, nodes: Sequence[tuple[str, str | None]], first: int
                           ) -> float | None:

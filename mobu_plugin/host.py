@@ -511,7 +511,8 @@ class MobuHost:
             parents.append(-1 if parent is None else index[parent])
         return Clip([n.name for n in nodes], parents, np.array(offsets), [False] * len(nodes),
                     channels, values, clock.fps, first_frame=first, name=", ".join(roots),
-                    orients=np.array(orients), character_height=height)
+                    orients=np.array(orients), character_height=height,
+                    held_channels=list(self.skipped))  # (locked: Apply leaves them alone)
 
     def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
         """(last − first + 1, n_channels): what the scene shows (all layers), from the curves

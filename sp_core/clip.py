@@ -88,6 +88,9 @@ class Clip:
         The whole character's height when this clip is part of it (a limb a host read under a
         selected bone): :meth:`height` returns it, so errors are in the same millimetres as for
         the whole body. By default the height is measured on this clip's rest pose.
+    held_channels : sequence of str, optional
+        Channels a host leaves as they are when it writes a reduction (locked, driven): a
+        reduction keeps them as captured, so its errors are those of what the host then shows.
 
     Notes
     -----
@@ -114,8 +117,10 @@ class Clip:
         rest_channels: np.ndarray | None = None,
         translation_space: str = "parent",
         character_height: float | None = None,
+        held_channels: Sequence[str] = (),
     ) -> None:
         self.name = name
+        self.held_channels: tuple[str, ...] = tuple(held_channels)
         if character_height is not None and not (np.isfinite(character_height)
                                                  and character_height > 0):
             raise ClipError(f"character height must be a positive number of scene units, got "
@@ -564,6 +569,12 @@ class Clip:
                 return value
         raise ClipError(f"clip {self.name!r} has no measurable size: every node is at one point")
 
+    @property
+    def held(self) -> np.ndarray:
+        """(n_channels,) bool: the channels of :attr:`held_channels` (kept as captured)."""
+        held = set(self.held_channels)
+        return np.array([name in held for name in self.channel_names], dtype=bool)
+
     def mm_per_unit(self, up_axis: str | None = None) -> float:
         """Millimetres per scene unit for the character scaled to 1.7 m (the paper's convention)."""
         return REFERENCE_HEIGHT_MM / self.height(up_axis)
@@ -576,7 +587,8 @@ class Clip:
             fps=self.fps, frame_time=self.frame_time, first_frame=self.first_frame, name=self.name,
             raw_channels=self.raw_channels, orients=self.orients, units=self.units,
             up_axis=self.up_axis, rest_channels=self.rest_channels,
-            translation_space=self.translation_space, character_height=self.character_height)
+            translation_space=self.translation_space, character_height=self.character_height,
+            held_channels=self.held_channels)
         fields.update(changes)
         return Clip(**fields)  # type: ignore[arg-type]
 

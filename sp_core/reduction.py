@@ -244,6 +244,10 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     values = work.channels
     rows = keys - original.first_frame
     animated = ~constant_channels(values)
+    # channels the host leaves alone (locked): kept as captured, neither keyed nor corrected,
+    # so the errors are those of what the host shows (they counted them as reduced)
+    held = original.held & animated
+    keyed = animated & ~held
     timings = {"channel_s": 0.0, "world_s": 0.0}
     notes: list[str] = []
     if space == "world" and len(rows) > 1:
@@ -258,7 +262,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     if len(rows) == 1:  # a one-frame clip: one key, nothing to fit
         curves = KeyedCurves(list(work.channel_names), keys.copy(), values[:1].copy(),
                              np.zeros((1, values.shape[1], 2)), np.zeros((1, values.shape[1], 2)),
-                             animated, tangents)
+                             keyed, tangents)
     else:
         report(0.0, f"fitting {len(rows)} keys in channel space")
         # Channel-space results measure rotations near gimbal lock on the rotation (see
@@ -271,17 +275,17 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
         timings["channel_s"] = fit.info["channel_s"]
         if space == "world" and start_only:
             space = "channel"
-        elif space == "world" and animated.any():
+        elif space == "world" and keyed.any():
             report(0.02, f"fitting {len(rows)} keys in world space")
             fit = refine_world(work, rows, fit, tangents, smoothness,
-                               iterations=world_iterations, free=animated,
+                               iterations=world_iterations, free=keyed,
                                objective=objective,
                                progress=lambda f, m: report(0.02 + (fitting_share - 0.02) * f,
                                                             m),
                                key_values=key_values)
             timings["world_s"] = fit.info["world_s"]
         curves = fit.curves(values, rows, original.first_frame, list(work.channel_names),
-                            animated, tangents)
+                            keyed, tangents)
     if labels is not None:
         missing = [int(f) for f in keys if int(f) not in labels]
         if missing:
@@ -289,7 +293,8 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
         curves = dataclasses.replace(curves, labels=[str(labels[int(f)]) for f in keys])
     reduced = curves.dense()
     reduced[:, ~animated] = values[:1, ~animated]
-    metrics = measure(original, reduced, len(keys), animated, mm_per_unit=_mm_per_unit(clip))
+    reduced[:, held] = values[:, held]
+    metrics = measure(original, reduced, len(keys), keyed, mm_per_unit=_mm_per_unit(clip))
     timings["corrective_s"] = 0.0
     timings["total_s"] = time.perf_counter() - started
     plain = Reduction(curves, reduced, original.channels - reduced, original.frames, metrics,

@@ -630,6 +630,15 @@ class Session:
         self.check_analysis_current()
         reduction = reduction or self.reduce()
         if not reduction.curves.animated.any():
+            motion = self.motion
+            held = [] if motion is None else [
+                name for name, h, c in zip(motion.channel_names, motion.held,
+                                           constant_channels(motion.channels), strict=True)
+                if h and not c]
+            if held:  # (not "nothing moves": what moves is locked)
+                raise SelectionError(f"nothing to write: every channel that moves is left "
+                                     f"alone ({', '.join(held[:6])}"
+                                     f"{', ...' if len(held) > 6 else ''}: locked or driven)")
             raise SelectionError(_still(int(reduction.frames[0]), int(reduction.frames[-1])))
         options = self.options if name is None else self.options.replace(layer=name)
         layer = options.layer

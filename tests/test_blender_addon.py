@@ -57,7 +57,9 @@ def test_keys_sit_on_the_chosen_frames_with_the_engines_handles(scene, tangents)
     assert action[MADE] == "override"
     fcurves = _action_fcurves(action, None)
     written = {(f.data_path, f.array_index) for f in fcurves}
-    assert len(written) == int(curves.animated.sum()) - 1  # all but the locked channel
+    # every keyed channel; the locked one is kept as captured, not keyed (nor counted)
+    assert not curves.animated[curves.channel_names.index(scene.locked)]
+    assert len(written) == int(curves.animated.sum())
     for fcurve in fcurves:
         bone = fcurve.data_path.split('"')[1]
         prop = fcurve.data_path.rpartition(".")[2]

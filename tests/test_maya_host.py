@@ -78,7 +78,9 @@ def test_apply_composes_reduced_curves_with_the_locks_of_the_mode(sample_clip, t
     plugs = [host.plug_for(c) for c in reduction.curves.channel_names]
     written = [i for i, p in enumerate(plugs) if p in override.curves]
     assert LOCKED not in override.curves
-    assert len(written) == int(reduction.curves.animated.sum()) - 1  # all but the locked one
+    # every keyed channel; the locked one is kept as captured, not keyed (nor counted)
+    assert not reduction.curves.animated[plugs.index(LOCKED)]
+    assert len(written) == int(reduction.curves.animated.sum())
     got = ui_composite([plugs[i] for i in written], times)
     expected = reduction.curves.evaluate(times)[:, written]
     np.testing.assert_allclose(got, expected, atol=1e-6)

@@ -217,7 +217,7 @@ def test_override_layer_holds_the_reduced_curves_in_each_tangent_mode(sample_cli
         assert weighted == ([3] * len(weighted) if tangents == "weighted"
                             else [0] * len(weighted))
         checked += 1
-    assert checked == int(curves.animated.sum()) - 1
+    assert checked == int(curves.animated.sum())  # (the locked channel is not keyed)
     # bulk writes: one KeysAdd per curve, never one KeyAdd per key
     assert fb.calls["FBFCurve.KeysAdd"] == checked and fb.calls["FBFCurve.KeyAdd"] == 0
     assert fb.scene.undo == [f"Salient Poses: apply {session.k} keys"]

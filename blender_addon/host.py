@@ -60,6 +60,8 @@ PROPERTIES = {"Xposition": ("location", 0), "Yposition": ("location", 1),
               "Zposition": ("location", 2), "Xrotation": ("rotation_euler", 0),
               "Yrotation": ("rotation_euler", 1), "Zrotation": ("rotation_euler", 2)}
 EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+#: Bytes of a name Blender keeps (its 64-byte name fields, with the closing zero).
+NAME_BYTES = 63
 #: Suffix of the End Site node made for each leaf bone's tail.
 TAIL = "_end"
 #: Timeline markers of the keyframe preview start with this.
@@ -100,7 +102,7 @@ def channel_target(channel: str) -> tuple[str, str, int]:
 class _Journal:
     """What an undo chunk has made, so that a failure can take it away again."""
 
-    tracks: list[tuple[str, str]] = field(default_factory=list)  # (object, track)
+    tracks: list[tuple[str, str, str]] = field(default_factory=list)  # (object, track, action)
     actions: list[str] = field(default_factory=list)
     pushed: list[tuple[str, str, str]] = field(default_factory=list)  # (object, track, action)
 
@@ -601,7 +603,7 @@ class BlenderHost:
         track = data.nla_tracks.new()
         track.name = name
         if self._journal is not None:
-            self._journal.tracks.append((obj.name, track.name))
+            self._journal.tracks.append((obj.name, track.name, action.name))
         return action, track, data
 
     def _finish_strip(self, obj: Any, track: Any, action: Any, first: int, blend: str,
@@ -867,13 +869,19 @@ def _restore_original(obj: Any) -> str | None:
     return None
 
 
-def _track_of(data: Any, name: str, action: Any) -> Any:
+def _track_of(data: Any, name: str, action: Any, empty: bool = False) -> Any:
     """The NLA track named ``name`` that plays ``action`` (any track of that name if
-    ``action`` is None, as files written before the action was recorded say), else None."""
+    ``action`` is None, as files written before the action was recorded say), or with
+    ``empty`` one of that name with no strip yet (a failed Apply's, made just before); else
+    None."""
     for track in data.nla_tracks:
         if track.name == name and (action is None or any(
                 s.action == action for s in track.strips)):
             return track
+    if empty:
+        for track in data.nla_tracks:
+            if track.name == name and not len(track.strips):
+                return track
     return None
 
 
@@ -881,19 +889,27 @@ def _free_track_name(data: Any, wanted: str) -> str:
     """``wanted``, or ``wanted.001``, ``wanted.002``... if a track of ``data`` has it (Blender
     lets tracks share a name; this tool finds its tracks by theirs)."""
     taken = {t.name for t in data.nla_tracks}
-    name, n = wanted, 0
-    while name in taken:
+    name, n = _fitting(wanted, NAME_BYTES), 0
+    while name in taken:  # (the suffix kept within Blender's length: cut, it was lost)
         n += 1
-        name = f"{wanted}.{n:03d}"
+        suffix = f".{n:03d}"
+        name = _fitting(wanted, NAME_BYTES - len(suffix)) + suffix
     return name
+
+
+def _fitting(text: str, size: int) -> str:
+    """The longest start of ``text`` of at most ``size`` bytes in UTF-8 (whole characters)."""
+    return text.encode("utf-8")[:size].decode("utf-8", errors="ignore")
 
 
 def _roll_back(journal: _Journal) -> None:
     """Delete what a failed undo chunk made (tracks, actions) and undo its push-down."""
-    for object_name, track_name in reversed(journal.tracks):
+    for object_name, track_name, action_name in reversed(journal.tracks):
         obj = bpy.data.objects.get(object_name)
         if obj is not None and obj.animation_data is not None:
-            track = obj.animation_data.nla_tracks.get(track_name)
+            # by its action too: a user's track may have the name (see _free_track_name)
+            track = _track_of(obj.animation_data, track_name,
+                              bpy.data.actions.get(action_name), empty=True)
             if track is not None:
                 obj.animation_data.nla_tracks.remove(track)
     for name in journal.actions:

@@ -145,8 +145,13 @@ def options_from(args: argparse.Namespace) -> Options:
     if getattr(args, "preset", None):
         base = preset_options(args.preset)
     options = from_arguments(args, COMMAND_OPTIONS[args.command], base=base)
-    check_given(options, [n for n in COMMAND_OPTIONS[args.command] if hasattr(args, n)],
-                {n: flag_of(n) for n in field_specs()})
+    fields = COMMAND_OPTIONS[args.command]
+    if options.keys.frames is not None and "frames" not in fields:
+        # a shared preset's keys, for reduce: analyze (say) has no --frames and must not
+        # skip its analysis for them
+        options = options.replace(frames=None)
+    check_given(options, [n for n in fields if hasattr(args, n)],
+                {n: flag_of(n) for n in field_specs()}, fields)
     if base is not None:  # the preset is an input too: no output may replace it
         guard = OutputGuard([args.preset])
         for name, value in options.to_dict(["output"])["output"].items():
@@ -381,7 +386,7 @@ def cmd_reduce(args: argparse.Namespace, options: Options) -> int:
 def cmd_batch(args: argparse.Namespace, options: Options) -> int:
     from sp_core.batch import run_batch
 
-    return run_batch(args.inputs, options)
+    return run_batch(args.inputs, options, getattr(args, "preset", None))
 
 
 def _edited_pose(clip: Clip, args: argparse.Namespace, options: Options) -> np.ndarray:

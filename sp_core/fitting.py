@@ -617,7 +617,7 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
                  anchor: float = ANCHOR, jacobian: str = "tree",
                  progress: Callable[[float, str], None] | None = None,
                  key_values: str = "captured",
-                 objective: str = "least-squares") -> Fit:
+                 objective: str = "least-squares", held: np.ndarray | None = None) -> Fit:
     """Refine a channel-space fit to minimise the world position error of every node.
 
     Parameters
@@ -636,6 +636,9 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
         Stop when an accepted step lowers the squared error by less than this fraction.
     free : (C,) bool, optional
         Channels whose slopes may change (default all); constant channels stay flat.
+    held : (C,) bool, optional
+        Channels the host keeps as captured (not free): the fit's poses take their captured
+        values on every frame, as the scene will show them, not their fitted curves.
     anchor : float
         Weight of the channel-value error (as distance, see :func:`channel_distance_scale`)
         next to the world position error.
@@ -741,6 +744,8 @@ def refine_world(clip: Clip, key_rows: np.ndarray, fit: Fit, tangents: str,
             return solve_block_tridiagonal(damped, upper, rhs)
     else:
         raise ReductionError(f"unknown jacobian {jacobian!r}; choose tree or dense")
+    if held is not None and held.any():
+        kinematics = _holding(kinematics, held, values[:, held])
     check_choice("fit objective", objective, FIT_OBJECTIVES)
     minimax = objective == "minimax"
     rounds = VALUE_ROUNDS if key_values == "fitted" else 0
@@ -877,6 +882,17 @@ def _reweighted_rounds(refit: Callable[[Fit, np.ndarray, int], Fit],
             if cap < 1.0:
                 break
     return fit, errors, kept
+
+
+def _holding(kinematics: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]],
+             held: np.ndarray, captured: np.ndarray
+             ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]]:
+    """``kinematics`` of channel values whose ``held`` columns (C,) bool are ``captured``
+    (F, H) on every frame (the channels are the fit's own array: it is changed in place)."""
+    def holding(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        channels[:, held] = captured
+        return kinematics(channels)
+    return holding
 
 
 def _world_iterations(clip: Clip, basis: _Basis, fit: Fit, q: int, lam: float,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from sp_core.host import Host, LayerHandle
 from sp_core.io.atomic import OutputGuard, atomic_open, write_text
 from sp_core.io.readers import read_clip
 from sp_core.options import Options, build, key_choice
-from sp_core.reduction import Reduction
+from sp_core.reduction import Reduction, constant_channels
 from sp_core.selection import SelectionSpace
 from sp_core.session import CancelToken, Session
 
@@ -130,11 +130,12 @@ def load_clip(path: str, options: Options | None = None) -> Clip:
     return read_clip(path, first_frame=given.first_frame, take=given.take, root=given.root)
 
 
-def guard_outputs(job: Job, overwrite: bool | None = None, label: str | None = None
-                  ) -> OutputGuard:
+def guard_outputs(job: Job, overwrite: bool | None = None, label: str | None = None,
+                  inputs: Sequence[str] = ()) -> OutputGuard:
     """Check every output of ``job`` before any work (see :class:`OutputGuard`); messages name
-    each by its flag, or by ``label`` (a batch's take, whose outputs no flag names)."""
-    guard = OutputGuard([job.input] if job.input else [],
+    each by its flag, or by ``label`` (a batch's take, whose outputs no flag names).
+    ``inputs``: files the job reads besides its input (a preset)."""
+    guard = OutputGuard([*([job.input] if job.input else []), *inputs],
                         job.options.output.overwrite if overwrite is None else overwrite)
     for flag, path in job.outputs():
         guard.claim(path, label or flag)
@@ -220,8 +221,9 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
             result.reduction = dataclasses.replace(
                 result.reduction, notes=(*result.notes, *result.reduction.notes))
         # a scene in which nothing moves has no key to write: its analysis' note says so, and
-        # an in-host batch saves the scene as it is rather than fail it
-        if job.apply and result.reduction.curves.animated.any():
+        # an in-host batch saves the scene as it is rather than fail it (one whose moving
+        # channels are all locked is refused by apply(), which says so)
+        if job.apply and not constant_channels(motion.channels).all():
             if progress is not None:
                 progress(0.9, f"writing layer {job.options.layer.layer!r}")
             session.apply(result.reduction)

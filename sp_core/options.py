@@ -474,6 +474,8 @@ def _number(spec: Spec, label: str, value: Any, whole: bool) -> int | float:
             raise _fail(label, wants, given) from None
     try:
         number = float(value)
+    except OverflowError:  # (a whole number past a float's range)
+        raise _fail(label, f"{wants} of at most {WHOLE_LIMIT:,} in size", given) from None
     except (TypeError, ValueError):
         raise _fail(label, wants, given) from None
     if not math.isfinite(number) or (whole and number != int(number)):
@@ -526,7 +528,8 @@ def _path(spec: Spec, label: str, value: Any) -> str:
         raise _fail(label, "a folder name" if spec.metavar == "DIR" else "a file name", value)
     text = str(value)
     if text == "-" and not spec.stdout:
-        raise _fail(label, "a file name ('-', standard output, is for the JSON only)", text)
+        raise _fail(label, f"a {'folder' if spec.metavar == 'DIR' else 'file'} name ('-', "
+                    "standard output, is for the JSON only)", text)
     if spec.suffix and text != "-" and not text.lower().endswith(spec.suffix):
         raise _fail(label, f"a {spec.suffix} file name", text)
     return text
@@ -784,12 +787,14 @@ _READ_WITH_FRAMES = frozenset({"roots"})
 
 
 def check_given(options: Options, given: Iterable[str],
-                labels: Mapping[str, str] | None = None) -> None:
+                labels: Mapping[str, str] | None = None,
+                reads: Iterable[str] | None = None) -> None:
     """Refuse options ``given`` explicitly (a command line's flags) that the other options
     leave with nothing to do: an analysis option with ``frames`` (no analysis runs),
     ``smoothness`` without the smooth tangents, the world fit's ``world_iterations`` and
     ``objective`` with the channel fit. :func:`check` does not refuse these: a panel's stored
-    settings keep such values for when they apply again.
+    settings keep such values for when they apply again. ``reads``: the options the command
+    reads (default all): ``frames`` from a preset means nothing to a command without it.
     """
     labels = labels or {}
     given = set(given)
@@ -797,7 +802,7 @@ def check_given(options: Options, given: Iterable[str],
     def name(field_name: str) -> str:
         return labels.get(field_name, field_name)
 
-    if options.keys.frames is not None:
+    if options.keys.frames is not None and (reads is None or "frames" in set(reads)):
         unused = [f.name for f in fields(AnalysisOptions)
                   if f.name in given and f.name not in _READ_WITH_FRAMES]
         if unused:

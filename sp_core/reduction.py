@@ -278,7 +278,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
         elif space == "world" and keyed.any():
             report(0.02, f"fitting {len(rows)} keys in world space")
             fit = refine_world(work, rows, fit, tangents, smoothness,
-                               iterations=world_iterations, free=keyed,
+                               iterations=world_iterations, free=keyed, held=held,
                                objective=objective,
                                progress=lambda f, m: report(0.02 + (fitting_share - 0.02) * f,
                                                             m),

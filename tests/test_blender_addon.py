@@ -669,3 +669,34 @@ def test_a_scene_range_before_every_key_is_told_where_the_keys_are(scene):
     keyed = "..".join(str(round(f)) for f in action.frame_range)
     assert session.notes[0] == (f"frames 1..100 hold none of the animation's keys ({keyed}): "
                                 f"set the scene's frame range or frame_range to {keyed}")
+
+
+def test_a_long_layer_name_stays_apart_from_a_users_track_and_a_failed_apply_spares_it(
+        scene, monkeypatch):
+    """Blender keeps 63 bytes of a track's name: the '.001' that sets ours apart was cut off,
+    and a failed Apply's roll back, which found its track by name, deleted the user's."""
+    obj = bpy.data.objects[scene.object_name]
+    data = obj.animation_data
+    layer = "L" * 63
+    user = data.nla_tracks.new()
+    user.name = layer
+    user.strips.new("mine", FIRST, bpy.data.actions.new("mine"))
+    session = Session(scene.host)
+    session.analyze()
+    session.set_k(6)
+    session.set_options(layer=layer, space="channel")
+
+    def broken(*args, **kwargs):  # noqa: ANN202 - fails after the track is made
+        raise HostError("the strip could not be made")
+
+    monkeypatch.setattr(BlenderHost, "_finish_strip", broken)
+    with pytest.raises(SalientPosesError, match="the strip could not be made"):
+        session.apply()
+    assert [(t.name, [s.action.name for s in t.strips]) for t in data.nla_tracks] == [
+        (layer, ["mine"])]
+    monkeypatch.undo()
+    session.apply()
+    ours = [t.name for t in data.nla_tracks if t != user and "(original)" not in t.name]
+    assert ours == ["L" * 59 + ".001"]
+    session.remove()
+    assert [t.name for t in data.nla_tracks] == [layer]

@@ -391,3 +391,31 @@ def test_flags_that_cannot_apply_are_refused_not_dropped(sample_path, capsys, fl
     assert main(["reduce", str(sample_path), *flags]) == 2
     assert capsys.readouterr().err.strip() == f"salient-poses: error: {said}"
 
+
+
+def test_a_presets_frames_mean_nothing_to_analyze_and_a_batch_keeps_the_preset(
+        sample_path, tmp_path, capsys):
+    """A shared preset naming reduce's keys made `analyze` refuse its own --cost (naming a
+    --frames it does not have) or fail inside; a batch could write a take's JSON over the
+    preset; `batch --out -` was told to give a file name."""
+    preset = tmp_path / "keys.toml"
+    preset.write_text("[keys]\nframes = [0, 100, 200]\n")
+    assert main(["analyze", str(sample_path), "--preset", str(preset), "--cost",
+                 "line-max"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "out"
+    out.mkdir()
+    clip = tmp_path / "take.bvh"
+    clip.write_bytes(sample_path.read_bytes())
+    kept = out / "take.keys.json"
+    kept.write_text('{"fit": {"space": "channel"}}')
+    assert main(["batch", str(clip), "--out", str(out), "--preset", str(kept), "--keys", "4",
+                 "--overwrite"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"salient-poses: error: output {kept} is an input of this command; refusing to "
+        "overwrite it (choose another file name)")
+    assert kept.read_text() == '{"fit": {"space": "channel"}}'
+    assert main(["batch", str(clip), "--out", "-"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "salient-poses: error: --out must be a folder name ('-', standard output, is for the "
+        "JSON only), got -")

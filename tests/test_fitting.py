@@ -415,3 +415,39 @@ def test_unknown_key_values_are_refused(sample_clip):
     with pytest.raises(ReductionError, match="unknown key values 'rounded'; choose one of "
                                              "fitted, captured"):
         reduce(sample_clip.sub_range(0, 40), [0, 20, 40], key_values="rounded")
+
+
+def test_held_channels_are_captured_in_the_world_fit_and_in_what_is_reported(sample_clip):
+    """Channels a host leaves alone (locked) are kept as captured: not keyed, and the world
+    fit poses them as captured (it fitted the others to their fitted curves, a pose never
+    written: 19.1 mm mean where fitting to what is written gives 15.8)."""
+    from sp_core.fitting import fit_channels, refine_world
+    from sp_core.reduction import constant_channels
+
+    clip = sample_clip.sub_range(0, 300)
+    names = [c for c in clip.channel_names if "rotation" in c and c.split(".")[0] in
+             ("lowerback", "Chest", "LeftHip", "RightHip", "LeftShoulder", "RightShoulder")]
+    held_clip = clip._derived(held_channels=names)  # noqa: SLF001 - as a host's motion()
+    frames = np.arange(0, 301, 50)
+    reduction = reduce(held_clip, frames)
+    held = held_clip.held
+    assert held.sum() == len(names) and not reduction.curves.animated[held].any()
+    work = held_clip.unwrapped()
+    np.testing.assert_array_equal(reduction.reduced[:, held], work.channels[:, held])
+    shown = np.linalg.norm(clip.forward_kinematics(reduction.reduced) - clip.positions,
+                           axis=-1) * clip.mm_per_unit()
+    assert reduction.metrics.mean_mm == pytest.approx(shown.mean(), rel=1e-9)
+    assert reduction.metrics.pose_keys == len(frames) * int(reduction.curves.animated.sum())
+    # the fit that ignores what the host keeps, then written with the held channels captured
+    values, rows = work.channels, frames
+    animated = ~constant_channels(values)
+    start = fit_channels(values, rows, "unified", 1.0, key_values="fitted")
+    start.slopes[:, :, ~animated] = 0.0
+    blind = refine_world(work, rows, start, "unified", 1.0, free=animated & ~held,
+                         key_values="fitted")
+    dense = blind.curves(values, rows, work.first_frame, list(work.channel_names), animated,
+                         "unified").dense()
+    dense[:, held] = values[:, held]
+    blind_mm = np.linalg.norm(clip.forward_kinematics(dense) - clip.positions,
+                              axis=-1).mean() * clip.mm_per_unit()
+    assert reduction.metrics.mean_mm < 0.9 * blind_mm

@@ -284,7 +284,7 @@ def test_whole_numbers_are_exact_and_of_a_size_the_engine_takes():
 
     assert build({"first_frame": str(WHOLE_LIMIT)}).input.first_frame == WHOLE_LIMIT
     assert build({"first_frame": -WHOLE_LIMIT}).input.first_frame == -WHOLE_LIMIT
-    for value in (str(WHOLE_LIMIT + 1), 2**53 + 1, "99999999999999999999"):
+    for value in (str(WHOLE_LIMIT + 1), 2**53 + 1, "99999999999999999999", 10**400):
         with pytest.raises(OptionError, match="^first_frame must be a whole number of at most "
                                               "1,000,000,000 in size, got "):
             build({"first_frame": value})

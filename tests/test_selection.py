@@ -493,3 +493,27 @@ def test_line_sse_threshold_rule_tracks_line_max_on_real_mocap(sample_clip):
         suggested = [SelectionSpace.from_clip(clip, cost=cost).threshold_choice()
                      for cost in ("line-max", "line-sse")]
         assert 0.5 * suggested[0] <= suggested[1] <= 2 * suggested[0]
+
+
+def test_a_failure_in_a_gram_bands_thread_is_raised_not_left_as_unset_rows(monkeypatch):
+    """A helper thread's error (memory) went to threading's hook, and the bands came back with
+    its rows never written (np.empty): a table of garbage."""
+    import threading
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one core")
+    plain = np.matmul
+
+    def failing(*args, **kwargs):  # noqa: ANN202
+        if threading.current_thread() is not threading.main_thread():
+            raise MemoryError("no room in the helper")
+        return plain(*args, **kwargs)
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(2)
+    monkeypatch.setattr(np, "matmul", failing)
+    try:
+        with pytest.raises(MemoryError, match="no room in the helper"):
+            gram_bands(random_poses(2, 700, dims=8), 699)
+    finally:
+        numba.set_num_threads(before)

@@ -13,6 +13,7 @@ from fake_host import FakeHost
 from sp_core.errors import OptionError, SelectionError
 from sp_core.host import Host, HostError
 from sp_core.options import Options
+from sp_core.reduction import constant_channels
 from sp_core.session import AnalysisCancelled, CancelToken, Pin, Session
 from sp_core.standalone import StandaloneHost
 
@@ -211,3 +212,17 @@ def test_a_range_where_nothing_moves_is_said_and_not_applied(clip):
     with pytest.raises(SelectionError, match=f"^{said}$"):
         session.apply()
     assert host.layers == [] and host.undo_chunks == []
+
+
+def test_apply_refuses_a_scene_whose_moving_channels_are_all_held(clip):
+    """With every moving channel locked, an in-host batch skipped Apply in silence (as for a
+    still scene) and said ok."""
+    from sp_core.jobs import Job, run_job
+
+    moving = [n for n, c in zip(clip.channel_names, constant_channels(clip.channels),
+                                strict=True) if not c]
+    host = FakeHost(clip._derived(held_channels=moving))  # noqa: SLF001 - as a host reads it
+    with pytest.raises(SelectionError, match="^nothing to write: every channel that moves is "
+                                             "left alone "):
+        run_job(Job("", SUGGESTED, "reduce", apply=True), host=host)
+    assert host.layers == []

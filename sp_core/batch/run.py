@@ -196,6 +196,8 @@ class _Reporter:
 
 
 def _check_memory(options: Options, workers: int) -> None:
+    if options.keys.frames is not None:
+        return  # keys given: no analysis, whose memory --memory-gib bounds
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
@@ -256,10 +258,10 @@ def _terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run_batch(inputs: list[str], options: Options) -> int:
+def run_batch(inputs: list[str], options: Options, preset: str | None = None) -> int:
     """Reduce every input into ``options.batch.out``; 1 if any take failed, 130 if
     interrupted (143 by SIGTERM), else 0. Takes already done with the same input and options
-    are skipped."""
+    are skipped. ``preset``: the options' preset file, an input no take may write over."""
     batch = options.batch
     assert batch.out is not None
     out = Path(os.path.abspath(batch.out))  # (a Dask worker may run in another folder)
@@ -285,7 +287,7 @@ def run_batch(inputs: list[str], options: Options) -> int:
         raise OutputError(f"cannot make --out {out}: {exc.strerror or exc}") from None
     for job in jobs:  # an input named like an output, a symlink into out: refused up front
         # (no flag of its own names a take's output: --out holds them all)
-        guard_outputs(job, label="output")
+        guard_outputs(job, label="output", inputs=[preset] if preset else [])
     ours = manifest.path.exists() and manifest.unreadable is None
     foreign = [p for job in jobs for _, p in job.outputs()
                if Path(p).exists() and not manifest.owns(p)]

@@ -71,8 +71,16 @@ def gram_bands(poses: np.ndarray, width: int, block: int = 256) -> tuple[np.ndar
             backward[start:start + rows] = diagonals[:rows]
 
     threads = min(get_num_threads(), len(starts))
-    helpers = [threading.Thread(target=products, args=(starts[t::threads],),
-                                name="salient-poses-gram") for t in range(1, threads)]
+    failed: list[BaseException] = []
+
+    def share(t: int) -> None:
+        try:
+            products(starts[t::threads])
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
+            failed.append(exc)
+
+    helpers = [threading.Thread(target=share, args=(t,), name="salient-poses-gram")
+               for t in range(1, threads)]
     for helper in helpers:
         helper.start()
     try:
@@ -80,6 +88,8 @@ def gram_bands(poses: np.ndarray, width: int, block: int = 256) -> tuple[np.ndar
     finally:
         for helper in helpers:
             helper.join()
+    if failed:  # (bands with a helper's rows unset would make a table of garbage)
+        raise failed[0]
     return forward, backward
 
 

@@ -211,23 +211,27 @@ def _four_line_max(backward: np.ndarray, from_i: np.ndarray, aa: np.ndarray, cc:
         ab = r3[np.uint64(h3 + e)] - c - g3
         x = _bits(a - ab * ab * i3)
         w3 = x if x > w3 else w3
-    for e in range(s0, s1):
-        ab = r1[np.uint64(h1 + e)] - cc[e] - g1
-        x = _bits(aa[e] - ab * ab * i1)
-        w1 = x if x > w1 else w1
-    for e in range(s0, s2):
-        ab = r2[np.uint64(h2 + e)] - cc[e] - g2
-        x = _bits(aa[e] - ab * ab * i2)
-        w2 = x if x > w2 else w2
-    for e in range(s0, s3):
-        ab = r3[np.uint64(h3 + e)] - cc[e] - g3
-        x = _bits(aa[e] - ab * ab * i3)
-        w3 = x if x > w3 else w3
+    w1 = _tail_max(r1, h1, g1, i1, aa, cc, s0, s1, w1)
+    w2 = _tail_max(r2, h2, g2, i2, aa, cc, s0, s2, w2)
+    w3 = _tail_max(r3, h3, g3, i3, aa, cc, s0, s3, w3)
     table[b, d] = np.sqrt(_float(w0))
     table[b + 1, d + 1] = np.sqrt(_float(w1))
     table[b + 2, d + 2] = np.sqrt(_float(w2))
     table[b + 3, d + 3] = np.sqrt(_float(w3))
     return True
+
+
+@njit(cache=True, inline="always", fastmath=_FAST)
+def _tail_max(to_j: np.ndarray, shift: int, gij: float, inv_bb: float, aa: np.ndarray,
+              cc: np.ndarray, start: int, stop: int, worst: np.int64) -> np.int64:
+    """``worst`` and the squared line-max distances (bit patterns) of frames ``start ..
+    stop - 1`` after key i, as :func:`_line_max` computes them (:func:`_four_line_max`'s
+    frames that only its farther keys span)."""
+    for e in range(start, stop):
+        ab = to_j[np.uint64(shift + e)] - cc[e] - gij
+        x = _bits(aa[e] - ab * ab * inv_bb)
+        worst = x if x > worst else worst
+    return worst
 
 
 @njit(cache=True, inline="always", fastmath=_FAST)

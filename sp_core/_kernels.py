@@ -197,20 +197,11 @@ def _four_line_max(backward: np.ndarray, from_i: np.ndarray, aa: np.ndarray, cc:
     i0, i1, i2, i3 = 1.0 / bb0, 1.0 / bb1, 1.0 / bb2, 1.0 / bb3
     w0 = w1 = w2 = w3 = 0
     for e in range(1, s0):  # (unsigned indices: contiguous loads, see _line_max)
-        a = aa[e]
-        c = cc[e]
-        ab = r0[np.uint64(h0 + e)] - c - g0
-        x = _bits(a - ab * ab * i0)
-        w0 = x if x > w0 else w0
-        ab = r1[np.uint64(h1 + e)] - c - g1
-        x = _bits(a - ab * ab * i1)
-        w1 = x if x > w1 else w1
-        ab = r2[np.uint64(h2 + e)] - c - g2
-        x = _bits(a - ab * ab * i2)
-        w2 = x if x > w2 else w2
-        ab = r3[np.uint64(h3 + e)] - c - g3
-        x = _bits(a - ab * ab * i3)
-        w3 = x if x > w3 else w3
+        a, c = aa[e], cc[e]
+        w0 = _worse(w0, r0[np.uint64(h0 + e)], a, c, g0, i0)
+        w1 = _worse(w1, r1[np.uint64(h1 + e)], a, c, g1, i1)
+        w2 = _worse(w2, r2[np.uint64(h2 + e)], a, c, g2, i2)
+        w3 = _worse(w3, r3[np.uint64(h3 + e)], a, c, g3, i3)
     w1 = _tail_max(r1, h1, g1, i1, aa, cc, s0, s1, w1)
     w2 = _tail_max(r2, h2, g2, i2, aa, cc, s0, s2, w2)
     w3 = _tail_max(r3, h3, g3, i3, aa, cc, s0, s3, w3)
@@ -226,12 +217,21 @@ def _tail_max(to_j: np.ndarray, shift: int, gij: float, inv_bb: float, aa: np.nd
               cc: np.ndarray, start: int, stop: int, worst: np.int64) -> np.int64:
     """``worst`` and the squared line-max distances (bit patterns) of frames ``start ..
     stop - 1`` after key i, as :func:`_line_max` computes them (:func:`_four_line_max`'s
-    frames that only its farther keys span)."""
+    frames that only its farther keys span; :func:`_line_max`'s own frames)."""
     for e in range(start, stop):
-        ab = to_j[np.uint64(shift + e)] - cc[e] - gij
-        x = _bits(aa[e] - ab * ab * inv_bb)
-        worst = x if x > worst else worst
+        worst = _worse(worst, to_j[np.uint64(shift + e)], aa[e], cc[e], gij, inv_bb)
     return worst
+
+
+@njit(cache=True, inline="always", fastmath=_FAST)
+def _worse(worst: np.int64, pj_pk: float, aa: float, cc: float, gij: float, inv_bb: float
+           ) -> np.int64:
+    """The larger of ``worst`` and the squared line-max distance of frame k = i + e as a bit
+    pattern (see :func:`line_rows`): ``pj_pk`` = p_j . p_k, ``aa`` and ``cc`` at e, ``gij``
+    = p_i . p_j, ``inv_bb`` = 1 / |p_j - p_i|^2."""
+    ab = pj_pk - cc - gij
+    x = _bits(aa - ab * ab * inv_bb)
+    return x if x > worst else worst
 
 
 @njit(cache=True, inline="always", fastmath=_FAST)
@@ -252,11 +252,7 @@ def _line_max(to_j: np.ndarray, aa: np.ndarray, cc: np.ndarray, gij: float, shif
             x = _bits(aa[e] - 2.0 * t * ab + t * t * bb)
             worst = x if x > worst else worst
     elif bb > 1e-300:
-        inv_bb = 1.0 / bb
-        for e in range(1, span):
-            ab = to_j[np.uint64(shift + e)] - cc[e] - gij
-            x = _bits(aa[e] - ab * ab * inv_bb)
-            worst = x if x > worst else worst
+        worst = _tail_max(to_j, shift, gij, 1.0 / bb, aa, cc, 1, span, worst)
     else:  # the keys coincide: distance to that point
         for e in range(1, span):
             x = _bits(aa[e])

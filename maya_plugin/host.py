@@ -387,12 +387,14 @@ class MayaHost:
         self.skipped.clear()
         self.notes = []
         rotate_curves: dict[str, str] = {}
+        held = []  # the channels of the plugs Apply leaves alone (locked, driven)
         for node in names:
             for attribute in ATTRIBUTES:
                 with host_step(f"reading {node}.{attribute}"):
                     animated, reason, curve = self._plug_state(node, attribute)
                 if animated and reason is not None:
                     self.skipped[f"{node}.{attribute}"] = reason
+                    held.append(f"{node}.{ATTRIBUTES[attribute]}")
                 if curve is not None and attribute.startswith("rotate"):
                     rotate_curves[curve] = f"{node}.{attribute}"
         if rotate_curves:
@@ -419,9 +421,6 @@ class MayaHost:
                 channel_names.append(f"{node}.{axis}rotation")
                 columns.append(rotate[:, j, "XYZ".index(axis)])
         parents = [index[p] if p is not None else -1 for _, p in nodes]
-        # the plugs Apply leaves alone (locked, driven), by their channels' names
-        held = [f"{plug.rpartition('.')[0]}.{ATTRIBUTES[plug.rpartition('.')[2]]}"
-                for plug in self.skipped]
         return Clip(names, parents, translate[0], [False] * len(names), channel_names,
                     np.stack(columns, axis=1), fps, first_frame=first, name=", ".join(roots),
                     orients=orients, character_height=self._character_height(nodes, first),

@@ -151,7 +151,7 @@ def options_from(args: argparse.Namespace) -> Options:
         # skip its analysis for them
         options = options.replace(frames=None)
     check_given(options, [n for n in fields if hasattr(args, n)],
-                {n: flag_of(n) for n in field_specs()}, fields)
+                {n: flag_of(n) for n in field_specs()})
     if base is not None:  # the preset is an input too: no output may replace it
         guard = OutputGuard([args.preset])
         for name, value in options.to_dict(["output"])["output"].items():

@@ -465,6 +465,7 @@ def _number(spec: Spec, label: str, value: Any, whole: bool) -> int | float:
     if spec.bounds_text():
         wants += " " + spec.bounds_text()
     given = value  # messages show the value as it was typed or passed
+    too_big = f"{wants} of at most {WHOLE_LIMIT:,} in size"
     if isinstance(value, bool):
         raise _fail(label, wants, given)
     if isinstance(value, str):
@@ -475,7 +476,7 @@ def _number(spec: Spec, label: str, value: Any, whole: bool) -> int | float:
     try:
         number = float(value)
     except OverflowError:  # (a whole number past a float's range)
-        raise _fail(label, f"{wants} of at most {WHOLE_LIMIT:,} in size", given) from None
+        raise _fail(label, too_big, given) from None
     except (TypeError, ValueError):
         raise _fail(label, wants, given) from None
     if not math.isfinite(number) or (whole and number != int(number)):
@@ -485,7 +486,7 @@ def _number(spec: Spec, label: str, value: Any, whole: bool) -> int | float:
     if whole:  # exact (through a float, 9007199254740993 became ...992), and of a size the
         number = operator.index(value)  # engine's int64 arrays and its hosts can take
         if abs(number) > WHOLE_LIMIT:
-            raise _fail(label, f"{wants} of at most {WHOLE_LIMIT:,} in size", given)
+            raise _fail(label, too_big, given)
     low, high = spec.low, spec.high
     if (low is not None and (number < low or (spec.low_open and number == low))) or \
             (high is not None and (number > high or (spec.high_open and number == high))):
@@ -524,12 +525,12 @@ def _choice(spec: Spec, label: str, value: Any) -> str:
 
 
 def _path(spec: Spec, label: str, value: Any) -> str:
+    kind = "folder" if spec.metavar == "DIR" else "file"
     if not isinstance(value, (str, Path)) or not str(value):
-        raise _fail(label, "a folder name" if spec.metavar == "DIR" else "a file name", value)
+        raise _fail(label, f"a {kind} name", value)
     text = str(value)
     if text == "-" and not spec.stdout:
-        raise _fail(label, f"a {'folder' if spec.metavar == 'DIR' else 'file'} name ('-', "
-                    "standard output, is for the JSON only)", text)
+        raise _fail(label, f"a {kind} name ('-', standard output, is for the JSON only)", text)
     if spec.suffix and text != "-" and not text.lower().endswith(spec.suffix):
         raise _fail(label, f"a {spec.suffix} file name", text)
     return text
@@ -787,14 +788,12 @@ _READ_WITH_FRAMES = frozenset({"roots"})
 
 
 def check_given(options: Options, given: Iterable[str],
-                labels: Mapping[str, str] | None = None,
-                reads: Iterable[str] | None = None) -> None:
+                labels: Mapping[str, str] | None = None) -> None:
     """Refuse options ``given`` explicitly (a command line's flags) that the other options
     leave with nothing to do: an analysis option with ``frames`` (no analysis runs),
     ``smoothness`` without the smooth tangents, the world fit's ``world_iterations`` and
     ``objective`` with the channel fit. :func:`check` does not refuse these: a panel's stored
-    settings keep such values for when they apply again. ``reads``: the options the command
-    reads (default all): ``frames`` from a preset means nothing to a command without it.
+    settings keep such values for when they apply again.
     """
     labels = labels or {}
     given = set(given)
@@ -802,7 +801,7 @@ def check_given(options: Options, given: Iterable[str],
     def name(field_name: str) -> str:
         return labels.get(field_name, field_name)
 
-    if options.keys.frames is not None and (reads is None or "frames" in set(reads)):
+    if options.keys.frames is not None:
         unused = [f.name for f in fields(AnalysisOptions)
                   if f.name in given and f.name not in _READ_WITH_FRAMES]
         if unused:

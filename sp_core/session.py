@@ -631,11 +631,10 @@ class Session:
         reduction = reduction or self.reduce()
         if not reduction.curves.animated.any():
             motion = self.motion
-            held = [] if motion is None else [
-                name for name, h, c in zip(motion.channel_names, motion.held,
-                                           constant_channels(motion.channels), strict=True)
-                if h and not c]
-            if held:  # (not "nothing moves": what moves is locked)
+            held = [] if motion is None else [  # (not "nothing moves": what moves is locked)
+                motion.channel_names[c] for c in
+                np.flatnonzero(motion.held & ~constant_channels(motion.channels))]
+            if held:
                 raise SelectionError(f"nothing to write: every channel that moves is left "
                                      f"alone ({', '.join(held[:6])}"
                                      f"{', ...' if len(held) > 6 else ''}: locked or driven)")

@@ -234,10 +234,11 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
     host = StandaloneHost.from_file(path, first_frame=first_frame)
     settings = None
     scratch = None
-    if screenshot:  # the offscreen platform warns of a window feature it lacks, twice per
-        # run, on a command whose stderr a script reads for errors
+    if screenshot:
+        # the offscreen platform warns of a window feature it lacks, twice per run, on a
+        # command whose stderr a script reads for errors
         previous = QtCore.qInstallMessageHandler(_without_offscreen_noise)
-    if screenshot:  # a scripted run must not depend on (or change) the user's saved options
+        # a scripted run must not depend on (or change) the user's saved options
         # (in a folder of its own: next to the picture it replaced a user's OUT.ini)
         scratch = tempfile.TemporaryDirectory(prefix="salient-poses-view-")
         settings = QtCore.QSettings(str(Path(scratch.name) / "panel.ini"),

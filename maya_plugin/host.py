@@ -76,6 +76,53 @@ class Cancelled(SalientPosesError):
     """The user pressed Esc during a long read."""
 
 
+#: Transform attributes that move a node's local matrix away from T · R (column vectors, with
+#: jointOrient and rotateAxis handled apart), as (attribute, what it is, components); a plain
+#: transform's matrix is ``SP⁻¹·S·SH·SP·ST·RP⁻¹·RA·R·RP·RT·T`` (row vectors; transform node
+#: reference), a joint's ``S·RO·R·JO·IS·T`` (joint node reference), so pivots and shear
+#: concern plain transforms only. The scale pivot is harmless without a scale or shear.
+PIVOT_ATTRIBUTES = (("rotatePivot", "a rotate pivot", "XYZ"),
+                    ("rotatePivotTranslate", "a rotate pivot translate", "XYZ"),
+                    ("scalePivotTranslate", "a scale pivot translate", "XYZ"),
+                    ("shear", "a shear", ("XY", "XZ", "YZ")))
+
+
+def _refuse_offsets(name: str, fn: Any, joint: bool) -> None:
+    """Refuse a node whose local matrix is not its translate and rotate (with its joint
+    orient): the analysis reads the channels from the local matrix and Apply keys them, so a
+    pivot, a shear, an offset parent matrix (Maya 2020+) or a node that does not inherit its
+    parent's transform would key other values than the ones it has (the node jumps)."""
+    def values(attribute: str, components: Sequence[str]) -> np.ndarray:
+        return np.array([fn.findPlug(f"{attribute}{c}", False).asDouble() for c in components])
+
+    if not joint:
+        for attribute, what, components in PIVOT_ATTRIBUTES:
+            if np.any(np.abs(values(attribute, components)) > 1e-9):
+                raise HostError(f"{name} has {what} ({attribute}); zero it or leave the node "
+                                "out of the analysis")
+        scaled = np.any(np.abs(values("scale", "XYZ") - 1.0) > 1e-9)
+        if scaled and np.any(np.abs(values("scalePivot", "XYZ")) > 1e-9):
+            raise HostError(f"{name} has a scale pivot (scalePivot) and a scale; zero the pivot "
+                            "or leave the node out of the analysis")
+    if not fn.findPlug("inheritsTransform", False).asBool():
+        raise HostError(f"{name} does not inherit its parent's transform (inheritsTransform is "
+                        "off); turn it on or leave the node out of the analysis")
+    if fn.hasAttribute("offsetParentMatrix"):
+        offset = om.MFnMatrixData(fn.findPlug("offsetParentMatrix", False).asMObject()).matrix()
+        if np.any(np.abs(np.array(tuple(offset)) - np.eye(4).ravel()) > 1e-9):
+            raise HostError(f"{name} has an offset parent matrix (offsetParentMatrix); bake it "
+                            "into its channels or leave the node out of the analysis")
+
+
+def _free_name(name: str) -> str:
+    """``name``, or ``name2``, ``name3``…: the first that no object has (whether ``animLayer``
+    renames a new layer whose name is taken or refuses it is not documented)."""
+    unique, n = name, 2
+    while cmds.objExists(unique):
+        unique, n = f"{name}{n}", n + 1
+    return unique
+
+
 def _names(result: object) -> list[str]:
     """A cmds query result (None, one name or a list of names) as a list of names."""
     if result is None or result is False:
@@ -330,6 +377,7 @@ class MayaHost:
                     if np.any(np.abs(axis) > 1e-12):
                         raise HostError(f"{name} has a rotate axis (rotateAxis); zero it or "
                                         "leave the node out of the analysis")
+                    _refuse_offsets(name, fn, self._object(name).hasFn(om.MFn.kJoint))
                     # jointOrient applies X, then Y, then Z (like rotateOrder xyz)
                     orients.append(Rotation.from_euler("ZYX", angles[::-1]).as_matrix())
                     start.append([np.degrees(fn.findPlug(f"rotate{a}", False).asDouble())
@@ -399,8 +447,11 @@ class MayaHost:
                     rotate_curves[curve] = f"{node}.{attribute}"
         if rotate_curves:
             with host_step("reading the rotation interpolation of the rotate curves"):
-                modes = _names(cmds.rotationInterpolation(*rotate_curves, query=True,
-                                                          convert=True))
+                # one curve per query: the only form documented by use (animx), whatever
+                # Maya answers for several
+                modes = [next(iter(_names(cmds.rotationInterpolation(curve, query=True,
+                                                                     convert=True))), "")
+                         for curve in rotate_curves]
             quaternion = [f"{plug} ({mode})" for plug, mode in zip(rotate_curves.values(),
                                                                    modes, strict=True)
                           if mode in QUATERNION_MODES]
@@ -507,8 +558,8 @@ class MayaHost:
         _unit, fps, cm = self._units()
         targets = self._plugs_to_write(curves.channel_names, curves.animated)
         with host_step(f"creating override layer {layer!r}"):
-            self._changed = True
-            created = str(cmds.animLayer(layer, override=True))
+            created = str(cmds.animLayer(_free_name(layer), override=True))
+            self._changed = True  # (after: undoing an empty chunk undoes the user's last step)
         with host_step(f"creating the curves of layer {created!r}"):
             names = self._layer_curves(created, [p for _, p in targets],
                                        float(curves.frames[0]))
@@ -534,8 +585,8 @@ class MayaHost:
     def _additive_layer(self, layer: str, weight: float) -> str:
         """A new additive layer that accumulates rotations per component (Euler)."""
         with host_step(f"creating additive layer {layer!r}"):
+            created = str(cmds.animLayer(_free_name(layer), override=False))
             self._changed = True
-            created = str(cmds.animLayer(layer, override=False))
             # per component (Euler) accumulation, set before the layer gets content
             cmds.setAttr(f"{created}.rotationAccumulationMode", 0)  # type: ignore[arg-type]
             # (maya-stubs types every setAttr value as str; Maya takes the number)
@@ -584,24 +635,33 @@ class MayaHost:
     def remove_layer(self, handle: LayerHandle) -> None:
         with host_step(f"deleting layer {handle.name!r}"):
             if cmds.objExists(str(handle.token)):
-                self._changed = True
                 cmds.delete(str(handle.token))
+                self._changed = True
 
     @contextmanager
     def undo_chunk(self, label: str) -> Iterator[None]:
         """One undo step; if the block raises, everything it did is undone (and only that: an
         empty chunk is not undone, which would undo the user's previous action)."""
         self._changed = False
-        cmds.undoInfo(openChunk=True, chunkName=label)
+        # with undo off (a script's or a batch's choice) the roll back below would undo
+        # nothing and leave half an Apply: undo is on for the chunk, the queue kept as it is
+        off = not cmds.undoInfo(query=True, state=True)
+        if off:
+            cmds.undoInfo(stateWithoutFlush=True)
         try:
-            yield
-        except BaseException:
-            cmds.undoInfo(closeChunk=True)
-            if self._changed:
-                cmds.undo()
-            raise
-        else:
-            cmds.undoInfo(closeChunk=True)
+            cmds.undoInfo(openChunk=True, chunkName=label)
+            try:
+                yield
+            except BaseException:
+                cmds.undoInfo(closeChunk=True)
+                if self._changed:
+                    cmds.undo()
+                raise
+            else:
+                cmds.undoInfo(closeChunk=True)
+        finally:
+            if off:
+                cmds.undoInfo(stateWithoutFlush=False)
 
     # ------------------------------------------------------------------ preview
     def preview_keyframes(self, frames: Sequence[int],

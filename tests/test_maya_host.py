@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -57,7 +58,8 @@ def test_reading_makes_no_call_per_plug_per_frame(sample_clip):
     host.motion(host.selected_nodes(), 1001, 1050)
     joints = len(part.node_names)
     assert STATE.calls["MDGContextGuard"] == 50 + 1  # one per frame + one for the start values
-    assert STATE.calls["MPlug.asMObject"] == 50 * (joints + 1)  # + the root's parentMatrix
+    # + the root's parentMatrix on every frame, + each joint's offsetParentMatrix once
+    assert STATE.calls["MPlug.asMObject"] == 50 * (joints + 1) + joints
     assert STATE.calls["MPlug.asDouble"] <= joints * 12  # static reads, once per joint
     assert STATE.calls["cmds.getAttr"] == 0
 
@@ -478,3 +480,105 @@ def test_reduce_with_last_settings_uses_what_the_panel_saved(sample_clip, tmp_pa
                                                     breakdowns=2))
     assert ui.last_settings() == {"ratio": 0.1}
     assert api.reduce(["Hips"], **ui.last_settings()).keys == 6  # round(0.1 × 60)
+
+
+@pytest.mark.parametrize("attribute, value, what", [
+    ("rotatePivotX", 10.0, "a rotate pivot (rotatePivot); zero it"),
+    ("rotatePivotTranslateY", 1.0, "a rotate pivot translate (rotatePivotTranslate); zero it"),
+    ("scalePivotTranslateZ", 1.0, "a scale pivot translate (scalePivotTranslate); zero it"),
+    ("shearXY", 0.5, "a shear (shear); zero it"),
+])
+def test_a_transform_whose_pivot_or_shear_moves_its_matrix_is_refused(sample_clip, attribute,
+                                                                     value, what):
+    """A plain transform's matrix has pivots and a shear besides translate and rotate
+    (transform node reference): read as translate and rotate, its keys would move it (a rotate
+    pivot of 10 cm and rotateZ 90 read as translate (10, 10, 0)). It is refused, naming it."""
+    build_scene(sample_clip, frames=20)
+    STATE.scene.nodes["Hips"].type = "transform"
+    host = MayaHost()
+    host.motion(["Hips"], 1001, 1020)  # no pivot: read
+    cmds.setAttr(f"Hips.{attribute}", value)
+    with pytest.raises(SalientPosesError, match=f"^{re.escape(f'Hips has {what}')} or leave "
+                                                "the node out of the analysis$"):
+        host.motion(["Hips"], 1001, 1020)
+
+
+def test_a_scale_pivot_is_refused_only_with_a_scale(sample_clip):
+    build_scene(sample_clip, frames=20)
+    STATE.scene.nodes["Hips"].type = "transform"
+    host = MayaHost()
+    cmds.setAttr("Hips.scalePivotX", 5.0)
+    host.motion(["Hips"], 1001, 1020)  # SP⁻¹ · SP: no effect without a scale or shear
+    cmds.setAttr("Hips.scaleY", 2.0)
+    with pytest.raises(SalientPosesError, match=r"^Hips has a scale pivot \(scalePivot\) and a "
+                                                r"scale; zero the pivot or leave the node out"):
+        host.motion(["Hips"], 1001, 1020)
+
+
+def test_a_joints_rotate_pivot_is_not_in_its_matrix(sample_clip):
+    """A joint's matrix is S · RO · R · JO · IS · T (joint node reference): no pivot."""
+    build_scene(sample_clip, frames=20)
+    cmds.setAttr("Hips.rotatePivotX", 10.0)
+    assert MayaHost().motion(["Hips"], 1001, 1020).n_frames == 20
+
+
+def test_a_node_with_an_offset_parent_matrix_or_not_inheriting_its_parent_is_refused(
+        sample_clip):
+    build_scene(sample_clip, frames=20)
+    host = MayaHost()
+    offset = np.eye(4)
+    offset[3, :3] = (0.0, 5.0, 0.0)  # (row vectors: the translation is the last row)
+    cmds.setAttr("LeftKnee.offsetParentMatrix", offset.ravel().tolist(), type="matrix")
+    with pytest.raises(SalientPosesError, match=r"^LeftKnee has an offset parent matrix "
+                                                r"\(offsetParentMatrix\); bake it into its "
+                                                r"channels or leave the node out"):
+        host.motion(["Hips"], 1001, 1020)
+    cmds.setAttr("LeftKnee.offsetParentMatrix", np.eye(4).ravel().tolist(), type="matrix")
+    host.motion(["Hips"], 1001, 1020)
+    cmds.setAttr("LeftKnee.inheritsTransform", False)
+    with pytest.raises(SalientPosesError, match=r"^LeftKnee does not inherit its parent's "
+                                                r"transform \(inheritsTransform is off\); turn "
+                                                r"it on or leave the node out"):
+        host.motion(["Hips"], 1001, 1020)
+
+
+def test_a_second_apply_names_its_layer_apart_and_a_failed_one_undoes_only_itself(
+        sample_clip, monkeypatch):
+    """A layer name in use gets the next free one (``objExists``), and a layer the host
+    refuses to create leaves the user's last undo step alone (nothing of Apply to undo)."""
+    build_scene(sample_clip, frames=40)
+    host = MayaHost()
+    session = Session(host, SUGGESTED)
+    session.analyze()
+    session.set_k(6)
+    session.apply()
+    session.apply(name="salientPoses")
+    assert [la.name for la in STATE.scene.layers] == ["salientPoses", "salientPoses2"]
+    cmds.setAttr("LeftKnee.rotateAxisY", 0.0)  # the user's last step before a failed Apply
+    steps = len(STATE.undo_queue)
+    monkeypatch.setattr(cmds, "animLayer", lambda *a, **k: (_ for _ in ()).throw(
+        RuntimeError("animLayer: refused")))
+    with pytest.raises(SalientPosesError, match="refused"):
+        session.apply(name="salientPoses")
+    assert len(STATE.undo_queue) == steps and [la.name for la in STATE.scene.layers] == [
+        "salientPoses", "salientPoses2"]
+
+
+def test_a_failed_apply_with_undo_off_leaves_nothing_and_undo_off(sample_clip, monkeypatch):
+    """Undo turned off (``undoInfo -state 0``, a script's or a batch's choice): the roll back
+    of a failed Apply is an undo, so undo is on for Apply's chunk and off again after."""
+    build_scene(sample_clip, frames=40)
+    host = MayaHost()
+    session = Session(host, SUGGESTED)
+    session.analyze()
+    session.set_k(6)
+    cmds.undoInfo(state=False)
+
+    def fail(jobs):
+        raise RuntimeError("salientPosesWriteCurves: out of memory")
+
+    monkeypatch.setattr(host, "_write", fail)
+    with pytest.raises(SalientPosesError, match="out of memory"):
+        session.apply()
+    assert STATE.scene.layers == [] and not STATE.undo_on
+    assert all(not node.type.startswith("animBlendNode") for node in STATE.scene.nodes.values())

@@ -206,6 +206,7 @@ class State:
         self.scene = Scene()
         self.undo_queue: list[list] = []  # entries: ("snapshot", Scene) or ("command", obj)
         self.chunks: list[list] = []
+        self.undo_on = True  # undoInfo -state
         self.calls: Counter[str] = Counter()
         self.unrecorded_api_edits: list[str] = []
         self.plugins: dict[str, dict] = {}
@@ -223,6 +224,8 @@ class State:
 
     # ------------------------------------------------------------------ undo
     def record(self, entry) -> None:
+        if not self.undo_on:  # undo off: nothing is recorded, nothing can be undone
+            return
         if self.chunks:
             self.chunks[-1].append(entry)
         else:

@@ -29,7 +29,8 @@ from maya._scene import (
     Scene,
 )
 
-_LINEAR = {f"translate{a}" for a in AXES}
+_LINEAR = {f"{p}{a}" for p in ("translate", "rotatePivot", "rotatePivotTranslate", "scalePivot",
+                                 "scalePivotTranslate") for a in AXES}
 _ANGULAR = {f"{p}{a}" for p in ("rotate", "jointOrient", "rotateAxis") for a in AXES}
 _COMPOUND = ("translate", "rotate", "jointOrient", "rotateAxis", "scale")
 _CHANNELS = {f"{p}{a}" for p in ("translate", "rotate") for a in AXES}
@@ -259,6 +260,12 @@ def setAttr(plug: str, *values, type: str | None = None, lock: bool | None = Non
         if keyable is not None:
             (item.nonkeyable.discard if keyable else item.nonkeyable.add)(attr)
         return
+    if attr == "offsetParentMatrix":  # setAttr docs: -type "matrix" and its 16 values
+        matrix = values[0] if len(values) == 1 else values
+        if type != "matrix" or len(matrix) != 16:
+            raise MayaError(f"setAttr: {plug} is a matrix: give 16 values and type='matrix'")
+        item.attrs[attr] = tuple(float(v) for v in matrix)
+        return
     if attr in _COMPOUND:
         if type != "double3" or len(values) != 3:
             raise MayaError(f"setAttr: {plug} is a double3: give three values and "
@@ -369,10 +376,9 @@ def animLayer(name: str | None = None, override: bool | None = None,  # noqa: N8
         if mute is not None:
             layer.mute = bool(mute)
         return None
-    unique, n = name or "AnimLayer1", 1
-    while unique in scene.nodes:
-        n += 1
-        unique = f"{name}{n}"
+    unique = name or f"AnimLayer{len(scene.layers) + 1}"
+    if unique in scene.nodes:  # stricter than documented: see FACTS.md
+        raise MayaError(f"animLayer: an object named '{unique}' already exists")
     scene.nodes.setdefault("BaseAnimation", Node("BaseAnimation", "animLayer"))
     scene.nodes[unique] = Node(unique, "animLayer")
     scene.layers.append(Layer(unique, bool(override)))
@@ -388,11 +394,16 @@ def _layer(name: str | None) -> Layer:
 
 @_command()
 def rotationInterpolation(*objects: str, query: bool = False, convert=None) -> list[str]:  # noqa: N802
-    """Query: ``rotationInterpolation -q -convert curve...`` → one mode per curve (a list)."""
+    """Query: ``rotationInterpolation -q -convert curve`` → its mode, in a list. Only one
+    curve per query is documented by use (the docs say a string; animx's test plug-in reads
+    ``result[0]``), so a query of several curves raises here."""
     if query:
         if not convert:
             raise TypeError("rotationInterpolation: in query mode, -convert is needed")
-        return [STATE.scene.curves[name].interpolation for name in objects]
+        if len(objects) != 1:
+            raise MayaError("rotationInterpolation: the fake answers a query of one curve only "
+                            "(what Maya answers for several is not documented)")
+        return [STATE.scene.curves[objects[0]].interpolation]
     for name in objects:
         STATE.scene.curves[name].interpolation = convert
     return []
@@ -401,9 +412,18 @@ def rotationInterpolation(*objects: str, query: bool = False, convert=None) -> l
 # ------------------------------------------------------------------------- undo
 @_command()
 def undoInfo(openChunk: bool = False, closeChunk: bool = False,  # noqa: N802, N803
-             chunkName: str | None = None, query: bool = False, state: bool = False):
+             chunkName: str | None = None, query: bool = False, state: bool | None = None,
+             stateWithoutFlush: bool | None = None):  # noqa: N803
     if query:
-        return True
+        if state:
+            return int(STATE.undo_on)
+        raise TypeError("undoInfo -query: the fake answers -state only")
+    if state is not None or stateWithoutFlush is not None:
+        on = bool(state if state is not None else stateWithoutFlush)
+        if state is not None and not on:  # -state off flushes the queue
+            STATE.undo_queue.clear()
+        STATE.undo_on = on
+        return None
     if openChunk:
         STATE.chunks.append([])
     elif closeChunk:

@@ -231,7 +231,12 @@ class MGlobal:
 
 _STATIC_ATTRS = ("jointOrientX", "jointOrientY", "jointOrientZ", "rotateAxisX", "rotateAxisY",
                  "rotateAxisZ", "rotateOrder", "rotatePivotX", "rotatePivotY", "rotatePivotZ",
-                 "scalePivotX", "scalePivotY", "scalePivotZ")
+                 "scalePivotX", "scalePivotY", "scalePivotZ", "rotatePivotTranslateX",
+                 "rotatePivotTranslateY", "rotatePivotTranslateZ", "scalePivotTranslateX",
+                 "scalePivotTranslateY", "scalePivotTranslateZ", "shearXY", "shearXZ", "shearYZ",
+                 "scaleX", "scaleY", "scaleZ", "inheritsTransform")
+#: Defaults of the static attributes that are not 0 (transform node reference).
+_DEFAULTS = {"scaleX": 1.0, "scaleY": 1.0, "scaleZ": 1.0, "inheritsTransform": 1.0}
 _CHANNELS = tuple(f"{a}{x}" for a in ("translate", "rotate") for x in "XYZ")
 _COMPOUND = {"translate", "rotate", "jointOrient", "rotateAxis"}
 
@@ -300,7 +305,7 @@ class MPlug:
         if self._attr in _CHANNELS:
             return STATE.plug_value(self._plug(), _context_seconds())
         if self._attr in node.attrs or self._attr in _STATIC_ATTRS:
-            return float(node.attrs.get(self._attr, 0.0))
+            return float(node.attrs.get(self._attr, _DEFAULTS.get(self._attr, 0.0)))
         raise MayaError(f"(kInvalidParameter): no attribute {self._attr}")
 
     @counted
@@ -308,10 +313,19 @@ class MPlug:
         return int(self.asDouble())
 
     @counted
+    def asBool(self) -> bool:  # noqa: N802
+        return bool(self.asDouble())
+
+    @counted
     def asMObject(self, *context) -> MObject:  # noqa: N802
         if context:  # Maya 2019+: the context argument is obsolete, use MDGContextGuard
             raise TypeError("MPlug.asMObject(): passing an MDGContext is obsolete; "
                             "use MDGContextGuard")
+        if self._attr == "offsetParentMatrix":  # (Maya 2020+; not an array; static here)
+            data = MObject(None)
+            data._matrix = tuple(STATE.scene.nodes[self._node].attrs.get(
+                "offsetParentMatrix", tuple(np.eye(4).ravel())))
+            return data
         if self._attr not in ("worldMatrix", "parentMatrix") or self._index is None:
             raise TypeError(f"{self.name()} holds no data object (an array plug needs an "
                             "element)")
@@ -374,12 +388,15 @@ class MFnDependencyNode:
 
     @counted
     def findPlug(self, attribute: str, wantNetworkedPlug: bool) -> MPlug:  # noqa: N802, N803
-        node = STATE.scene.nodes.get(self._name)
-        known = node is not None and (attribute in node.attrs or attribute in _STATIC_ATTRS
-                                      or attribute in ("worldMatrix", "parentMatrix"))
-        if not known:
+        if not self.hasAttribute(attribute):
             raise MayaError(f"(kInvalidParameter): {self._name} has no attribute {attribute}")
         return MPlug(self._name, attribute)
+
+    @counted
+    def hasAttribute(self, name: str) -> bool:  # noqa: N802
+        node = STATE.scene.nodes.get(self._name)
+        return node is not None and (name in node.attrs or name in _STATIC_ATTRS or name in (
+            "worldMatrix", "parentMatrix", "offsetParentMatrix"))
 
 
 class MFnDagNode(MFnDependencyNode):

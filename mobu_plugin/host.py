@@ -570,7 +570,11 @@ class MobuHost:
 
     def _layer_curves(self, node: str, kind: str) -> fb.FBAnimationNode:
         """The current layer's animation node of a property (animating it if needed)."""
-        prop = _property(self._model(node), kind)
+        model = self._model(node)
+        # (the documented way to put a model's keys on the undo stack, as Autodesk's
+        # IndividualUndoCalls sample does before keying; a no-op without an open transaction)
+        fb.FBUndoManager().TransactionAddModelTRS(model)
+        prop = _property(model, kind)
         if not prop.IsAnimated():
             prop.SetAnimated(True)
             self._animated.append(prop)
@@ -628,6 +632,20 @@ class MobuHost:
                                   (out_w, in_w) if curves.tangents == "weighted" else None,
                                   broken=not one_slope)
                     fcurve.EditEnd(len(times))
+            # the still axes of the properties the layer animates get one key of their value:
+            # what an override layer shows on an axis whose curve has no key is not documented
+            # (the FBX SDK evaluates a curve without keys to its default value)
+            column = {ch: c for c, ch in enumerate(curves.channel_names)}
+            for (node, kind), curves_of in animation.items():
+                for axis, letter in enumerate("XYZ"):
+                    channel = f"{node}.{letter}{kind}"
+                    c = column.get(channel, -1)
+                    if c < 0 or curves.animated[c] or channel in self.skipped:
+                        continue
+                    with host_step(f"keying {channel} in layer {created.Name!r}"):
+                        fcurve = curves_of.Nodes[axis].FCurve
+                        self._key(fcurve, channel, times[:1], curves.values[:1, c], cubic, mode)
+                        fcurve.EditEnd(1)
         return LayerHandle(created.Name, "override", token=created.Name)
 
     @staticmethod
@@ -843,6 +861,8 @@ class MobuHost:
         with host_step("adding time marks"):
             for i, frame in enumerate(frames):
                 index = take.AddTimeMark(fb.FBTime(clock.ticks(int(frame))))
+                if index < 0:  # a mark is at that time already (AddTimeMark: -1): keep it
+                    continue
                 label = labels[i] if labels is not None else None
                 take.SetTimeMarkName(index, f"{MARK} {label}" if label else MARK)
                 if label in MARK_COLOURS:
@@ -861,22 +881,21 @@ def _set_tangents(fcurve: fb.FBFCurve, n: int, out_d: np.ndarray, in_d: np.ndarr
                   weights: tuple[np.ndarray, np.ndarray] | None, broken: bool) -> None:
     """Per key: clamping off, the slope(s) in value per second, and the weights if any.
 
-    A one-slope (User) key takes one derivative (the right one, the left one on the last key);
-    a broken key takes both. Weights: key k's right weight is its out handle's, key k's left
-    weight its in handle's (MotionBuilder stores the latter on key k − 1 as "next left")."""
+    Every key takes both derivatives it has (the left one from its in handle, then the right
+    one from its out handle; a one-slope (User) key's two are the same slope), so no key's
+    slope depends on where MotionBuilder keeps a derivative set on another key (the FBX key
+    model stores a key's left slope on the key before it). Weights: key k's right weight is
+    its out handle's, key k's left weight its in handle's (MotionBuilder stores the latter on
+    key k − 1 as "next left")."""
     unclamped = fb.FBTangentClampMode.kFBTangentClampModeNone
     for k in range(n):
         fcurve.KeySetTangentClampMode(k, unclamped)
         if broken:
             fcurve.KeySetTangentBreak(k, True)
-            if k > 0:
-                fcurve.KeySetLeftDerivative(k, float(in_d[k - 1]))
-            if k < n - 1:
-                fcurve.KeySetRightDerivative(k, float(out_d[k]))
-        elif k < n - 1:
-            fcurve.KeySetRightDerivative(k, float(out_d[k]))
-        elif k > 0:
+        if k > 0:
             fcurve.KeySetLeftDerivative(k, float(in_d[k - 1]))
+        if k < n - 1:
+            fcurve.KeySetRightDerivative(k, float(out_d[k]))
         if weights is not None:
             if k < n - 1:
                 fcurve.KeySetRightTangentWeight(k, float(weights[0][k]))

@@ -547,3 +547,42 @@ def test_a_readings_notes_reach_a_job_that_is_given_its_frames(sample_clip):
                          apply=False), host=MobuHost())
     assert any("LeftElbow" in note and "constraint" in note for note in result.notes)
     assert result.notes[0] in result.reduction.notes
+
+
+def test_a_still_axis_of_a_keyed_rotation_gets_one_key_of_its_value(sample_clip):
+    """What an override layer shows on an axis whose curve has no key is not documented (the
+    FBX SDK evaluates a curve without keys to its default value): every unlocked axis of a
+    property the layer animates is keyed, a still one with one key of its value."""
+    c = sample_clip.channel_names.index("LeftKnee.Yrotation")
+    channels = sample_clip.channels.copy()
+    channels[:, c] = 15.0
+    part, frames, host, session, reduction = _applied(sample_clip.with_channels(channels))
+    knee = model("LeftKnee").Rotation._nodes[fb.scene.take.layers[1]].Nodes
+    assert [k.Value for k in knee[1].FCurve.Keys] == [pytest.approx(15.0)]
+    assert len(knee[0].FCurve.Keys) == len(knee[2].FCurve.Keys) == session.k
+    np.testing.assert_allclose(composite("LeftKnee", "rotation", frames)[:, 1], 15.0,
+                               atol=1e-9)
+    undone = fb.scene.undo[-1]
+    assert undone == f"Salient Poses: apply {session.k} keys"
+    # each property the layer animates puts its model on the undo stack (Autodesk's sample)
+    curves = reduction.curves
+    keyed = {(ch.rpartition(".")[0], ch.rpartition(".")[2][1:])
+             for c, ch in enumerate(curves.channel_names) if curves.animated[c]}
+    assert fb.calls["FBUndoManager.TransactionAddModelTRS"] == len(keyed)
+
+
+def test_preview_keeps_a_users_mark_on_a_keyframe(sample_clip):
+    """``AddTimeMark`` refuses a time that has a mark (-1): the user's mark stays as it is and
+    the other keyframes are marked."""
+    build_scene(sample_clip)
+    host = MobuHost()
+    session = Session(host, SUGGESTED)
+    session.analyze()
+    first = int(session.keyframes(6)[1])
+    host.clear_preview()
+    fb.scene.take.AddTimeMark(fb.FBTime(fb.frame_ticks(first)))
+    session.set_k(6)
+    marks = fb.scene.take.marks
+    assert [m["name"] for m in marks if m["time"].Get() == fb.frame_ticks(first)] == [""]
+    ours = [m["time"].Get() for m in marks if m["name"] == "SalientPoses"]
+    assert ours == [fb.frame_ticks(f) for f in session.keyframes(6) if f != first]

@@ -671,8 +671,11 @@ class FBPropertyAnimatableVector3d:
             if not quaternion:
                 if int(layer.LayerMode) == 0:
                     values = [v + w * (m or 0.0) for v, m in zip(values, mine, strict=True)]
-                else:
+                elif int(layer.LayerMode) == 2:  # override-passthrough: below keeps 1 - w
                     values = [v if m is None else (1 - w) * v + w * m
+                              for v, m in zip(values, mine, strict=True)]
+                else:  # override: the layer's value, scaled by the weight
+                    values = [v if m is None else w * m
                               for v, m in zip(values, mine, strict=True)]
                 continue
             order = ORDERS[int(self._model.RotationOrder)]
@@ -682,12 +685,15 @@ class FBPropertyAnimatableVector3d:
                 turn = Rotation.from_euler(order, [mine["XYZ".index(a)] or 0.0 for a in order],
                                            degrees=True)
                 result = below * Rotation.from_rotvec(turn.as_rotvec() * w)
-            else:  # override: go from the rotation below towards the layer's by the weight
+            else:
                 target = Rotation.from_euler(order, [
                     values["XYZ".index(a)] if mine["XYZ".index(a)] is None
                     else mine["XYZ".index(a)] for a in order], degrees=True)
-                delta = below.inv() * target
-                result = below * Rotation.from_rotvec(delta.as_rotvec() * w)
+                if int(layer.LayerMode) == 2:  # passthrough: from below towards the layer's
+                    delta = below.inv() * target
+                    result = below * Rotation.from_rotvec(delta.as_rotvec() * w)
+                else:  # override: the layer's rotation, scaled by the weight
+                    result = Rotation.from_rotvec(target.as_rotvec() * w)
             angles = result.as_euler(order, degrees=True)
             values = [float(angles[order.index(a)]) for a in "XYZ"]
         return values
@@ -945,19 +951,31 @@ class FBTake:
         if self.current >= len(self.layers):
             self.current = 0
 
-    def AddTimeMark(self, Time: FBTime, Name: str | None = None, /) -> int:
+    def AddTimeMark(self, Time: FBTime, /) -> int:
+        """No mark at the time of another (-1); the marks kept in time order, so a mark added
+        before others moves their indices (the stub's docstring)."""
         _call("FBTake.AddTimeMark")
         _expect(Time, FBTime, "FBTake.AddTimeMark")
-        self.marks.append({"time": _time(Time.Get()), "name": Name or "", "color": None})
-        return len(self.marks) - 1
+        ticks = Time.Get()
+        times = [mark["time"].Get() for mark in self.marks]
+        if ticks in times:
+            return -1
+        index = sum(t < ticks for t in times)
+        self.marks.insert(index, {"time": _time(ticks), "name": "", "color": None})
+        return index
+
+    def _mark(self, Index: int, what: str) -> dict[str, Any]:
+        if not 0 <= Index < len(self.marks):  # (-1 would be the last one in a Python list)
+            raise IndexError(f"FBTake.{what}: no time mark {Index}")
+        return self.marks[Index]
 
     def SetTimeMarkName(self, Index: int, Name: str, /) -> bool:
-        self.marks[Index]["name"] = Name
+        self._mark(Index, "SetTimeMarkName")["name"] = Name
         return True
 
     def SetTimeMarkColor(self, Index: int, Color: FBColor, /) -> bool:
         _expect(Color, FBColor, "FBTake.SetTimeMarkColor")
-        self.marks[Index]["color"] = tuple(Color)
+        self._mark(Index, "SetTimeMarkColor")["color"] = tuple(Color)
         return True
 
     def GetTimeMarkCount(self) -> int:
@@ -1092,6 +1110,8 @@ class FBUndoManager:
         return scene.transaction is not None
 
     def TransactionAddModelTRS(self, Model: FBModel, /) -> bool:
+        _call("FBUndoManager.TransactionAddModelTRS")
+        _expect(Model, FBModel, "FBUndoManager.TransactionAddModelTRS")
         return scene.transaction is not None
 
     def Undo(self, NoRedo: bool = False, /) -> None:

@@ -69,6 +69,9 @@ def test_a_bad_take_is_reported_with_its_line_and_the_rest_complete(takes, tmp_p
     # which files are a take's
     assert summary["take0.bvh"]["keys_json"] == str(out / "take0.keys.json")
     assert summary["take0.bvh"]["reduced_bvh"] == str(out / "take0.reduced.bvh")
+    # a failed take wrote none (a pipeline following the columns found no file)
+    assert summary["broken.bvh"]["keys_json"] == summary["broken.bvh"]["reduced_bvh"] == ""
+    assert not (out / "broken.keys.json").exists()
 
 
 def test_dask_cluster_gives_the_same_files_as_the_process_pool(takes, tmp_path):
@@ -483,3 +486,21 @@ def test_a_cluster_without_workers_is_said_and_so_is_a_worker_joining(takes, tmp
             "summary") in err
     assert f"a worker joined {address}; the takes go on" in err
     assert rows(tmp_path / "out")["take1.bvh"]["status"] == "ok"
+
+
+def test_a_take_output_that_is_another_input_is_refused_even_with_overwrite(takes, tmp_path,
+                                                                            capsys):
+    """``walk.bvh`` and the user's own ``walk.reduced.bvh`` in one batch into their folder:
+    walk's output would replace the other input (which the batch then read as a take)."""
+    folder = tmp_path / "mocap"
+    folder.mkdir()
+    (folder / "walk.bvh").write_bytes((takes / "take0.bvh").read_bytes())
+    (folder / "walk.reduced.bvh").write_bytes((takes / "take1.bvh").read_bytes())
+    before = (folder / "walk.reduced.bvh").read_bytes()
+    for extra in ([], ["--overwrite"]):
+        assert main(["batch", str(folder / "walk.bvh"), str(folder / "walk.reduced.bvh"),
+                     "--out", str(folder), *BASE, "--workers", "1", *extra]) == 2
+        assert capsys.readouterr().err == (
+            f"salient-poses: error: output {folder / 'walk.reduced.bvh'} is an input of this "
+            "command; refusing to overwrite it (choose another file name)\n")
+        assert (folder / "walk.reduced.bvh").read_bytes() == before

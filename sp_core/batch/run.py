@@ -25,9 +25,15 @@ from sp_core.batch.executors import connect, cores, run_dask, run_local
 from sp_core.batch.manifest import MANIFEST, Manifest, checksum
 from sp_core.batch.take import reduce_one, reduction_row  # noqa: F401 - re-exported
 from sp_core.errors import OptionError
-from sp_core.io.atomic import OutputError, file_identity, remove_stale_partials, write_text
+from sp_core.io.atomic import (
+    OutputError,
+    OutputGuard,
+    file_identity,
+    remove_stale_partials,
+    write_text,
+)
 from sp_core.io.readers import READERS, TAKE_FORMATS, has_takes, supported
-from sp_core.jobs import Job, guard_outputs
+from sp_core.jobs import Job
 from sp_core.options import Options
 
 #: The summary's columns of any batch's take (the in-host batches' too) ...
@@ -285,9 +291,13 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot make --out {out}: {exc.strerror or exc}") from None
-    for job in jobs:  # an input named like an output, a symlink into out: refused up front
-        # (no flag of its own names a take's output: --out holds them all)
-        guard_outputs(job, label="output", inputs=[preset] if preset else [])
+    # an input named like an output (any take's: walk.reduced.bvh beside walk.bvh), a symlink
+    # into out: refused up front, one guard for every take's outputs (no flag of its own
+    # names a take's output: --out holds them all; the batch replaces its own files itself)
+    guard = OutputGuard([*map(str, paths), *([preset] if preset else [])], overwrite=True)
+    for job in jobs:
+        for _flag, path in job.outputs():
+            guard.claim(path, "output")
     ours = manifest.path.exists() and manifest.unreadable is None
     foreign = [p for job in jobs for _, p in job.outputs()
                if Path(p).exists() and not manifest.owns(p)]
@@ -344,9 +354,10 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
         else:
             row = rows.get(job.input, {"clip": job.input, "status": "not run: interrupted"})
         # which files are the take's (two clips of one name: STEM_2...)
-        out_files = dict(job.outputs())
-        summary.append({**row, "keys_json": out_files["--json"],
-                        "reduced_bvh": out_files["--bvh"]})
+        # (none for a take that wrote none: a failed or interrupted one)
+        out_files = dict(job.outputs()) if row["status"] == "ok" else {}
+        summary.append({**row, "keys_json": out_files.get("--json", ""),
+                        "reduced_bvh": out_files.get("--bvh", "")})
     write_summary(out, summary, {"skipped": len(jobs) - len(todo), "interrupted": interrupted,
                                  "scheduler": batch.scheduler or f"local pool of {workers}"})
     done = sum(row["status"] == "ok" for row in summary)

@@ -310,7 +310,8 @@ class Session:
                 report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
                 two_pass = TwoPassSpace(motion, options.leading, nodes=options.nodes,
                                         weights=weights, stride=options.stride,
-                                        pose=options.pose)
+                                        pose=options.pose,
+                                        max_keys=max_keys_for(self.options, wanted))
                 space = two_pass.keyposes
             else:
                 space = SelectionSpace.from_clip(
@@ -359,6 +360,11 @@ class Session:
             report(0.99, "keyposes and breakdowns by the three-layer rules")
             automatic = self.automatic_selection(motion)
             wanted = len(automatic.keyposes)
+            if wanted > space.max_keys:  # a take of a few frames: its rules keyed them all
+                two_pass = TwoPassSpace(motion, options.leading, nodes=options.nodes,
+                                        weights=weights, stride=options.stride,
+                                        pose=options.pose, max_keys=wanted)
+                space = two_pass.keyposes
         if progress is not None:
             progress(1.0, "done")
         return Analysis(motion, space, two_pass, wanted, automatic, by_tolerance, tuple(notes),

@@ -108,3 +108,22 @@ def test_reduce_refuses_missing_labels(sample_clip):
 
     with pytest.raises(ReductionError, match="no label for keyframe 500"):
         reduce(sample_clip, [0, 500, 993], labels={0: KEYPOSE, 993: KEYPOSE})
+
+
+@pytest.mark.parametrize("frames, keys", [(3, 3), (5, 3), (4, None)])
+def test_a_layered_take_of_a_few_frames_gets_the_keyposes_asked_or_chosen(sample_clip, frames,
+                                                                          keys):
+    """The keypose space offered K up to half the frames: K = 3 asked on 3 or 5 frames, and
+    the rules' 4 keyposes of the sample's first 4 frames (the hips leading), were "out of
+    range"."""
+    from sp_core.options import Options
+    from sp_core.session import Session
+    from sp_core.standalone import StandaloneHost
+
+    clip = sample_clip.sub_range(0, frames - 1)
+    options = Options().replace(layered=True, leading=("Hips",), keys=keys,
+                                tolerance=None, space="channel")
+    session = Session(StandaloneHost(clip), options)
+    session.analyze()
+    chosen = session.selection()
+    assert len(chosen.keyposes) == (keys or frames)

@@ -64,6 +64,16 @@ EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 NAME_BYTES = 63
 #: Suffix of the End Site node made for each leaf bone's tail.
 TAIL = "_end"
+
+
+def tail_name(bone: str, bones: Any) -> str:
+    """The End Site node of leaf ``bone``: ``<bone>_end``, or ``<bone>_end2``… where a bone of
+    that name exists (``bones``: a container of bone names)."""
+    name, k = bone + TAIL, 1
+    while name in bones:
+        k += 1
+        name = f"{bone}{TAIL}{k}"
+    return name
 #: Timeline markers of the keyframe preview start with this.
 MARKER = "SP "
 #: Object custom property naming the NLA track that holds the pushed-down original action ...
@@ -227,12 +237,13 @@ class BlenderHost:
         """Index into (heads ++ tails) of every node name, and the world matrix (4, 4)."""
         order = {b.name: i for i, b in enumerate(obj.pose.bones)}
         count = len(order)
+        tails = {tail_name(bone, order): bone for bone in order}
         index = []
         for name in names:
             if name in order:
                 index.append(order[name])
-            elif name.endswith(TAIL) and name[:-len(TAIL)] in order:
-                index.append(count + order[name[:-len(TAIL)]])
+            elif name in tails:
+                index.append(count + order[tails[name]])
             else:
                 raise HostError(f"no bone {name!r} in armature {obj.name!r}")
         return np.asarray(index), np.array(obj.matrix_world)
@@ -447,7 +458,7 @@ class BlenderHost:
                 if why is not None and (data_path(name, prop), index) in animated:
                     self.skipped[f"{name}.{attribute}"] = why
             if not bone.children:
-                names.append(name + TAIL)
+                names.append(tail_name(name, pose))
                 parents.append(j)
                 offsets.append(np.array([0.0, bone.length, 0.0]))
                 orients.append(np.eye(3))

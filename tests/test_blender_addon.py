@@ -700,3 +700,19 @@ def test_a_long_layer_name_stays_apart_from_a_users_track_and_a_failed_apply_spa
     assert ours == ["L" * 59 + ".001"]
     session.remove()
     assert [t.name for t in data.nla_tracks] == [layer]
+
+
+def test_a_bone_named_like_a_leafs_end_site_keeps_its_name(scene):
+    """A leaf's End Site node is ``<leaf>_end``; with a bone of that name it takes the next
+    free name (the analysis refused the armature: "node name used twice")."""
+    obj = bpy.data.objects[scene.object_name]
+    obj.data.bones["LeftElbow"].name = "LeftToe_end"
+    session = Session(BlenderHost())
+    session.analyze()
+    motion = session.motion
+    assert {"LeftToe_end", "LeftToe_end2"} <= set(motion.node_names)
+    assert not motion.end_sites[motion.node_names.index("LeftToe_end")]
+    frames = [motion.first_frame, motion.first_frame + 7]
+    shown = session.host.world_positions(["LeftToe_end2", "LeftToe_end"], frames)
+    index = [motion.node_names.index(n) for n in ("LeftToe_end2", "LeftToe_end")]
+    np.testing.assert_allclose(shown, motion.positions[[0, 7]][:, index], atol=1e-4)

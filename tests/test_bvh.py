@@ -268,3 +268,44 @@ def test_write_then_read_gives_the_same_clip(clip):
     # and the unwrapped reading shows the same poses
     unwrapped = parse_bvh(format_bvh(clip))
     np.testing.assert_allclose(unwrapped.positions[:, nodes], clip.positions, atol=1e-7)
+
+
+def test_a_joint_named_like_an_end_site_keeps_its_name(tmp_path):
+    """``Spine_end`` is the name the reader gives Spine's End Site; a joint of that name read
+    after it is the file's own: the End Site takes the next free name."""
+    path = tmp_path / "named.bvh"
+    path.write_text(textwrap.dedent("""\
+        HIERARCHY
+        ROOT Hips
+        {
+          OFFSET 0 0 0
+          CHANNELS 3 Xposition Yposition Zposition
+          JOINT Spine
+          {
+            OFFSET 0 10 0
+            CHANNELS 1 Zrotation
+            End Site
+            {
+              OFFSET 0 5 0
+            }
+          }
+          JOINT Spine_end
+          {
+            OFFSET 5 0 0
+            CHANNELS 1 Zrotation
+            End Site
+            {
+              OFFSET 0 5 0
+            }
+          }
+        }
+        MOTION
+        Frames: 2
+        Frame Time: 0.0333333
+        1 2 3 10 7
+        1 2 4 20 7
+        """))
+    clip = read_bvh(path)
+    assert clip.node_names == ["Hips", "Spine", "Spine_end2", "Spine_end", "Spine_end_end"]
+    assert clip.end_sites.tolist() == [False, False, True, False, True]
+    assert clip.channels[:, clip.channel_names.index("Spine_end.Zrotation")].tolist() == [7, 7]

@@ -150,8 +150,13 @@ def _parse_joint(tokens: _Tokens, nodes: list[_Node], parent: int, keyword: str)
         tokens.take(keyword)
         name = tokens.take_rest_of_line(f"a name after {keyword}")
         if name in names:
-            raise tokens.error(f"joint name {name!r} is used twice; names must be unique",
-                               opened)
+            taken = next(n for n in nodes if n.name == name)
+            if not taken.end_site:
+                raise tokens.error(f"joint name {name!r} is used twice; names must be unique",
+                                   opened)
+            # an End Site's name is ours (its parent's and "_end"): it gives way to the joint
+            taken.name = _free_name(name, names)
+            names.add(taken.name)
         tokens.take("{")
         names.add(name)
         stack.append(_Open(len(nodes), keyword, opened))
@@ -232,12 +237,17 @@ def _parse_end_site(tokens: _Tokens, nodes: list[_Node], parent: int) -> None:
         raise tokens.error(f"expected '}}' closing the End Site opened on line {opened}, found "
                            f"{tokens.describe_next()}")
     tokens.take("}")
-    base = f"{nodes[parent].name}_end"
+    name = _free_name(f"{nodes[parent].name}_end", {n.name for n in nodes})
+    nodes.append(_Node(name, parent, offset, True, line=opened))  # type: ignore[arg-type]
+
+
+def _free_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base2``, ``base3``…: the first not in ``taken``."""
     name, k = base, 1
-    while any(n.name == name for n in nodes):
+    while name in taken:
         k += 1
         name = f"{base}{k}"
-    nodes.append(_Node(name, parent, offset, True, line=opened))  # type: ignore[arg-type]
+    return name
 
 
 def read_clip(path: _PathLike, first_frame: int | None = None, take: str | None = None,

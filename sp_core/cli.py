@@ -36,7 +36,6 @@ from sp_core.options import (
     field_specs,
     flag_of,
     from_arguments,
-    key_choice,
     preset_options,
 )
 from sp_core.poses import error_unit
@@ -215,7 +214,7 @@ def _choice_summary(result: Result) -> str:
         return f"Keys       K = {result.keys} as asked"
     if keys.ratio is not None:
         return f"Keys       ratio {keys.ratio:g} of {n} frames: K = {result.keys}"
-    if key_choice(result.job.options) == "tolerance" and keys.tolerance is not None:
+    if result.by_tolerance and keys.tolerance is not None:
         return (f"Keys       the smallest K within mean {keys.tolerance[0]:g} mm and max "
                 f"{keys.tolerance[1]:g} mm: K = {result.keys}")
     return f"Keys       the suggested K = {result.keys} (threshold rule)"
@@ -237,10 +236,11 @@ def _reduction_summary(result: Result) -> str:
         lines.append(f"Corrective {m.corrective_keys} corrective keys: {m.keys} keys in total "
                      f"({100.0 * m.keys / max(m.original_keys, 1):.1f} % of the original); pose "
                      f"keys alone mean {p.mean_mm:.2f} mm, max {p.max_mm:.2f} mm")
+    scaled = (f"mean {m.mean_mm:.2f} mm, max {m.max_mm:.2f} mm (character scaled to 1.7 m; "
+              f"{m.mean:.4g} / {m.max:.4g} scene units)" if reduction.scaled else
+              f"mean {m.mean:.4g}, max {m.max:.4g} scene units (no mm: see the note)")
     return "\n".join(lines + [
-        f"Error      mean {m.mean_mm:.2f} mm, max {m.max_mm:.2f} mm (character scaled to 1.7 m; "
-        f"{m.mean:.4g} / {m.max:.4g} scene units), worst {m.worst_node} at frame "
-        f"{m.worst_frame}",
+        f"Error      {scaled}, worst {m.worst_node} at frame {m.worst_frame}",
         f"Time       channel fit {t['channel_s']:.3f} s, world refinement {t['world_s']:.2f} s"
         + (f", corrective keys {t['corrective_s']:.2f} s" if t.get("corrective_s") else ""),
     ] + [f"Note       {said(note, flag_of)}" for note in reduction.notes])

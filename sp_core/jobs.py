@@ -100,6 +100,9 @@ class Result:
     notes : list of str
         What the analysis wants the user to know (e.g. the window of a long take; see
         :attr:`Session.notes`); a reduction's own notes follow them in ``reduction.notes``.
+    by_tolerance : bool
+        K is the tolerance's (False where the tolerance was the choice but could not be used:
+        the notes say why, and K is the suggested K).
     """
 
     job: Job
@@ -113,6 +116,7 @@ class Result:
     layers: list[LayerHandle] = field(default_factory=list)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    by_tolerance: bool = False
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (the row of a batch summary)."""
@@ -192,6 +196,7 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
         session.analyze(progress=step, cancel=cancel, choose=job.command == "reduce",
                         whole_space=job.command != "reduce")
         result.space, result.keys = session.space, session.k
+        result.by_tolerance = session.tolerance_k is not None
         result.frames = [int(f) for f in session.keyframes()]
         result.notes = list(session.notes)
         labels = session.labels()

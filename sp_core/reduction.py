@@ -65,6 +65,9 @@ class Reduction:
     notes : tuple of str
         What was done differently from what was asked, and why (e.g. a world fit too large for
         this skeleton, fitted in channel space instead).
+    scaled : bool
+        The ``*_mm`` errors are millimetres for the character scaled to 1.7 m; False when its
+        size cannot be measured (:func:`size_unknown`): they are scene units then.
     """
 
     curves: KeyedCurves
@@ -78,6 +81,7 @@ class Reduction:
     corrections: CorrectiveKeys | None = None
     pose_metrics: Metrics | None = None
     notes: tuple[str, ...] = ()
+    scaled: bool = True
 
     @property
     def corrected(self) -> np.ndarray:
@@ -295,10 +299,13 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     reduced[:, ~animated] = values[:1, ~animated]
     reduced[:, held] = values[:, held]
     metrics = measure(original, reduced, len(keys), keyed, mm_per_unit=_mm_per_unit(clip))
+    unknown = size_unknown(clip)
+    if unknown is not None:
+        notes.append(f"errors in scene units, not mm: {unknown}")
     timings["corrective_s"] = 0.0
     timings["total_s"] = time.perf_counter() - started
     plain = Reduction(curves, reduced, original.channels - reduced, original.frames, metrics,
-                      timings, tangents, space, notes=tuple(notes))
+                      timings, tangents, space, notes=tuple(notes), scaled=unknown is None)
     return with_corrections(clip, plain, corrective_budget, corrective_stop_mm,
                             None if progress is None else
                             lambda f, m: progress(fitting_share + (1 - fitting_share) * f, m))
@@ -344,6 +351,16 @@ def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
     return dataclasses.replace(reduction, residual=original.channels - corrected,
                                metrics=metrics, timings=timings, corrections=corrections,
                                pose_metrics=reduction.metrics)
+
+
+def size_unknown(clip: Clip) -> str | None:
+    """Why the character's size cannot be measured, so that its errors have no millimetres
+    (a single joint without an End Site: every node at one point), or None."""
+    try:
+        clip.mm_per_unit()
+    except ClipError as exc:
+        return f"the character's size cannot be measured ({exc})"
+    return None
 
 
 def _mm_per_unit(clip: Clip) -> float:

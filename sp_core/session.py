@@ -46,7 +46,7 @@ from sp_core.options import (
     max_keys_for,
     time_budget_for,
 )
-from sp_core.reduction import Reduction, constant_channels, reduce
+from sp_core.reduction import Reduction, constant_channels, reduce, size_unknown
 from sp_core.selection import SelectionSpace
 from sp_core.tolerance import ToleranceSearch
 
@@ -300,6 +300,15 @@ class Session:
             reading_notes = list(self.reading_notes) if motion is self._read_motion else []
             wanted = self.requested_k(motion)
             searching = wanted is None and choose and key_choice(self.options) == "tolerance"
+            unscaled = size_unknown(motion) if searching else None
+            if unscaled is not None:
+                # a tolerance in mm means nothing without the character's size: the default
+                # one gives way to the threshold rule (said in the notes), one asked for fails
+                if self.options.keys.tolerance != DEFAULT_TOLERANCE:
+                    raise SelectionError(f"{unscaled}, so a tolerance in mm cannot be judged; "
+                                         "choose K with keys, ratio or suggested",
+                                         options=("tolerance", "keys", "ratio", "suggested"))
+                searching = False
             # the share of the bar the selection space takes (the tolerance's search, with its
             # fits, takes the rest)
             share = SPACE_SHARE if searching else 1.0
@@ -326,6 +335,8 @@ class Session:
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
                     on_demand=None if whole_space else token.check)
             notes = [*reading_notes, *space.notes]  # e.g. a long take's window
+            if unscaled is not None:
+                notes.append(f"{unscaled}: K is the suggested K, not the default tolerance's")
             if constant_channels(motion.channels).all():
                 notes.append(_still(motion.first_frame, motion.last_frame))
             token.check()

@@ -77,6 +77,12 @@ class PoseGraph:
             poses = np.column_stack([poses, time_scale * np.arange(n)])
         self.first_frame = int(first_frame)
         self.n_frames = n
+        # every frame the same pose (a still take): all are the edited pose, so the edit
+        # reaches each in full; the graph's eigenvectors past the first are then any basis
+        # of a degenerate space, and a falloff read from them was noise (0.3-0.6 frame to
+        # frame)
+        self.still = bool(np.ptp(poses, axis=0).max(initial=0.0)
+                          <= 1e-9 * (1.0 + float(np.abs(poses).max(initial=0.0))))
         tree = cKDTree(poses)
         k = min(NEIGHBOURS, n - 1)
         distances, neighbours = tree.query(poses, k=k + 1)
@@ -133,6 +139,7 @@ class PoseGraph:
         Returns
         -------
         (n_frames,) float64 in [0, 1]
+            1 on the whole region when every frame has the same pose.
         """
         if mode not in MODES:
             raise SelectionError(f"mode must be 'local' or 'global', got {mode!r}")
@@ -146,7 +153,7 @@ class PoseGraph:
         inside = g[lo:hi + 1]
         low, top = float(inside.min()), float(g[i])
         weights = np.zeros(self.n_frames)
-        if top > low:
+        if top > low and not self.still:
             weights[lo:hi + 1] = np.clip((inside - low) / (top - low), 0.0, 1.0)
         else:
             weights[lo:hi + 1] = 1.0

@@ -170,3 +170,15 @@ def test_a_looped_real_walk_cycle(sample_clip):
     later = [frame + k * length for k in (1, 2, 3)]
     assert min(graph.weights(frame, mode="global")[later]) >= 0.8
     assert max(graph.weights(frame, mode="local")[later]) < 0.2
+
+
+@pytest.mark.parametrize("mode", ["local", "global"])
+def test_a_still_take_takes_the_edit_in_full_on_every_frame(mode):
+    """Every frame the same pose: each is the edited pose. The graph's eigenvectors past the
+    first span a degenerate space (any basis), so the falloff read from them was noise
+    (0.3-0.6 from one frame to the next: a pop of 12 degrees a frame for a 20-degree edit)."""
+    poses = np.tile(np.linspace(-1.0, 2.0, 12), (90, 1))
+    graph = PoseGraph(poses, first_frame=1001)
+    np.testing.assert_array_equal(graph.weights(1050, mode=mode), np.ones(90))
+    region = graph.weights(1050, region=(1040, 1060), mode=mode)
+    assert region.sum() == 21 and region[39:60].min() == 1.0

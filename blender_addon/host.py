@@ -30,6 +30,7 @@ docs/blender.md):
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -374,6 +375,34 @@ class BlenderHost:
         finally:
             for track in made:
                 track.mute = False
+
+    def motion_digest(self) -> str:
+        """A digest of the keys of every action the armature plays that this tool did not
+        make (its active action and its NLA strips'): the session compares it before Apply, so
+        keys edited since the analysis are not hidden under a reduction of the motion before
+        the edit. Apply and Remove leave it as it is (they only move the original action to a
+        track and back). The F-curves' paths are left out: a renamed bone renames them, which
+        Apply refuses by name."""
+        data = self.object().animation_data
+        if data is None:
+            return ""
+        played = [] if data.action is None or MADE in data.action else [(data.action, data)]
+        played += [(strip.action, None) for track in data.nla_tracks for strip in track.strips
+                   if strip.action is not None and MADE not in strip.action]
+        digest = hashlib.sha256()
+        for action, owner in sorted(played, key=lambda pair: pair[0].name):
+            digest.update(action.name.encode())
+            for fcurve in _action_fcurves(action, owner):
+                points = fcurve.keyframe_points
+                digest.update(f"[{fcurve.array_index}]{len(points)}".encode())
+                for attribute in ("co", "handle_left", "handle_right"):
+                    values = np.empty(2 * len(points), dtype=np.float32)
+                    points.foreach_get(attribute, values)
+                    digest.update(values.tobytes())
+                kinds = np.empty(len(points), dtype=np.int32)
+                points.foreach_get("interpolation", kinds)
+                digest.update(kinds.tobytes())
+        return digest.hexdigest()
 
     def _motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         self.skipped.clear()

@@ -146,6 +146,10 @@ class Session:
         #: the next analysis' notes start with these
         self.reading_notes: list[str] = []
         self._read_motion: Clip | None = None
+        # the host's digest of the keys it read, where it keeps one (motion_digest): taken
+        # with the motion read and kept with the analysis of it, compared before Apply
+        self._read_digest: str | None = None
+        self.analysed_digest: str | None = None
         #: reductions the tolerance search fitted with the session's options, by
         #: (motion, frames, options): reduce() returns them instead of fitting again
         self._fitted: dict[tuple, Reduction] = {}
@@ -219,6 +223,8 @@ class Session:
         told = getattr(self.host, "notes", None)
         self.reading_notes = list(told or ())
         self._read_motion = motion  # the motion those notes are about
+        digest = getattr(self.host, "motion_digest", None)
+        self._read_digest = digest() if callable(digest) else None
         if told:
             told.clear()
         return motion
@@ -397,6 +403,8 @@ class Session:
         self.analysed = analysis.options
         self.notes = list(analysis.notes)
         self.tolerance_k = int(wanted) if analysis.by_tolerance else None
+        self.analysed_digest = self._read_digest if analysis.motion is self._read_motion \
+            else None
         self.k = int(wanted)
         self._emit("analysis_finished", space)
         return space
@@ -460,8 +468,16 @@ class Session:
         ------
         SelectionError
             Options changed since the analysis (:meth:`changed_since_analysis`); the message
-            names them.
+            names them. Or the keys the host read were edited since (hosts that keep a
+            ``motion_digest()`` of them): a reduction of the motion before the edit would hide
+            the edit under its layer.
         """
+        if self.analysed_digest is not None and self.motion is not None:
+            with host_step("checking the animation against the analysis"):
+                now = self.host.motion_digest()  # type: ignore[attr-defined]
+            if now != self.analysed_digest:
+                raise SelectionError(f"the animation of {self.motion.name} changed since the "
+                                     "analysis (its keys were edited); analyse again")
         changed = self.changed_since_analysis()
         if changed:
             them = "it" if len(changed) == 1 else "them"

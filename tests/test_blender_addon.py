@@ -716,3 +716,28 @@ def test_a_bone_named_like_a_leafs_end_site_keeps_its_name(scene):
     shown = session.host.world_positions(["LeftToe_end2", "LeftToe_end"], frames)
     index = [motion.node_names.index(n) for n in ("LeftToe_end2", "LeftToe_end")]
     np.testing.assert_allclose(shown, motion.positions[[0, 7]][:, index], atol=1e-4)
+
+
+def test_apply_after_the_keys_were_edited_asks_for_a_new_analysis(scene):
+    """Keys edited after Analyze: Apply wrote the reduction of the motion before the edit and
+    hid the edit under its track (10 units off at frame 100). Apply's own changes (a second
+    Apply, Remove) are not edits."""
+    obj = bpy.data.objects[scene.object_name]
+    session = Session(scene.host)
+    session.analyze()
+    session.set_k(8)
+    session.apply()
+    session.apply(name="again")  # the original action only moved to a track: not an edit
+    session.remove()
+    action = next(a for a in bpy.data.actions if MADE not in a and a.users)
+    fcurve = next(f for f in _action_fcurves(action, obj.animation_data)
+                  if f.data_path.endswith("location"))
+    fcurve.keyframe_points[20].co.y += 10.0
+    before = scene.state()
+    with pytest.raises(SalientPosesError, match=f"^the animation of {session.motion.name} "
+                                                r"changed since the analysis \(its keys were "
+                                                r"edited\); analyse again$"):
+        session.apply()
+    assert scene.state() == before
+    session.analyze()
+    session.apply()

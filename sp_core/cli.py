@@ -473,7 +473,12 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
     out = Path(options.output.demo_out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot make --out {out}: {exc.strerror or exc}") from None
+    if not os.access(out, os.W_OK):  # (up front: the demo's files are written after its work)
+        raise UsageError(f"cannot write in --out {out}: the folder is not writable")
     source = str(SAMPLE_CLIP.relative_to(SAMPLE_CLIP.parents[1]))
     clip = load_clip(str(SAMPLE_CLIP))
     print("Salient Poses demo: the bundled sample clip (CMU mocap, subject 131, trial 1)\n")

@@ -444,3 +444,14 @@ def test_a_skeleton_without_a_size_has_no_mm_tolerance(tmp_path, capsys):
     assert capsys.readouterr().err.endswith(
         "so a --tolerance in mm cannot be judged; choose K with --keys, --ratio or "
         "--suggested\n")
+
+
+def test_demo_checks_its_folder_before_its_work(tmp_path, monkeypatch, capsys):
+    """A folder the demo cannot write in: said up front, by its flag (it ran the analysis,
+    then said "cannot write --json .../analysis.json", a flag the user never gave)."""
+    import sp_core.cli as cli
+
+    monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
+    assert main(["demo", "--out", str(tmp_path / "demo")]) == 2
+    assert capsys.readouterr().err == (f"salient-poses: error: cannot write in --out "
+                                       f"{tmp_path / 'demo'}: the folder is not writable\n")

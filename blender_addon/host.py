@@ -88,9 +88,11 @@ CONNECTED = "connected bone: Blender ignores its location"
 MADE = "salient_poses_layer"
 #: Handle types per tangent mode: one tangent per key keeps the handles aligned.
 HANDLE_TYPES = {"unified": "ALIGNED", "weighted": "ALIGNED", "broken": "FREE", "smooth": "FREE"}
-#: A bone's world position may differ this much (fraction of the character's height) from the
-#: engine's forward kinematics of its channels before the read says so (Blender stores pose
-#: values in single precision: about 1e-6 of the height on long chains).
+#: A bone's world position may differ this much (fraction of the character's height, or of
+#: the farthest it gets from the origin if more) from the engine's forward kinematics of its
+#: channels before the read says so (Blender stores pose values in single precision: about
+#: 1e-6 of the height on long chains, and of the distance travelled: a one-bone armature of
+#: 0.1 units whose root travels 60 units was 3e-6 units off).
 FK_TOLERANCE = 1e-5
 
 
@@ -505,7 +507,8 @@ class BlenderHost:
             blender[:, inside] = in_parent_frame(points[:, np.asarray(point_index)[inside]],
                                                  carried[:, c])
         miss = np.linalg.norm(clip.positions - blender, axis=-1)
-        if miss.size and miss.max() > FK_TOLERANCE * clip.height():
+        reach = max(clip.height(), float(np.abs(blender).max(initial=0.0)))
+        if miss.size and miss.max() > FK_TOLERANCE * reach:
             f, n = np.unravel_index(int(np.argmax(miss)), miss.shape)
             self.notes.append(
                 f"{names[n]} is {miss[f, n]:.4g} scene units away from where its channels put "

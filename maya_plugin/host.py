@@ -28,7 +28,7 @@ import time as _time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -112,6 +112,29 @@ def _refuse_offsets(name: str, fn: Any, joint: bool) -> None:
         if np.any(np.abs(np.array(tuple(offset)) - np.eye(4).ravel()) > 1e-9):
             raise HostError(f"{name} has an offset parent matrix (offsetParentMatrix); bake it "
                             "into its channels or leave the node out of the analysis")
+
+
+#: The preference of the rotation interpolation of new curves (Preferences > Animation >
+#: Rotation Interpolation, New Curve Default; 1: Independent Euler), which scripted keys
+#: follow too (Epic's ART exporter sets it around a scripted bake).
+NEW_CURVE_ROTATION = "rotationInterpolationDefault"
+
+
+@contextmanager
+def _euler_curves() -> Iterator[None]:
+    """Curves created in the block have independent Euler rotation interpolation whatever the
+    user's New Curve Default (a quaternion default would ignore the per-channel tangents);
+    the preference is put back after."""
+    saved = cmds.optionVar(query=NEW_CURVE_ROTATION) \
+        if cmds.optionVar(exists=NEW_CURVE_ROTATION) else None
+    cmds.optionVar(intValue=(NEW_CURVE_ROTATION, 1))
+    try:
+        yield
+    finally:
+        if saved is None:
+            cmds.optionVar(remove=NEW_CURVE_ROTATION)
+        else:
+            cmds.optionVar(intValue=(NEW_CURVE_ROTATION, int(cast(int, saved))))
 
 
 def _free_name(name: str) -> str:
@@ -518,16 +541,25 @@ class MayaHost:
         cmds.animLayer(layer, edit=True, attribute=plugs)
         times = [float(first)] * len(plugs) if isinstance(first, float | int) \
             else [float(t) for t in first]
-        for time in sorted(set(times)):
-            # maya-stubs types -time as int; Maya takes any time in the UI unit
-            cmds.setKeyframe(*[p for p, t in zip(plugs, times, strict=True) if t == time],
-                             animLayer=layer, time=time)  # type: ignore[arg-type]
+        with _euler_curves():
+            for time in sorted(set(times)):
+                # maya-stubs types -time as int; Maya takes any time in the UI unit
+                cmds.setKeyframe(*[p for p, t in zip(plugs, times, strict=True) if t == time],
+                                 animLayer=layer, time=time)  # type: ignore[arg-type]
         curves = []
         for plug in plugs:
             found = _names(cmds.animLayer(layer, query=True, findCurveForPlug=plug))
             if not found:
                 raise HostError(f"keying {plug} in layer {layer}: Maya created no curve for it")
             curves.append(found[0])
+        for plug, curve in zip(plugs, curves, strict=True):
+            if ".rotate" in plug:
+                mode = next(iter(_names(cmds.rotationInterpolation(curve, query=True,
+                                                                   convert=True))), "")
+                if mode in QUATERNION_MODES:
+                    raise HostError(f"keying {plug} in layer {layer}: Maya made its curve "
+                                    f"{curve} with {mode} interpolation, which ignores the "
+                                    "tangents written")
         return curves
 
     def _write(self, jobs: list[dict[str, Any]]) -> None:

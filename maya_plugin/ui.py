@@ -50,8 +50,11 @@ def show_panel() -> None:
     # uiScript must be a string: Maya stores it with the layout to rebuild the panel
     # (maya-stubs types it as a callable)
     restore_script: Any = "from maya_plugin import ui; ui.restore()"
+    # built now, not when the tab is first shown (loadImmediately's default: a tab behind the
+    # Attribute Editor would stay empty until clicked)
     cmds.workspaceControl(WORKSPACE, label="Salient Poses", retain=False, initialWidth=470,
-                          tabToControl=("AttributeEditor", -1), uiScript=restore_script)
+                          tabToControl=("AttributeEditor", -1), uiScript=restore_script,
+                          loadImmediately=True)
 
 
 def restore() -> None:

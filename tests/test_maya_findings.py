@@ -61,12 +61,26 @@ def test_4_the_panel_is_built_once(monkeypatch):
     built = []
     monkeypatch.setattr(ui, "restore", lambda: built.append("panel"))
     # the old form: create the control with its uiScript, then build the panel explicitly
-    cmds.workspaceControl(ui.WORKSPACE, label="Salient Poses",
+    cmds.workspaceControl(ui.WORKSPACE, label="Salient Poses", loadImmediately=True,
                           uiScript="from maya_plugin import ui; ui.restore()")
     ui.restore()
     assert built == ["panel", "panel"]
     built.clear()
     ui.show_panel()  # deletes the old control and makes a new one
+    assert built == ["panel"]
+
+
+def test_the_panel_is_built_when_its_control_is_made_not_when_first_shown(monkeypatch):
+    """``loadImmediately`` is off by default: Maya builds the uiScript's contents when the
+    control is first shown, and a tab behind the Attribute Editor is not."""
+    from maya_plugin import ui
+
+    testing.reset(batch=False)
+    built = []
+    monkeypatch.setattr(ui, "restore", lambda: built.append("panel"))
+    cmds.workspaceControl("other", uiScript="from maya_plugin import ui; ui.restore()")
+    assert built == []  # (the fake shows no control: a delayed build never comes)
+    ui.show_panel()
     assert built == ["panel"]
 
 

@@ -582,3 +582,19 @@ def test_a_failed_apply_with_undo_off_leaves_nothing_and_undo_off(sample_clip, m
         session.apply()
     assert STATE.scene.layers == [] and not STATE.undo_on
     assert all(not node.type.startswith("animBlendNode") for node in STATE.scene.nodes.values())
+
+
+def test_layer_curves_are_euler_whatever_the_new_curve_preference(sample_clip):
+    """A user's New Curve Default of quaternion slerp (optionVar rotationInterpolationDefault
+    3) would make the layer's rotate curves quaternion ones, which ignore the tangents
+    written: they are made independent Euler, and the preference is put back."""
+    build_scene(sample_clip, frames=40)
+    cmds.optionVar(intValue=("rotationInterpolationDefault", 3))
+    session = Session(MayaHost(), SUGGESTED)
+    session.analyze()
+    session.set_k(6)
+    session.apply()
+    layer = STATE.scene.layers[0]
+    rotate = [c for p, c in layer.curves.items() if ".rotate" in p]
+    assert rotate and {STATE.scene.curves[c].interpolation for c in rotate} == {"none"}
+    assert cmds.optionVar(query="rotationInterpolationDefault") == 3

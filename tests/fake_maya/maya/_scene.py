@@ -217,6 +217,7 @@ class State:
         self.context_time: float | None = None  # seconds, set by MDGContextGuard
         self.cache: dict = {}
         self.ui: dict = {"workspace": {}, "menus": {}, "progress": None, "ui_scripts": 0}
+        self.option_vars: dict[str, int] = {}  # optionVar (the user's preferences)
 
     def touch(self) -> None:
         self.scene.version += 1

@@ -322,7 +322,13 @@ def setKeyframe(*objects: str, time=None, value=None, animLayer: str | None = No
                 raise NotImplementedError("keying a layered plug without its layer")
             name = scene.inputs.get(plug, f"{node}_{attr}")
             scene.inputs[plug] = name
-        curve = scene.curves[name].copy() if name in scene.curves else Curve(_curve_kind(attr))
+        if name in scene.curves:
+            curve = scene.curves[name].copy()
+        else:  # a new curve: a rotate curve takes the New Curve Default preference
+            curve = Curve(_curve_kind(attr))
+            if attr in _ANGULAR:
+                curve.interpolation = NEW_CURVE_ROTATION[int(STATE.option_vars.get(
+                    "rotationInterpolationDefault", 1))]
         curve.set_keys([seconds], [internal], types[inTangentType], types[outTangentType],
                        keep=True)
         if breakdown:
@@ -330,6 +336,31 @@ def setKeyframe(*objects: str, time=None, value=None, animLayer: str | None = No
         scene.curves[name] = curve
         count += 1
     return count
+
+
+#: The optionVar ``rotationInterpolationDefault`` (Preferences > Animation > Rotation
+#: Interpolation, New Curve Default) → the curve's rotationInterpolation (FACTS.md).
+NEW_CURVE_ROTATION = {1: "none", 2: "euler", 3: "quaternionSlerp", 4: "quaternion",
+                      5: "quaternionSquad"}
+
+
+@_command()
+def optionVar(query: str | None = None, exists: str | None = None,  # noqa: N802
+              intValue: tuple[str, int] | None = None, remove: str | None = None):  # noqa: N803
+    """Preferences kept by name (optionVar docs): query, exists, intValue (set), remove."""
+    variables = STATE.option_vars
+    if query is not None:
+        return variables.get(query, 0)
+    if exists is not None:
+        return exists in variables
+    if intValue is not None:
+        name, value = intValue
+        variables[name] = int(value)
+        return None
+    if remove is not None:
+        variables.pop(remove, None)
+        return None
+    raise TypeError("optionVar: give -query, -exists, -intValue or -remove")
 
 
 def _below(plug: str, layer: Layer, seconds: float) -> float:
@@ -554,9 +585,12 @@ def progressWindow(query: bool = False, edit: bool = False, title: str | None = 
 def workspaceControl(name: str, exists: bool = False, label: str | None = None,  # noqa: N802
                      retain: bool | None = None, initialWidth: int | None = None,  # noqa: N803
                      tabToControl=None, uiScript: str | None = None,  # noqa: N803
-                     edit: bool = False, restore: bool = False, visible: bool | None = None):
+                     edit: bool = False, restore: bool = False, visible: bool | None = None,
+                     loadImmediately: bool = False):  # noqa: N803
     """Creating a control runs its ``uiScript`` to build the contents (workspaceControl docs:
-    "the specified script will be invoked to build the UI")."""
+    "the specified script will be invoked to build the UI") when ``loadImmediately`` is on;
+    otherwise Maya delays it "until the control is actually shown" (the default: off), which
+    here, with no window shown, is never."""
     controls = STATE.ui["workspace"]
     if exists:
         return name in controls
@@ -570,6 +604,8 @@ def workspaceControl(name: str, exists: bool = False, label: str | None = None, 
     if name in controls:
         raise MayaError(f"workspaceControl: {name} already exists")
     controls[name] = uiScript
+    if not loadImmediately:
+        return name
     STATE.ui["ui_scripts"] += 1
     exec(uiScript, {})  # noqa: S102 - what Maya does with the string
     return name

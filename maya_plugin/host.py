@@ -342,8 +342,14 @@ class MayaHost:
         animated = bool(oma.MAnimUtil.isAnimated(plug))
         curve = None
         reason = None
-        if plug.isDestination:
-            source = plug.source()
+        driven = plug
+        if not plug.isDestination and plug.isChild and plug.parent().isDestination:
+            # a connection into the compound (decomposeMatrix.outputRotate → rotate) drives
+            # every child, which is no destination itself (Autodesk's Render Setup code
+            # checks the parent the same way)
+            driven = plug.parent()
+        if driven.isDestination:
+            source = driven.source()
             kind = om.MFnDependencyNode(source.node()).typeName
             if kind.startswith("animCurve"):
                 curve = om.MFnDependencyNode(source.node()).name()

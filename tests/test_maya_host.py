@@ -228,6 +228,22 @@ def test_driven_channels_are_named_and_left_alone(sample_clip):
                                              "(parentConstraint)")
 
 
+def test_channels_driven_through_their_compound_are_left_alone(sample_clip):
+    """``decomposeMatrix.outputRotate → LeftKnee.rotate`` drives rotateX, Y and Z, which are no
+    destinations themselves: they were taken for free channels and keyed in a layer the
+    connection overrides."""
+    build_scene(sample_clip)
+    testing.create_node("LeftKnee_decompose", type="decomposeMatrix")
+    for axis in "XYZ":  # (the children's own curves give way to the compound's connection)
+        STATE.scene.inputs.pop(f"LeftKnee.rotate{axis}")
+    STATE.scene.inputs["LeftKnee.rotate"] = "LeftKnee_decompose"
+    host = MayaHost()
+    host.motion(["Hips"], 1001, 1010)
+    assert {p: host.skipped.get(p) for p in ("LeftKnee.rotateX", "LeftKnee.rotateZ")} == {
+        p: "driven by LeftKnee_decompose (decomposeMatrix)"
+        for p in ("LeftKnee.rotateX", "LeftKnee.rotateZ")}
+
+
 def test_bad_selections_and_nan_keys_give_one_clear_message(sample_clip):
     build_scene(sample_clip, frames=20)
     host = MayaHost()

@@ -264,9 +264,22 @@ class MPlug:
 
     @property
     def isDestination(self) -> bool:  # noqa: N802
+        """A connection into this plug only: a child of a connected compound (``rotateX`` of
+        ``decomposeMatrix.outputRotate → rotate``) is not a destination itself (FACTS.md)."""
         STATE.calls["MPlug.isDestination"] += 1
         return self._plug() in STATE.scene.inputs or any(
             self._plug() in layer.plugs for layer in STATE.scene.layers)
+
+    @property
+    def isChild(self) -> bool:  # noqa: N802
+        return self._attr is not None and self._attr[:-1] in _COMPOUND \
+            and self._attr[-1:] in "XYZ"
+
+    @counted
+    def parent(self) -> MPlug:
+        if not self.isChild:
+            raise RuntimeError(f"(kInvalidParameter): {self._plug()} is not a child plug")
+        return MPlug(self._node, self._attr[:-1])
 
     def _plug(self) -> str:
         return f"{self._node}.{self._attr}"

@@ -389,7 +389,9 @@ class BlenderHost:
         if data is None:
             return ""
         played = [] if data.action is None or MADE in data.action else [(data.action, data)]
-        played += [(strip.action, None) for track in data.nla_tracks for strip in track.strips
+        # (a strip's action through the strip's own slot, as the armature plays it: an
+        # action with several slots holds other objects' curves too)
+        played += [(strip.action, strip) for track in data.nla_tracks for strip in track.strips
                    if strip.action is not None and MADE not in strip.action]
         digest = hashlib.sha256()
         for action, owner in sorted(played, key=lambda pair: pair[0].name):

@@ -118,8 +118,8 @@ def _fail(operator: Any, error: Exception) -> set[str]:
 def measure(session: Session) -> str:
     """The reduction's error at the current K in mm (character scaled to 1.7 m)."""
     metrics = session.reduce().metrics
-    return (f"K = {session.k}: mean {metrics.mean_mm:.2f} mm, max {metrics.max_mm:.2f} mm "
-            f"({metrics.worst_node} at frame {metrics.worst_frame})")
+    return (f"K = {session.k}: {metrics.said()} ({metrics.worst_node} at frame "
+            f"{metrics.worst_frame})")
 
 
 def _k_changed(settings: Any, _context: Any) -> None:
@@ -290,7 +290,12 @@ def _operators() -> list[type]:
                     bones = host.convert_to_euler()
             except SalientPosesError as exc:
                 return _fail(self, exc)
-            STATE.message = host.notes[0] if bones else "every bone is in Euler rotation already"
+            if bones:
+                # the armature now plays another action: an analysis of the one before would be
+                # applied over it (and Apply would find the keys changed)
+                reset()
+            STATE.message = (host.notes[0] + "; analyse again") if bones \
+                else "every bone is in Euler rotation already"
             self.report({"INFO"}, STATE.message)
             return {"FINISHED"}
 

@@ -235,10 +235,9 @@ def _reduction_summary(result: Result) -> str:
         p = reduction.pose_metrics
         lines.append(f"Corrective {m.corrective_keys} corrective keys: {m.keys} keys in total "
                      f"({100.0 * m.keys / max(m.original_keys, 1):.1f} % of the original); pose "
-                     f"keys alone mean {p.mean_mm:.2f} mm, max {p.max_mm:.2f} mm")
-    scaled = (f"mean {m.mean_mm:.2f} mm, max {m.max_mm:.2f} mm (character scaled to 1.7 m; "
-              f"{m.mean:.4g} / {m.max:.4g} scene units)" if reduction.scaled else
-              f"mean {m.mean:.4g}, max {m.max:.4g} scene units (no mm: see the note)")
+                     f"keys alone {p.said()}")
+    scaled = (f"{m.said()} (character scaled to 1.7 m; {m.mean:.4g} / {m.max:.4g} scene units)"
+              if m.scaled else f"{m.said()} (no mm: see the note)")
     return "\n".join(lines + [
         f"Error      {scaled}, worst {m.worst_node} at frame {m.worst_frame}",
         f"Time       channel fit {t['channel_s']:.3f} s, world refinement {t['world_s']:.2f} s"

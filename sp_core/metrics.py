@@ -31,6 +31,9 @@ class Metrics:
     pose_keys, corrective_keys : int
         Keys of the pose-key layer (keyframes × animated channels) and of the corrective layer
         (:mod:`sp_core.corrective`; 0 without one).
+    scaled : bool
+        False where the character's size cannot be measured: ``mean_mm`` and ``max_mm`` are
+        scene units then (see :func:`sp_core.reduction.size_unknown`).
     """
 
     mean: float
@@ -44,6 +47,16 @@ class Metrics:
     original_keys: int
     pose_keys: int = 0
     corrective_keys: int = 0
+    scaled: bool = True
+
+    def said(self, mean_digits: int = 2, max_digits: int = 2) -> str:
+        """"mean 1.98 mm, max 19.90 mm" (character scaled to 1.7 m), or the same in scene
+        units where the character's size cannot be measured (``scaled`` False: the ``*_mm``
+        fields then hold scene units)."""
+        if self.scaled:
+            return (f"mean {self.mean_mm:.{mean_digits}f} mm, max "
+                    f"{self.max_mm:.{max_digits}f} mm")
+        return f"mean {self.mean:.4g}, max {self.max:.4g} scene units"
 
     def record(self) -> dict:
         """JSON-ready summary (without the per-channel table)."""
@@ -54,7 +67,8 @@ class Metrics:
 
 
 def measure(clip: Clip, reduced: np.ndarray, n_keys: int, animated: np.ndarray,
-            mm_per_unit: float | None = None, corrective_keys: int = 0) -> Metrics:
+            mm_per_unit: float | None = None, corrective_keys: int = 0,
+            scaled: bool = True) -> Metrics:
     """Compare reduced channel values with the clip's own.
 
     Parameters
@@ -71,6 +85,8 @@ def measure(clip: Clip, reduced: np.ndarray, n_keys: int, animated: np.ndarray,
         sub-range.
     corrective_keys : int
         Keys of a corrective layer included in ``reduced``.
+    scaled : bool
+        ``mm_per_unit`` is the character's scale (False: a stand-in, the size unknown).
     """
     scale = clip.mm_per_unit() if mm_per_unit is None else mm_per_unit
     distance = np.linalg.norm(clip.forward_kinematics(reduced) - clip.positions, axis=-1)
@@ -86,4 +102,4 @@ def measure(clip: Clip, reduced: np.ndarray, n_keys: int, animated: np.ndarray,
                                         strict=True)),
                    keys=n_keys * n_animated + corrective_keys,
                    original_keys=clip.n_frames * n_animated, pose_keys=n_keys * n_animated,
-                   corrective_keys=corrective_keys)
+                   corrective_keys=corrective_keys, scaled=scaled)

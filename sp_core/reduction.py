@@ -65,9 +65,6 @@ class Reduction:
     notes : tuple of str
         What was done differently from what was asked, and why (e.g. a world fit too large for
         this skeleton, fitted in channel space instead).
-    scaled : bool
-        The ``*_mm`` errors are millimetres for the character scaled to 1.7 m; False when its
-        size cannot be measured (:func:`size_unknown`): they are scene units then.
     """
 
     curves: KeyedCurves
@@ -81,7 +78,6 @@ class Reduction:
     corrections: CorrectiveKeys | None = None
     pose_metrics: Metrics | None = None
     notes: tuple[str, ...] = ()
-    scaled: bool = True
 
     @property
     def corrected(self) -> np.ndarray:
@@ -298,14 +294,15 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     reduced = curves.dense()
     reduced[:, ~animated] = values[:1, ~animated]
     reduced[:, held] = values[:, held]
-    metrics = measure(original, reduced, len(keys), keyed, mm_per_unit=_mm_per_unit(clip))
     unknown = size_unknown(clip)
+    metrics = measure(original, reduced, len(keys), keyed, mm_per_unit=_mm_per_unit(clip),
+                      scaled=unknown is None)
     if unknown is not None:
         notes.append(f"errors in scene units, not mm: {unknown}")
     timings["corrective_s"] = 0.0
     timings["total_s"] = time.perf_counter() - started
     plain = Reduction(curves, reduced, original.channels - reduced, original.frames, metrics,
-                      timings, tangents, space, notes=tuple(notes), scaled=unknown is None)
+                      timings, tangents, space, notes=tuple(notes))
     return with_corrections(clip, plain, corrective_budget, corrective_stop_mm,
                             None if progress is None else
                             lambda f, m: progress(fitting_share + (1 - fitting_share) * f, m))
@@ -339,12 +336,13 @@ def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
     original = clip.sub_range(int(frames[0]), int(frames[-1]))
     work = original.unwrapped()  # the values the curves were fitted on
     animated = reduction.curves.animated
-    stop = 0.0 if stop_mm is None else stop_mm / scale
+    # (no millimetres, no stop in them: a tolerance's max would be read as scene units)
+    stop = 0.0 if stop_mm is None or not reduction.metrics.scaled else stop_mm / scale
     corrections, correction = correct(work, reduction.reduced, frames - frames[0], animated,
                                       allowed, stop_at=stop, progress=progress)
     corrected = reduction.reduced + correction
     metrics = measure(original, corrected, len(frames), animated, mm_per_unit=scale,
-                      corrective_keys=corrections.n_keys)
+                      corrective_keys=corrections.n_keys, scaled=reduction.metrics.scaled)
     timings = dict(reduction.timings)
     timings["corrective_s"] = time.perf_counter() - started
     timings["total_s"] = timings.get("total_s", 0.0) + timings["corrective_s"]

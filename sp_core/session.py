@@ -477,7 +477,8 @@ class Session:
                 now = self.host.motion_digest()  # type: ignore[attr-defined]
             if now != self.analysed_digest:
                 raise SelectionError(f"the animation of {self.motion.name} changed since the "
-                                     "analysis (its keys were edited); analyse again")
+                                     "analysis (keys edited, or another action played); "
+                                     "analyse again")
         changed = self.changed_since_analysis()
         if changed:
             them = "it" if len(changed) == 1 else "them"

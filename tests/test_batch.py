@@ -504,3 +504,20 @@ def test_a_take_output_that_is_another_input_is_refused_even_with_overwrite(take
             f"salient-poses: error: output {folder / 'walk.reduced.bvh'} is an input of this "
             "command; refusing to overwrite it (choose another file name)\n")
         assert (folder / "walk.reduced.bvh").read_bytes() == before
+
+
+def test_a_rerun_whose_glob_names_an_output_goes_on(takes, tmp_path, capsys):
+    """``batch mocap/*.bvh --out mocap`` run twice: the second glob names walk's output,
+    which nothing writes again (walk is done), so the batch goes on (it refused it as an
+    input in the way)."""
+    folder = tmp_path / "mocap"
+    folder.mkdir()
+    (folder / "walk.bvh").write_bytes((takes / "take0.bvh").read_bytes())
+    assert main(["batch", str(folder / "walk.bvh"), "--out", str(folder), *BASE,
+                 "--workers", "1"]) == 0
+    reduced = (folder / "walk.reduced.bvh").read_bytes()
+    capsys.readouterr()
+    assert main(["batch", *sorted(map(str, folder.glob("*.bvh"))), "--out", str(folder),
+                 *BASE, "--workers", "1"]) == 0
+    assert "2 of 2 takes reduced (1 done earlier, skipped)" in capsys.readouterr().out
+    assert (folder / "walk.reduced.bvh").read_bytes() == reduced

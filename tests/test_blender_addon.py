@@ -735,8 +735,8 @@ def test_apply_after_the_keys_were_edited_asks_for_a_new_analysis(scene):
     fcurve.keyframe_points[20].co.y += 10.0
     before = scene.state()
     with pytest.raises(SalientPosesError, match=f"^the animation of {session.motion.name} "
-                                                r"changed since the analysis \(its keys were "
-                                                r"edited\); analyse again$"):
+                                                r"changed since the analysis \(keys edited, "
+                                                r"or another action played\); analyse again$"):
         session.apply()
     assert scene.state() == before
     session.analyze()

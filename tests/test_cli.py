@@ -440,6 +440,16 @@ def test_a_skeleton_without_a_size_has_no_mm_tolerance(tmp_path, capsys):
     assert ("Note       the character's size cannot be measured (clip 'root' has no measurable "
             "size: every node is at one point): K is the suggested K, not the default "
             "tolerance's") in out
+    # a corrective budget of its own is spent without the tolerance's stop (20 "mm" would be
+    # read as 20 scene units), as at a K the user chose
+    assert main(["reduce", str(path), "--corrective-budget", "10%"]) == 0
+    out = capsys.readouterr().out
+    assert main(["reduce", str(path), "--corrective-budget", "10%", "--suggested"]) == 0
+    chosen = capsys.readouterr().out
+    corrective = [line for line in out.splitlines() if line.startswith("Corrective")]
+    assert corrective and corrective == [line for line in chosen.splitlines()
+                                         if line.startswith("Corrective")]
+    assert corrective[0].endswith(" scene units")
     assert main(["reduce", str(path), "--tolerance", "3,30"]) == 2
     assert capsys.readouterr().err.endswith(
         "so a --tolerance in mm cannot be judged; choose K with --keys, --ratio or "

@@ -291,13 +291,24 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot make --out {out}: {exc.strerror or exc}") from None
-    # an input named like an output (any take's: walk.reduced.bvh beside walk.bvh), a symlink
-    # into out: refused up front, one guard for every take's outputs (no flag of its own
-    # names a take's output: --out holds them all; the batch replaces its own files itself)
-    guard = OutputGuard([*map(str, paths), *([preset] if preset else [])], overwrite=True)
+    sums: dict[str, str] = {}
     for job in jobs:
+        try:
+            sums[job.input] = checksum(job.input)
+        except OSError as exc:
+            sums[job.input] = f"unreadable: {exc.strerror}"
+    earlier = {job.input: manifest.done(job, sums[job.input]) for job in jobs}
+    todo = [job for job in jobs if earlier[job.input] is None]
+    # an input named like an output (any take's: walk.reduced.bvh beside walk.bvh), a symlink
+    # into out: refused up front, one guard for the outputs of every take that will run (no
+    # flag of its own names a take's output: --out holds them all; the batch replaces its own
+    # files itself, and a take done earlier writes nothing: a rerun whose glob now names an
+    # output as an input goes on)
+    guard = OutputGuard([*map(str, paths), *([preset] if preset else [])], overwrite=True)
+    for job in todo:
         for _flag, path in job.outputs():
             guard.claim(path, "output")
+    # (after: an input in the way is refused as such, not offered --overwrite)
     ours = manifest.path.exists() and manifest.unreadable is None
     foreign = [p for job in jobs for _, p in job.outputs()
                if Path(p).exists() and not manifest.owns(p)]
@@ -308,14 +319,6 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
         raise OutputError(f"{out} already holds {len(foreign)} file(s) this batch did not write "
                           f"(e.g. {foreign[0]}); add --overwrite to replace them or choose "
                           "another --out")
-    sums: dict[str, str] = {}
-    for job in jobs:
-        try:
-            sums[job.input] = checksum(job.input)
-        except OSError as exc:
-            sums[job.input] = f"unreadable: {exc.strerror}"
-    earlier = {job.input: manifest.done(job, sums[job.input]) for job in jobs}
-    todo = [job for job in jobs if earlier[job.input] is None]
     client = None
     if todo and batch.scheduler is not None and not batch.scheduler.startswith("local:"):
         client = connect(batch.scheduler)  # (an address with no scheduler changes nothing)

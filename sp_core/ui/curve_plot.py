@@ -55,8 +55,7 @@ def save_curve_plot(clip: Clip, reduction: Reduction, path: str | Path,
         if row == 0:
             m = reduction.metrics
             plot.setTitle(f"{clip.name}: {len(curves.frames)} keys, {reduction.tangents} "
-                          f"tangents, {reduction.space} fit — mean {m.mean_mm:.1f} mm, max "
-                          f"{m.max_mm:.1f} mm", size="11pt")
+                          f"tangents, {reduction.space} fit — {m.said(1, 1)}", size="11pt")
             legend = plot.addLegend(offset=(-10, 5))
         original = plot.plot(part.frames, part.channels[:, c],
                              pen=pg.mkPen((150, 150, 150), width=4))

@@ -37,9 +37,8 @@ class Request:
 
 def describe(k: int, metrics: Metrics, how: str) -> str:
     """One line: K's mean and max joint error in mm, where the max is, and how it was got."""
-    return (f"K = {k}: reconstruction error mean {metrics.mean_mm:.1f} mm, max "
-            f"{metrics.max_mm:.1f} mm ({metrics.worst_node}, frame {metrics.worst_frame}) "
-            f"— {how}")
+    return (f"K = {k}: reconstruction error {metrics.said(1, 1)} ({metrics.worst_node}, "
+            f"frame {metrics.worst_frame}) — {how}")
 
 
 class ErrorEstimator(QtCore.QObject):

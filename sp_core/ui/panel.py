@@ -465,9 +465,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
             m = known.metrics
             assert self.session.k is not None
             self.estimator.remember_applied(self.session.k, m)
-            chosen = (f" K = {self.session.k} keeps the error within the tolerance: mean "
-                      f"{m.mean_mm:.2f} mm, max {m.max_mm:.1f} mm ({m.pose_keys} pose + "
-                      f"{m.corrective_keys} corrective keys).")
+            chosen = (f" K = {self.session.k} keeps the error within the tolerance: "
+                      f"{m.said(2, 1)} ({m.pose_keys} pose + {m.corrective_keys} corrective "
+                      "keys).")
         # the whole wait (the selection space took t's seconds; the tolerance's fits the rest)
         waited = t["table_s"] + t["select_s"]
         if self._analysis_started:
@@ -679,9 +679,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
         corrective = (f" + {m.corrective_keys} corrective keys ({m.keys} keys in all)"
                       if m.corrective_keys else "")
         self.show_status(f"Applied {len(reduction.curves.frames)} keys{corrective} "
-                         f"({reduction.tangents}, {reduction.space} fit) into {layers}: mean "
-                         f"error {m.mean_mm:.1f} mm, max {m.max_mm:.1f} mm at "
-                         f"{m.worst_node}, frame {m.worst_frame}.{skipped}", ok=True)
+                         f"({reduction.tangents}, {reduction.space} fit) into {layers}: error "
+                         f"{m.said(1, 1)} at {m.worst_node}, frame {m.worst_frame}.{skipped}",
+                         ok=True)
         self._show_summary()
         self._update_enabled()
 

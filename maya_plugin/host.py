@@ -24,6 +24,7 @@ How it talks to Maya (every call is backed in tests/fake_maya/FACTS.md):
 
 from __future__ import annotations
 
+import contextlib
 import time as _time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -121,20 +122,25 @@ NEW_CURVE_ROTATION = "rotationInterpolationDefault"
 
 
 @contextmanager
-def _euler_curves() -> Iterator[None]:
-    """Curves created in the block have independent Euler rotation interpolation whatever the
-    user's New Curve Default (a quaternion default would ignore the per-channel tangents);
-    the preference is put back after."""
-    saved = cmds.optionVar(query=NEW_CURVE_ROTATION) \
-        if cmds.optionVar(exists=NEW_CURVE_ROTATION) else None
-    cmds.optionVar(intValue=(NEW_CURVE_ROTATION, 1))
+def option_var(name: str, value: int) -> Iterator[None]:
+    """The optionVar (preference) ``name`` is ``value`` inside the block and as it was after
+    (removed if it did not exist)."""
+    saved = cmds.optionVar(query=name) if cmds.optionVar(exists=name) else None
+    cmds.optionVar(intValue=(name, value))
     try:
         yield
     finally:
         if saved is None:
-            cmds.optionVar(remove=NEW_CURVE_ROTATION)
+            cmds.optionVar(remove=name)
         else:
-            cmds.optionVar(intValue=(NEW_CURVE_ROTATION, int(cast(int, saved))))
+            cmds.optionVar(intValue=(name, int(cast(int, saved))))
+
+
+def _euler_curves() -> contextlib.AbstractContextManager[None]:
+    """Curves created in the block have independent Euler rotation interpolation whatever the
+    user's New Curve Default (a quaternion default would ignore the per-channel tangents);
+    the preference is put back after."""
+    return option_var(NEW_CURVE_ROTATION, 1)
 
 
 def _free_name(name: str) -> str:

@@ -8,8 +8,10 @@ It opens a new scene (save your work first), builds joints from the bundled samp
 every frame from 1001 at 30 fps, analyses, applies with each tangent mode and once with the
 residual layer and once with corrective keys, checks the composite against the engine's curves
 on every frame, checks the tangent locks of each mode and that the corrective layer holds only
-the engine's few keys per channel, undoes and checks the scene is back, times the read and the
-Apply, and prints PASS or FAIL per step with the Maya version.
+the engine's few keys per channel, undoes and checks the scene is back, applies once with the
+New Curve Default set to quaternion slerp and checks that the layer's rotate curves are Euler
+and the preference is put back, times the read and the Apply, and prints PASS or FAIL per step
+with the Maya version.
 
 Only the standard library is imported at module level, so that ``mayapy`` can start Maya
 (``maya.standalone.initialize``) before numpy, the engine or ``maya.cmds`` are imported.
@@ -198,6 +200,32 @@ def run(report: Callable[[str], None] = print) -> bool:
             return f"corrective curves hold {counts} keys, the engine wrote {given}"
         return f"layers left after undo: {left}" if left else None
 
+    def quaternion_default() -> str | None:
+        # a user's New Curve Default of quaternion slerp: the layer's rotate curves must still
+        # be Euler (a quaternion curve ignores the tangents written)
+        from maya_plugin.host import NEW_CURVE_ROTATION, QUATERNION_MODES, _names, option_var
+
+        session = state["session"]
+        session.set_options(tangents="unified", residual_layer=False)
+        with option_var(NEW_CURVE_ROTATION, 3):
+            reduction = session.apply()
+            layer = session.applied[0].name
+            curves = reduction.curves
+            plugs = [MayaHost.plug_for(n) for n, a in zip(curves.channel_names, curves.animated,
+                                                          strict=True) if a]
+            modes = set()
+            for plug in plugs:
+                if ".rotate" in plug:
+                    found = _names(cmds.animLayer(layer, query=True, findCurveForPlug=plug))
+                    modes |= set(_names(cmds.rotationInterpolation(found[0], query=True,
+                                                                   convert=True)))
+            kept = cmds.optionVar(query=NEW_CURVE_ROTATION)
+            cmds.undo()
+            session.applied.clear()
+        if modes & set(QUATERNION_MODES) or not modes:
+            return f"the layer's rotate curves have {sorted(modes)} interpolation"
+        return None if kept == 3 else f"the preference was {kept} after Apply, not 3"
+
     def limb() -> str | None:
         host = MayaHost()
         joints = list(dict.fromkeys(plug.rpartition(".")[0] for plug in state["plugs"]))
@@ -212,6 +240,8 @@ def run(report: Callable[[str], None] = print) -> bool:
     steps.append(("apply with the residual layer: composite = original; undo", with_residual))
     steps.append((f"apply {CORRECTIVE} corrective keys: a few linear keys per channel, "
                   "composite = engine on every frame; undo", with_corrections))
+    steps.append(("apply with a quaternion New Curve Default: the layer's rotate curves are "
+                  "Euler, the preference is put back; undo", quaternion_default))
     steps.append((f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",
                   limb))
     return run_self_test(steps, report, essential=2)

@@ -4,7 +4,8 @@ editor (``from mobu_plugin import selftest; selftest.run()``) or a shell
 
 It replaces the open scene (save your work first): a skeleton is built from the bundled clip at
 30 fps, keyed on every frame from 1001; the tool analyses it, applies each tangent mode and
-compares what the override layer evaluates to with the engine's curves on every frame, applies
+compares what the override layer evaluates to with the engine's curves on every frame (and
+that a rotation axis held still at 15 degrees, which the layer keys once, stays there), applies
 with the residual and compares the scene's world positions with the original ones on every
 frame, then removes the layers and checks the scene is back; last it applies corrective keys and
 checks that the corrective layer holds a few keys, not one per frame, and that the corrected
@@ -36,6 +37,10 @@ FRAMES = 90
 KEYS = 12
 TANGENTS = ("unified", "broken", "smooth", "weighted")
 TOLERANCE = 1e-3  # scene units / degrees
+#: An axis held still at a non-zero angle while its property's other axes move: what an
+#: override layer shows on an axis it does not key is not documented, so Apply keys it (once,
+#: with its value); the apply steps check that it still shows that value.
+STILL, STILL_VALUE = "LeftKnee.Yrotation", 15.0
 CORRECTIVE = "60"  # corrective keys
 #: The engine's Euler order → the FBModelRotationOrder member of the same rotation.
 ORDER_NAMES = {"ZYX": "kFBEulerXYZ", "YZX": "kFBEulerXZY", "XZY": "kFBEulerYZX",
@@ -69,7 +74,8 @@ def build_scene(host: MobuHost) -> list[str]:
         prop.SetAnimated(True)
         animation = prop.GetAnimationNode()
         curve = animation.Nodes["XYZ".index(attribute[0])].FCurve
-        curve.KeysAdd(times, [float(v) for v in clip.channels[:, c]], linear)
+        values = clip.channels[:, c] if channel != STILL else np.full(FRAMES, STILL_VALUE)
+        curve.KeysAdd(times, [float(v) for v in values], linear)
     take = fb.FBSystem().CurrentTake
     take.LocalTimeSpan = fb.FBTimeSpan(times[0], times[-1])
     for model in models.values():
@@ -137,8 +143,12 @@ def run(report: Callable[[str], None] = print) -> bool:
                 got = host.channel_values(names, frames[0], frames[-1])
                 columns = [curves.channel_names.index(n) for n in names]
                 error = np.abs(got - curves.evaluate(frames)[:, columns]).max()
+                still = np.abs(host.channel_values([STILL], frames[0], frames[-1])
+                               - STILL_VALUE).max()
             finally:
                 session.remove()
+            if still >= TOLERANCE:
+                return f"{STILL}, still at {STILL_VALUE:g}, is {still:.4g} off after Apply"
             return None if error < TOLERANCE else \
                 f"the override layer differs from the curves by {error:.4g}"
         return check

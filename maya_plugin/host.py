@@ -144,11 +144,15 @@ def _euler_curves() -> contextlib.AbstractContextManager[None]:
 
 
 def _free_name(name: str) -> str:
-    """``name``, or ``name2``, ``name3``…: the first that no object has (whether ``animLayer``
-    renames a new layer whose name is taken or refuses it is not documented)."""
-    unique, n = name, 2
+    """``name``, or the first free one with its trailing number raised, as Maya numbers names
+    (``salientPoses2``, ``salientPoses3``…; whether ``animLayer`` renames a new layer whose
+    name is taken or refuses it is not documented)."""
+    stem = name.rstrip("0123456789")
+    number = int(name[len(stem):] or 1)
+    unique = name
     while cmds.objExists(unique):
-        unique, n = f"{name}{n}", n + 1
+        number += 1
+        unique = f"{stem}{number}"
     return unique
 
 

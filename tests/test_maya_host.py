@@ -569,7 +569,9 @@ def test_a_second_apply_names_its_layer_apart_and_a_failed_one_undoes_only_itsel
     session.set_k(6)
     session.apply()
     session.apply(name="salientPoses")
-    assert [la.name for la in STATE.scene.layers] == ["salientPoses", "salientPoses2"]
+    session.apply(name="salientPoses2")  # (the panel's "Add new layer" name, taken)
+    assert [la.name for la in STATE.scene.layers] == ["salientPoses", "salientPoses2",
+                                                      "salientPoses3"]
     cmds.setAttr("LeftKnee.rotateAxisY", 0.0)  # the user's last step before a failed Apply
     steps = len(STATE.undo_queue)
     monkeypatch.setattr(cmds, "animLayer", lambda *a, **k: (_ for _ in ()).throw(
@@ -577,7 +579,7 @@ def test_a_second_apply_names_its_layer_apart_and_a_failed_one_undoes_only_itsel
     with pytest.raises(SalientPosesError, match="refused"):
         session.apply(name="salientPoses")
     assert len(STATE.undo_queue) == steps and [la.name for la in STATE.scene.layers] == [
-        "salientPoses", "salientPoses2"]
+        "salientPoses", "salientPoses2", "salientPoses3"]
 
 
 def test_a_failed_apply_with_undo_off_leaves_nothing_and_undo_off(sample_clip, monkeypatch):

@@ -28,12 +28,13 @@ Usage
     other dependencies with Blender's own Python into that site folder (Blender ships numpy;
     without ``--blender-python`` the command is printed). Then enable *Salient Poses* in
     Preferences > Add-ons.
-``python3 install.py --blender-extension OUT.zip [--wheels DIR]``
+``python3 install.py --blender-extension OUT.zip (--wheels DIR | --no-wheels)``
     Build a Blender extension (4.2+; *Get Extensions > Install from Disk*): the manifest, an
-    ``__init__.py`` that registers the bundled ``blender_addon``, and ``sp_core`` under ``lib/``.
-    ``--wheels DIR`` bundles the ``.whl`` files found there (scipy, numba, ... for the target
-    platform, e.g. from ``pip download``) and lists them in the manifest, so that Blender installs
-    them; without it the user's Blender must provide them.
+    ``__init__.py`` that registers the bundled ``blender_addon``, and ``sp_core`` with the
+    self-test's clip under ``lib/``. ``--wheels DIR`` bundles the ``.whl`` files found there
+    (scipy, numba, ... for the target platform, from ``pip download``) and lists them in the
+    manifest, so that Blender installs them (an extension must bring its dependencies);
+    ``--no-wheels`` is for a Blender whose Python has them already.
 ``python3 install.py --uninstall [--maya] [--mobu] [--blender]``
     Remove exactly what was installed (recorded in ``.salient-poses-manifest.json``).
 ``python3 install.py --check``
@@ -195,14 +196,15 @@ def mobu_startup_dir(args: argparse.Namespace) -> tuple[Path, str]:
     return default_mobu_startup(args.mobu_version), "the user PythonStartup folder"
 
 
-MOBUPY_SITE = ("import json, site, sysconfig; print(json.dumps({'purelib': "
-               "sysconfig.get_paths()['purelib'], 'user': site.getusersitepackages()}))")
+MOBUPY_SITE = ("import json, sysconfig; print(json.dumps({'purelib': "
+               "sysconfig.get_paths()['purelib']}))")
 
 
 def mobupy_site(python: Path) -> Path | None:
     """The site-packages folder of MotionBuilder's Python where a ``.pth`` file puts this
-    checkout and the dependencies on its path (its own ``purelib`` if writable, else its user
-    site-packages, which it also reads); None if it cannot be asked."""
+    checkout and the dependencies on its path; None if it cannot be asked or written (an
+    install under Program Files). Not the user site-packages: every Python of that version
+    reads it, before its own packages, and would import this install's numpy and scipy."""
     try:
         result = subprocess.run([str(python), "-c", MOBUPY_SITE], capture_output=True,
                                 text=True, timeout=120)
@@ -213,7 +215,7 @@ def mobupy_site(python: Path) -> Path | None:
     writable = purelib
     while not writable.exists():
         writable = writable.parent
-    return purelib if os.access(writable, os.W_OK) else Path(folders["user"])
+    return purelib if os.access(writable, os.W_OK) else None
 
 
 def default_mobupy(version: str) -> Path:
@@ -416,9 +418,9 @@ def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
     python = paths["python"]
     site = mobupy_site(python) if python.exists() else None
     if site is None:
-        plan.add(f"mobu: could not ask {python} for its site-packages; to run "
-                 "`mobupy -m mobu_plugin.batch` put these two folders on its PYTHONPATH:\n"
-                 f"    {paths['root']}\n    {paths['site']}", lambda: None)
+        plan.add(f"mobu: could not ask {python} for its site-packages, or cannot write "
+                 "there; to run `mobupy -m mobu_plugin.batch` put these two folders on its "
+                 f"PYTHONPATH:\n    {paths['root']}\n    {paths['site']}", lambda: None)
         return
     plan_file(plan, manifest, "mobu", site / "salient_poses.pth",
               f"{paths['root']}\n{paths['site']}\n")
@@ -491,7 +493,21 @@ _LIB = os.path.join(os.path.dirname(__file__), "lib")  # sp_core and blender_add
 if _LIB not in sys.path:
     sys.path.insert(0, _LIB)
 
-from blender_addon import register, unregister  # noqa: E402
+import blender_addon  # noqa: E402
+
+
+def register():
+    try:
+        blender_addon.register()
+    except ImportError as missing:  # a dependency this Blender's Python lacks: say which
+        raise RuntimeError(
+            f"Salient Poses needs the Python package {missing.name!r}, which this Blender "
+            "lacks: install the extension built with the dependencies' wheels (install.py "
+            "--blender-extension OUT.zip --wheels DIR)") from None
+
+
+def unregister():
+    blender_addon.unregister()
 '''
 
 
@@ -514,14 +530,27 @@ def extension_files(wheels: Path | None) -> dict[str, bytes]:
             if path.is_file() and "__pycache__" not in path.parts \
                     and path.suffix not in (".nbi", ".nbc", ".pyc"):
                 files[f"lib/{path.relative_to(ROOT).as_posix()}"] = path.read_bytes()
+    # the self-test's clip (blender_addon/selftest.py reads ROOT/examples)
+    sample = ROOT / "examples" / "cmu_131_01.bvh"
+    files[f"lib/examples/{sample.name}"] = sample.read_bytes()
     for wheel in found:
         files[f"wheels/{wheel.name}"] = wheel.read_bytes()
     return files
 
 
-def plan_blender_extension(plan: Plan, out: Path, wheels: Path | None) -> None:
+def plan_blender_extension(plan: Plan, out: Path, wheels: Path | None,
+                           no_wheels: bool = False) -> None:
     import zipfile
 
+    if wheels is None and not no_wheels:
+        # an extension must bring its dependencies (Blender manual, Extensions > Add-ons,
+        # "Bundle Dependencies"); without them, enabling it fails in a stock Blender
+        raise InstallError(
+            "--blender-extension needs the dependencies' wheels for the target platform: "
+            "download them, e.g.\n    python3 -m pip download --only-binary=:all: "
+            "--python-version 3.11 --platform manylinux_2_28_x86_64 -d wheels scipy numba "
+            "threadpoolctl tomli-w tqdm ufbx==0.0.5\nand give --wheels wheels (or --no-wheels "
+            "for a Blender whose Python has them already)")
     _writable_parent(out)
 
     def build() -> None:
@@ -535,12 +564,9 @@ def plan_blender_extension(plan: Plan, out: Path, wheels: Path | None) -> None:
     bundled = f" with the wheels of {wheels}" if wheels else ""
     plan.add(f"write {out} (Blender extension{bundled})", build)
     if wheels is None:
-        plan.add("Blender extension without dependency wheels: Blender's Python must already "
-                 "have scipy, numba, tomli-w, tqdm and ufbx; to bundle them, download the "
-                 "wheels for the target platform, e.g.\n    python3 -m pip download "
-                 "--only-binary=:all: --python-version 3.11 --platform manylinux_2_28_x86_64 "
-                 "-d wheels scipy numba tomli-w tqdm ufbx==0.0.5\nand build again with "
-                 "--wheels wheels", lambda: None)
+        plan.add("Blender extension without dependency wheels (--no-wheels): the target "
+                 "Blender's Python must have scipy, numba, threadpoolctl, tomli-w, tqdm and "
+                 "ufbx already", lambda: None)
 
 
 def plan_uninstall(plan: Plan, manifest: Manifest, targets: set[str]) -> None:
@@ -650,6 +676,9 @@ def main(argv: list[str] | None = None) -> int:
                          help="build a Blender extension zip (Install from Disk)")
     blender.add_argument("--wheels", metavar="DIR",
                          help="with --blender-extension: bundle the .whl files of DIR")
+    blender.add_argument("--no-wheels", action="store_true",
+                         help="with --blender-extension: bundle no wheels (the target "
+                              "Blender's Python has the dependencies already)")
     args = parser.parse_args(argv)
     if not (args.standalone or args.maya or args.mobu or args.blender or args.blender_extension
             or args.uninstall or args.check):
@@ -676,7 +705,8 @@ def main(argv: list[str] | None = None) -> int:
                 plan_blender(plan, manifest, args)
             if args.blender_extension:
                 plan_blender_extension(plan, Path(args.blender_extension),
-                                       Path(args.wheels) if args.wheels else None)
+                                       Path(args.wheels) if args.wheels else None,
+                                       args.no_wheels)
         plan.execute(args.dry_run)
     except InstallError as exc:
         print(f"install.py: error: {exc}", file=sys.stderr)

@@ -538,6 +538,10 @@ def test_extension_manifest_agrees_with_bl_info_and_the_project():
     assert manifest["blender_version_min"] == "4.2.0" == ".".join(
         str(v) for v in blender_addon.bl_info["blender"])
     assert manifest["type"] == "add-on" and manifest["id"] == "salient_poses"
+    # Blender's extension validation (bl_pkg blender_ext.py, strict): a permission's reason
+    # is at most 64 characters, without a final stop
+    reasons = manifest["permissions"].values()
+    assert all(len(r) <= 64 and not r.endswith(".") for r in reasons)
 
 
 def test_the_extension_zip_installs_and_registers_in_blender(tmp_path):
@@ -547,15 +551,24 @@ def test_the_extension_zip_installs_and_registers_in_blender(tmp_path):
     import sys
 
     archive = tmp_path / "salient_poses.zip"
+    # without wheels, said: enabling it would fail in a stock Blender (no scipy, no numba)
+    refused = subprocess.run([sys.executable, str(ROOT / "install.py"), "--blender-extension",
+                              str(archive)], capture_output=True, text=True)
+    assert refused.returncode == 2 and "needs the dependencies' wheels" in refused.stderr
+    assert not archive.exists()
+    # (this test's Blender is the venv's bpy, whose Python has them)
     done = subprocess.run([sys.executable, str(ROOT / "install.py"), "--blender-extension",
-                           str(archive)], capture_output=True, text=True)
+                           str(archive), "--no-wheels"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "without dependency wheels" in done.stdout
+    assert "without dependency wheels (--no-wheels)" in done.stdout
     code = f"""
 import bpy
 result = bpy.ops.extensions.package_install_files(filepath={str(archive)!r},
                                                   repo="user_default", enable_on_install=True)
 import blender_addon
+import os
+from blender_addon import selftest
+print("sample", os.path.exists(selftest.SAMPLE))
 print(result, sorted(k for k in bpy.context.preferences.addons.keys() if "salient" in k),
       hasattr(bpy.types.Scene, "salient_poses"), blender_addon.__file__)
 """
@@ -564,6 +577,7 @@ print(result, sorted(k for k in bpy.context.preferences.addons.keys() if "salien
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "sample True" in ran.stdout  # the self-test's clip travels with the extension
     last = ran.stdout.strip().splitlines()[-1]
     assert last.startswith("{'FINISHED'} ['bl_ext.user_default.salient_poses'] True ")
     installed = last.split()[-1]

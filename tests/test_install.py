@@ -318,7 +318,7 @@ def test_blender_extension_bundles_and_lists_the_given_wheels(install, tmp_path)
     assert {"wheels/" + w.name for w in wheels.iterdir()} <= names
     assert {"lib/sp_core/selection.py", "lib/blender_addon/host.py"} <= names
     assert not any("__pycache__" in n for n in names)
-    assert "from blender_addon import register, unregister" in init
+    assert "blender_addon.register()" in init and "blender_addon.unregister()" in init
     assert install.main(["--blender-extension", str(out), "--wheels",
                          str(tmp_path / "empty")]) == 2
 
@@ -354,3 +354,15 @@ def test_a_user_who_can_write_neither_the_install_nor_a_home_gets_a_kernel_cache
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/chosen")  # one set by the user stays
     sp_core._numba_cache_fallback()
     assert os.environ["NUMBA_CACHE_DIR"] == "/chosen"
+
+
+def test_mobupy_site_is_never_the_users_shared_site_packages(install, tmp_path, monkeypatch):
+    """MotionBuilder's own site-packages not writable (under Program Files): no ``.pth`` in the
+    user site-packages, which every Python of that version reads before its own packages (it
+    would import this install's numpy and scipy); the PYTHONPATH to set is said instead."""
+    python = tmp_path / "mobupy"
+    python.write_text(f"#!/bin/sh\necho '{{\"purelib\": \"{tmp_path / 'lib'}\"}}'\n")
+    python.chmod(0o755)
+    assert install.mobupy_site(python) == tmp_path / "lib"
+    monkeypatch.setattr(install.os, "access", lambda path, mode: False)
+    assert install.mobupy_site(python) is None

@@ -201,3 +201,24 @@ def test_fake_is_strict_about_flags_and_call_forms(sample_clip):
     with pytest.raises(MayaError):
         OpenMaya.MSelectionList().add("nobody")
     assert OpenMaya.MTime(24.0).asUnits(OpenMaya.MTime.kSeconds) == 1.0  # kFilm by default
+
+
+def test_the_modules_usersetup_never_stops_mayas_start_up_chain(monkeypatch, capsys):
+    """Maya runs every module's userSetup.py in one chain: numpy or scipy missing for mayapy
+    (install.py --no-deps, or no mayapy found) raised out of ours and stopped the rest."""
+    import runpy
+    import types
+
+    import maya_plugin
+
+    def install() -> None:
+        raise ModuleNotFoundError("No module named 'scipy'", name="scipy")
+
+    startup = types.ModuleType("maya_plugin.startup")
+    startup.install = install  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "maya_plugin.startup", startup)
+    monkeypatch.setattr(maya_plugin, "startup", startup, raising=False)
+    runpy.run_path(str(ROOT / "maya_plugin" / "module" / "scripts" / "userSetup.py"))
+    assert capsys.readouterr().out == (
+        "Salient Poses is not available (ModuleNotFoundError: No module named 'scipy'); run "
+        "install.py --maya --mayapy PATH to install its Python packages for this Maya\n")

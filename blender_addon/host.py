@@ -66,15 +66,6 @@ NAME_BYTES = 63
 #: Suffix of the End Site node made for each leaf bone's tail.
 TAIL = "_end"
 
-
-def tail_name(bone: str, bones: Any) -> str:
-    """The End Site node of leaf ``bone``: ``<bone>_end``, or ``<bone>_end2``… where a bone of
-    that name exists (``bones``: a container of bone names)."""
-    name, k = bone + TAIL, 1
-    while name in bones:
-        k += 1
-        name = f"{bone}{TAIL}{k}"
-    return name
 #: Timeline markers of the keyframe preview start with this.
 MARKER = "SP "
 #: Object custom property naming the NLA track that holds the pushed-down original action ...
@@ -94,6 +85,16 @@ HANDLE_TYPES = {"unified": "ALIGNED", "weighted": "ALIGNED", "broken": "FREE", "
 #: 1e-6 of the height on long chains, and of the distance travelled: a one-bone armature of
 #: 0.1 units whose root travels 60 units was 3e-6 units off).
 FK_TOLERANCE = 1e-5
+
+
+def tail_name(bone: str, bones: Any) -> str:
+    """The End Site node of leaf ``bone``: ``<bone>_end``, or ``<bone>_end2``… where a bone of
+    that name exists (``bones``: a container of bone names)."""
+    name, k = bone + TAIL, 1
+    while name in bones:
+        k += 1
+        name = f"{bone}{TAIL}{k}"
+    return name
 
 
 def data_path(bone: str, prop: str) -> str:

@@ -156,6 +156,12 @@ def _free_name(name: str) -> str:
     return unique
 
 
+def _rotation_mode(curve: str) -> str:
+    """A rotate curve's rotation interpolation (``none``: independent Euler), asked one curve
+    per query: the only form documented by use (animx), whatever Maya answers for several."""
+    return next(iter(_names(cmds.rotationInterpolation(curve, query=True, convert=True))), "")
+
+
 def _names(result: object) -> list[str]:
     """A cmds query result (None, one name or a list of names) as a list of names."""
     if result is None or result is False:
@@ -486,11 +492,7 @@ class MayaHost:
                     rotate_curves[curve] = f"{node}.{attribute}"
         if rotate_curves:
             with host_step("reading the rotation interpolation of the rotate curves"):
-                # one curve per query: the only form documented by use (animx), whatever
-                # Maya answers for several
-                modes = [next(iter(_names(cmds.rotationInterpolation(curve, query=True,
-                                                                     convert=True))), "")
-                         for curve in rotate_curves]
+                modes = [_rotation_mode(curve) for curve in rotate_curves]
             quaternion = [f"{plug} ({mode})" for plug, mode in zip(rotate_curves.values(),
                                                                    modes, strict=True)
                           if mode in QUATERNION_MODES]
@@ -570,8 +572,7 @@ class MayaHost:
             curves.append(found[0])
         for plug, curve in zip(plugs, curves, strict=True):
             if ".rotate" in plug:
-                mode = next(iter(_names(cmds.rotationInterpolation(curve, query=True,
-                                                                   convert=True))), "")
+                mode = _rotation_mode(curve)
                 if mode in QUATERNION_MODES:
                     raise HostError(f"keying {plug} in layer {layer}: Maya made its curve "
                                     f"{curve} with {mode} interpolation, which ignores the "

@@ -203,7 +203,13 @@ def run(report: Callable[[str], None] = print) -> bool:
     def quaternion_default() -> str | None:
         # a user's New Curve Default of quaternion slerp: the layer's rotate curves must still
         # be Euler (a quaternion curve ignores the tangents written)
-        from maya_plugin.host import NEW_CURVE_ROTATION, QUATERNION_MODES, _names, option_var
+        from maya_plugin.host import (
+            NEW_CURVE_ROTATION,
+            QUATERNION_MODES,
+            _names,
+            _rotation_mode,
+            option_var,
+        )
 
         session = state["session"]
         session.set_options(tangents="unified", residual_layer=False)
@@ -217,8 +223,7 @@ def run(report: Callable[[str], None] = print) -> bool:
             for plug in plugs:
                 if ".rotate" in plug:
                     found = _names(cmds.animLayer(layer, query=True, findCurveForPlug=plug))
-                    modes |= set(_names(cmds.rotationInterpolation(found[0], query=True,
-                                                                   convert=True)))
+                    modes.add(_rotation_mode(found[0]))
             kept = cmds.optionVar(query=NEW_CURVE_ROTATION)
             cmds.undo()
             session.applied.clear()

@@ -417,6 +417,15 @@ def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
         plan_dependencies(plan, manifest, "mobu", paths["python"], paths["site"])
     python = paths["python"]
     site = mobupy_site(python) if python.exists() else None
+    # a .pth an earlier install wrote elsewhere (an older one wrote it into the user's shared
+    # site-packages, which every Python of that version reads first) goes
+    for entry in [e for e in manifest.entries if e["target"] == "mobu" and e["kind"] == "file"
+                  and Path(e["path"]).name == "salient_poses.pth"
+                  and (site is None or Path(e["path"]) != site / "salient_poses.pth")]:
+        def remove(entry: dict[str, str] = entry) -> None:
+            Path(entry["path"]).unlink(missing_ok=True)
+            manifest.forget(entry)
+        plan.add(f"remove {entry['path']} (an earlier install's)", remove)
     if site is None:
         plan.add(f"mobu: could not ask {python} for its site-packages, or cannot write "
                  "there; to run `mobupy -m mobu_plugin.batch` put these two folders on its "
@@ -499,11 +508,13 @@ import blender_addon  # noqa: E402
 def register():
     try:
         blender_addon.register()
-    except ImportError as missing:  # a dependency this Blender's Python lacks: say which
+    except ModuleNotFoundError as missing:  # a dependency this Blender's Python lacks
+        if not missing.name or missing.name.split(".")[0] in ("sp_core", "blender_addon"):
+            raise
         raise RuntimeError(
             f"Salient Poses needs the Python package {missing.name!r}, which this Blender "
             "lacks: install the extension built with the dependencies' wheels (install.py "
-            "--blender-extension OUT.zip --wheels DIR)") from None
+            "--blender-extension OUT.zip --wheels DIR)") from missing
 
 
 def unregister():

@@ -39,7 +39,7 @@ def build_scene(new_scene: bool = True) -> tuple[list[str], Any]:
     """Joints for the sample skeleton keyed on every frame; returns (plugs, values)."""
     from maya import cmds
 
-    from maya_plugin.host import ENGINE_ATTRIBUTES, ROTATE_ORDERS
+    from maya_plugin.host import ENGINE_ATTRIBUTES, ROTATE_ORDERS, _euler_curves
     from sp_core.io.bvh import read_bvh
 
     clip = read_bvh(SAMPLE).sub_range(0, FRAMES - 1)
@@ -58,12 +58,15 @@ def build_scene(new_scene: bool = True) -> tuple[list[str], Any]:
         # maya-stubs types every setAttr value as str; Maya takes numbers
         cmds.setAttr(f"{name}.rotateOrder", order)  # type: ignore[arg-type]
     plugs = []
-    for c, channel in enumerate(clip.channel_names):
-        node, _, attribute = channel.rpartition(".")
-        plug = f"{node}.{ENGINE_ATTRIBUTES[attribute]}"
-        plugs.append(plug)
-        for row in range(FRAMES):
-            cmds.setKeyframe(plug, time=FIRST + row, value=float(clip.channels[row, c]))
+    # the scene's curves are Euler whatever the user's New Curve Default (quaternion curves
+    # are refused by the analysis)
+    with _euler_curves():
+        for c, channel in enumerate(clip.channel_names):
+            node, _, attribute = channel.rpartition(".")
+            plug = f"{node}.{ENGINE_ATTRIBUTES[attribute]}"
+            plugs.append(plug)
+            for row in range(FRAMES):
+                cmds.setKeyframe(plug, time=FIRST + row, value=float(clip.channels[row, c]))
     cmds.select(clip.node_names[0])
     return plugs, clip.channels
 

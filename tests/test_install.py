@@ -364,5 +364,15 @@ def test_mobupy_site_is_never_the_users_shared_site_packages(install, tmp_path, 
     python.write_text(f"#!/bin/sh\necho '{{\"purelib\": \"{tmp_path / 'lib'}\"}}'\n")
     python.chmod(0o755)
     assert install.mobupy_site(python) == tmp_path / "lib"
-    monkeypatch.setattr(install.os, "access", lambda path, mode: False)
-    assert install.mobupy_site(python) is None
+    with monkeypatch.context() as patch:
+        patch.setattr(install.os, "access", lambda path, mode: False)
+        assert install.mobupy_site(python) is None
+    # an earlier install's .pth there (recorded in the manifest) is removed on the next one
+    old = tmp_path / "home" / ".local" / "site-packages" / "salient_poses.pth"
+    old.parent.mkdir(parents=True)
+    old.write_text("/somewhere\n")
+    install.Manifest().record({"target": "mobu", "kind": "file", "path": str(old)})
+    monkeypatch.setattr(install, "mobupy_site", lambda python: None)
+    assert install.main(["--mobu", "--no-deps", "--startup-dir", str(tmp_path / "startup"),
+                         "--mobupy", str(python)]) == 0
+    assert not old.exists() and str(old) not in install.MANIFEST.read_text()

@@ -616,3 +616,15 @@ def test_layer_curves_are_euler_whatever_the_new_curve_preference(sample_clip):
     rotate = [c for p, c in layer.curves.items() if ".rotate" in p]
     assert rotate and {STATE.scene.curves[c].interpolation for c in rotate} == {"none"}
     assert cmds.optionVar(query="rotationInterpolationDefault") == 3
+
+
+def test_selftest_passes_for_a_user_whose_new_curves_are_quaternion():
+    """The self-test's scene was keyed with the user's New Curve Default: quaternion curves,
+    which the analysis refuses, so it failed for the very users its quaternion step is for."""
+    from maya_plugin import selftest
+
+    testing.reset("film")
+    cmds.optionVar(intValue=("rotationInterpolationDefault", 3))
+    lines = []
+    assert selftest.run(lines.append), "\n".join(lines)
+    assert cmds.optionVar(query="rotationInterpolationDefault") == 3

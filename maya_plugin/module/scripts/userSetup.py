@@ -7,6 +7,11 @@ try:
     from maya_plugin import startup
 
     startup.install()
-except Exception as exc:  # noqa: BLE001 - the module's paths, or numpy/scipy for mayapy
+except ImportError as exc:  # the module's paths, or numpy/scipy not installed for mayapy
     print(f"Salient Poses is not available ({type(exc).__name__}: {exc}); run "
           "install.py --maya --mayapy PATH to install its Python packages for this Maya")
+except Exception:  # noqa: BLE001 - anything else: said in full, the chain goes on
+    import traceback
+
+    print("Salient Poses failed to start:")
+    traceback.print_exc()

@@ -294,8 +294,8 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     reduced = curves.dense()
     reduced[:, ~animated] = values[:1, ~animated]
     reduced[:, held] = values[:, held]
-    unknown = size_unknown(clip)
-    metrics = measure(original, reduced, len(keys), keyed, mm_per_unit=_mm_per_unit(clip),
+    scale, unknown = _scale(clip)
+    metrics = measure(original, reduced, len(keys), keyed, mm_per_unit=scale,
                       scaled=unknown is None)
     if unknown is not None:
         notes.append(f"errors in scene units, not mm: {unknown}")
@@ -331,7 +331,7 @@ def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
     if allowed <= 0 or len(reduction.curves.frames) < 2:
         return reduction
     started = time.perf_counter()
-    scale = _mm_per_unit(clip)
+    scale = _scale(clip)[0]
     frames = reduction.curves.frames
     original = clip.sub_range(int(frames[0]), int(frames[-1]))
     work = original.unwrapped()  # the values the curves were fitted on
@@ -354,16 +354,13 @@ def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
 def size_unknown(clip: Clip) -> str | None:
     """Why the character's size cannot be measured, so that its errors have no millimetres
     (a single joint without an End Site: every node at one point), or None."""
+    return _scale(clip)[1]
+
+
+def _scale(clip: Clip) -> tuple[float, str | None]:
+    """The whole clip's millimetres per scene unit (a sub-range has the same skeleton) and
+    None; or 1 and why, when its size cannot be measured."""
     try:
-        clip.mm_per_unit()
+        return clip.mm_per_unit(), None
     except ClipError as exc:
-        return f"the character's size cannot be measured ({exc})"
-    return None
-
-
-def _mm_per_unit(clip: Clip) -> float:
-    """The whole clip's scale (a sub-range has the same skeleton); 1 when unmeasurable."""
-    try:
-        return clip.mm_per_unit()
-    except ClipError:
-        return 1.0
+        return 1.0, f"the character's size cannot be measured ({exc})"

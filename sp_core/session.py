@@ -321,12 +321,15 @@ class Session:
             report(0.02, "poses")
             two_pass = None
             weights = dict(options.weights) or None
+
+            def two_passes(max_keys: int | None) -> TwoPassSpace:
+                return TwoPassSpace(motion, options.leading, nodes=options.nodes,
+                                    weights=weights, stride=options.stride, pose=options.pose,
+                                    max_keys=max_keys)
+
             if options.layered:
                 report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
-                two_pass = TwoPassSpace(motion, options.leading, nodes=options.nodes,
-                                        weights=weights, stride=options.stride,
-                                        pose=options.pose,
-                                        max_keys=max_keys_for(self.options, wanted))
+                two_pass = two_passes(max_keys_for(self.options, wanted))
                 space = two_pass.keyposes
             else:
                 space = SelectionSpace.from_clip(
@@ -378,9 +381,7 @@ class Session:
             automatic = self.automatic_selection(motion)
             wanted = len(automatic.keyposes)
             if wanted > space.max_keys:  # a take of a few frames: its rules keyed them all
-                two_pass = TwoPassSpace(motion, options.leading, nodes=options.nodes,
-                                        weights=weights, stride=options.stride,
-                                        pose=options.pose, max_keys=wanted)
+                two_pass = two_passes(wanted)
                 space = two_pass.keyposes
         if progress is not None:
             progress(1.0, "done")

@@ -222,3 +222,25 @@ def test_the_modules_usersetup_never_stops_mayas_start_up_chain(monkeypatch, cap
     assert capsys.readouterr().out == (
         "Salient Poses is not available (ModuleNotFoundError: No module named 'scipy'); run "
         "install.py --maya --mayapy PATH to install its Python packages for this Maya\n")
+
+
+def test_the_fake_refuses_the_wrong_forms_of_the_calls_added_for_the_audit(sample_clip):
+    """optionVar, undoInfo -query, the offset parent matrix and a child plug's parent, as
+    their references give them (FACTS.md): another form raises, as Maya's would."""
+    from maya.api import OpenMaya as om
+
+    build_scene(sample_clip, frames=5)
+    with pytest.raises(TypeError):  # a flag is needed
+        cmds.optionVar()
+    with pytest.raises(TypeError):  # -query answers -state here
+        cmds.undoInfo(query=True)
+    with pytest.raises(RuntimeError):  # a matrix needs -type "matrix" and 16 values
+        cmds.setAttr("LeftKnee.offsetParentMatrix", [1.0] * 16)
+    with pytest.raises(RuntimeError):
+        cmds.setAttr("LeftKnee.offsetParentMatrix", [1.0] * 9, type="matrix")
+    fn = om.MFnDependencyNode(om.MSelectionList().add("LeftKnee").getDependNode(0))
+    assert fn.findPlug("rotateX", False).isChild
+    assert not fn.findPlug("rotateOrder", False).isChild
+    with pytest.raises(RuntimeError):  # only a child plug has a parent
+        fn.findPlug("rotateOrder", False).parent()
+    assert not fn.hasAttribute("noSuchAttribute")

@@ -510,6 +510,14 @@ def test_the_fake_refuses_wrong_call_forms_as_pyfbsdk_does():
     with pytest.raises(TypeError):  # parameters are positional-only
         skeleton.GetMatrix(Matrix=fb.FBMatrix(), What=whole)
     assert skeleton.Translation.GetAnimationNode() is None  # not animated yet
+    take = fb.scene.take
+    with pytest.raises(TypeError):  # AddTimeMark(Time): no name argument
+        take.AddTimeMark(time, "SalientPoses")
+    assert take.AddTimeMark(time) == 0 and take.AddTimeMark(time) == -1  # one mark a time
+    with pytest.raises(IndexError):  # (-1 would name the last mark of a Python list)
+        take.SetTimeMarkName(-1, "SalientPoses")
+    with pytest.raises(fb.ArgumentError):  # a model, not its name
+        fb.FBUndoManager().TransactionAddModelTRS("Hips")
 
 
 def test_a_limb_with_a_selected_descendant_and_under_a_scaled_parent(sample_clip):

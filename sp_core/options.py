@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -22,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from sp_core.errors import OptionError
@@ -392,15 +394,17 @@ def _plain(value: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------- the fields
-def field_specs() -> dict[str, tuple[str, Spec]]:
-    """``{field name: (group, spec)}`` over every group; field names are unique."""
+@functools.cache  # the schema is fixed; a command line asks it hundreds of times at start
+def field_specs() -> Mapping[str, tuple[str, Spec]]:
+    """``{field name: (group, spec)}`` over every group (read-only); field names are
+    unique."""
     found: dict[str, tuple[str, Spec]] = {}
     for group, cls in GROUPS.items():
         for f in fields(cls):
             if f.name in found:  # pragma: no cover - guarded by a test
                 raise TypeError(f"option {f.name!r} is declared twice")
             found[f.name] = (group, f.metadata["spec"])
-    return found
+    return MappingProxyType(found)
 
 
 def words_of(name: str) -> str:

@@ -32,11 +32,9 @@ from sp_core.options import (
     CLI,
     Options,
     add_arguments,
-    check_given,
+    command_line_options,
     field_specs,
     flag_of,
-    from_arguments,
-    preset_options,
 )
 from sp_core.poses import error_unit
 
@@ -139,28 +137,16 @@ REQUIRED = {"batch": ["out"], "propagate": ["frame", "bvh"]}
 
 
 def options_from(args: argparse.Namespace) -> Options:
-    """The options of a parsed command line: defaults, then ``--preset``, then the flags."""
-    base = None
-    if getattr(args, "preset", None):
-        base = preset_options(args.preset)
-    options = from_arguments(args, COMMAND_OPTIONS[args.command], base=base)
-    fields = COMMAND_OPTIONS[args.command]
-    if options.keys.frames is not None and "frames" not in fields:
-        # a shared preset's keys, for reduce: analyze (say) has no --frames and must not
-        # skip its analysis for them
-        options = options.replace(frames=None)
-    check_given(options, [n for n in fields if hasattr(args, n)],
-                {n: flag_of(n) for n in field_specs()})
-    if base is not None:  # the preset is an input too: no output may replace it
-        guard = OutputGuard([args.preset])
+    """The options of a parsed command line: defaults, then ``--preset``, then the flags
+    (:func:`~sp_core.options.command_line_options`)."""
+    preset = getattr(args, "preset", None)
+    options = command_line_options(args, COMMAND_OPTIONS[args.command], preset)
+    if preset:  # the preset is an input too: no output may replace it
+        guard = OutputGuard([preset])
         for name, value in options.to_dict(["output"])["output"].items():
             if isinstance(value, str) and value != "-" and guard.is_input(value):
                 raise OutputError(f"{flag_of(name)} {value} is the preset of this command; "
                                   "refusing to overwrite it (choose another file name)")
-    if options.analysis.layered and not options.analysis.leading:
-        # (the panel lets one tick the mode before the nodes; a command line has both at once)
-        raise UsageError("--layered needs --leading NODE,... (the part whose extremes are the "
-                         "keyposes, e.g. --leading RightWrist)")
     return options
 
 

@@ -732,10 +732,23 @@ def build(values: Mapping[str, Any], base: Options | None = None,
 
 
 def flatten(values: Mapping[str, Any]) -> dict[str, Any]:
-    """``{group: {field: value}}`` or flat ``{field: value}`` → flat."""
+    """``{group: {field: value}}`` or flat ``{field: value}`` → flat.
+
+    Raises
+    ------
+    OptionError
+        A group holds an option of another group (``[fit] keys = 30``: a preset written by
+        hand, whose author may expect the group to mean something).
+    """
     flat: dict[str, Any] = {}
+    specs = field_specs()
     for key, value in values.items():
         if key in GROUPS and isinstance(value, Mapping):
+            for name in value:
+                home = specs[name][0] if name in specs else key
+                if home != key:
+                    raise OptionError(f"option {name!r} belongs to [{home}], not [{key}]; "
+                                      "move it there (or write the options without groups)")
             flat.update(value)
         else:
             flat[key] = value
@@ -883,11 +896,13 @@ def k_for(options: Options, first: int, last: int) -> int | None:
     low = 2 + len(pins)
     high = candidate_count(first, last, analysis.stride)
     if not low <= wanted <= high:
+        # (named by the option's field: a front says it as its flag or label, so the rest of
+        # the message does not use the word)
         asked = f"{label} {keys.keys}:" if label == "keys" \
-            else f"{label} {keys.ratio} asks for {wanted} keys, but"
-        raise OptionError(f"{asked} frames {first}..{last} hold {low} to {high} keys (first and "
-                          f"last{', the pins' if pins else ''}; {high} candidate frames at "
-                          f"stride {analysis.stride})")
+            else f"{label} {keys.ratio} asks for {wanted} keyframes, but"
+        raise OptionError(f"{asked} frames {first}..{last} hold {low} to {high} keyframes "
+                          f"(first and last{', the pins' if pins else ''}; {high} candidate "
+                          f"frames at stride {analysis.stride})", options=(label,))
     return wanted
 
 
@@ -1018,3 +1033,56 @@ def from_arguments(namespace: argparse.Namespace, names: Sequence[str],
     """Options from parsed flags (only those given), over a preset and the defaults."""
     given = {n: getattr(namespace, n) for n in names if hasattr(namespace, n)}
     return build(given, base=base, labels={n: flag_of(n) for n in field_specs()})
+
+
+def command_line_options(namespace: argparse.Namespace, names: Sequence[str],
+                         preset: str | Path | None = None) -> Options:
+    """The options of a command line (``salient-poses``, the in-host batches): the defaults,
+    the preset at ``preset`` (if any), then the flags given among ``names``.
+
+    Beyond :func:`check`, everything a command line holds must apply: the preset's own values
+    (those that differ from the defaults: an output's options block holds every field) and
+    the flags given are refused where the other options leave them nothing to do
+    (:func:`check_given`; a flag that overrides the preset may leave one of its values
+    unused: that value is the default again), and the layered mode needs its leading part (the panel lets one tick the mode
+    before choosing the nodes; a command line has both at once).
+
+    Raises
+    ------
+    OptionError
+        A bad value or combination; one in the preset alone starts with its path.
+    """
+    labels = {n: flag_of(n) for n in field_specs()}
+    base = None
+    own: list[str] = []
+    if preset:
+        base = preset_options(preset)
+        if base.keys.frames is not None and "frames" not in names:
+            # a shared preset's keys, for reduce: a command without --frames (analyze) must
+            # not skip its analysis for them
+            base = base.replace(frames=None)
+        defaults = Options()
+        own = [f.name for group in GROUPS for f in fields(GROUPS[group])
+               if getattr(getattr(base, group), f.name)
+               != getattr(getattr(defaults, group), f.name)]
+        try:
+            check_given(base, own)
+        except OptionError as exc:
+            raise OptionError(f"preset {preset}: {exc}") from None
+    options = from_arguments(namespace, names, base=base)
+    typed = [n for n in names if hasattr(namespace, n)]
+    check_given(options, typed, labels)
+    for name in own if base is not None else ():
+        if name not in typed:
+            try:
+                check_given(options, [name])
+            except OptionError:
+                # a preset's value that a flag leaves with nothing to do is the default
+                # again: what an output records of the options (its options block, itself a
+                # preset) is then what applied
+                options = options.replace(**{name: default_of(name)})
+    if options.analysis.layered and not options.analysis.leading:
+        raise OptionError(f"{labels['layered']} needs {labels['leading']} NODE,... (the part "
+                          "whose extremes are the keyposes, e.g. "
+                          f"{labels['leading']} RightWrist)")
+    return options

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sp_core.errors import OptionError, SelectionError
+from sp_core.errors import OptionError, SelectionError, said
 from sp_core.io.bvh import read_bvh, write_bvh
 from sp_core.options import (
     CLI,
@@ -227,13 +227,16 @@ def test_k_rule():
     assert k_for(options.replace(ratio=0.6), 0, 199) == 120
     assert k_for(options.replace(ratio=0.001), 0, 199) == 2
     assert k_for(options.replace(keys=7), 1001, 1200) == 7
-    with pytest.raises(OptionError, match=r"ratio 0.6 asks for 120 keys, but frames 0..199 hold "
-                                          r"2 to 51 keys \(first and last; 51 candidate frames at "
-                                          r"stride 4\)"):
+    with pytest.raises(OptionError, match=r"ratio 0.6 asks for 120 keyframes, but frames 0..199 "
+                                          r"hold 2 to 51 keyframes \(first and last; 51 candidate "
+                                          r"frames at stride 4\)") as caught:
         k_for(options.replace(ratio=0.6, stride=4), 0, 199)
-    with pytest.raises(OptionError, match="keys 2: frames 0..199 hold 3 to 200 keys \\(first "
-                                          "and last, the pins"):
+    assert caught.value.options == ("ratio",)  # each front names it its own way
+    with pytest.raises(OptionError, match="keys 2: frames 0..199 hold 3 to 200 keyframes "
+                                          "\\(first and last, the pins") as caught:
         k_for(options.replace(keys=2, pins=[50]), 0, 199)
+    assert said(caught.value, flag_of).startswith("--keys 2: frames 0..199 hold 3 to 200 "
+                                                  "keyframes (")
 
 
 @pytest.fixture(scope="module")
@@ -275,6 +278,69 @@ def test_host_batch_flags_refuse_bad_values_with_one_line(capsys):
     good = host_batch_options(parser.parse_args(["--out", "o", "--keys", "9", "--residual-layer",
                                                  "--layer", "walk"]))
     assert (good.keys.keys, good.layer.residual_layer, good.layer.layer) == (9, True, "walk")
+    # what the standalone command line refuses before it reads a clip, the in-host batches
+    # refuse before they open a scene (they recorded every scene as failed, or dropped it)
+    for flags, said_ in [
+            (["--layered", "--keys", "8"], "--layered needs --leading NODE,... (the part whose "
+                                           "extremes are the keyposes, e.g. --leading "
+                                           "RightWrist)"),
+            (["--frames", "0,10,20", "--stride", "4"],
+             "--frames gives the keys itself: --stride cannot apply; drop one of them"),
+            (["--keys", "9", "--smoothness", "3"],
+             "--smoothness applies to the smooth tangents only (--tangents smooth); drop it or "
+             "add that")]:
+        with pytest.raises(SystemExit) as stop:
+            host_batch_options(parser.parse_args(["--out", "o", *flags]))
+        assert stop.value.code == 2
+        assert capsys.readouterr().err == f"error: {said_}\n"
+
+
+@pytest.mark.parametrize(("preset", "said_"), [
+    ('[keys]\nkeys = 10\n[fit]\ntangents = "broken"\nsmoothness = 5\n',
+     "smoothness applies to the smooth tangents only (tangents smooth); drop it or add that"),
+    ('[keys]\nframes = [0, 500, 993]\n[analysis]\nstride = 4\n',
+     "frames gives the keys itself: stride cannot apply; drop one of them"),
+    ('{"keys": {"keys": 10}, "fit": {"space": "channel", "world_iterations": 3}}',
+     "world_iterations applies to the world fit only; drop it or fit in world space (space "
+     "world)"),
+    ('[fit]\nkeys = 30\n',
+     "option 'keys' belongs to [keys], not [fit]; move it there (or write the options without "
+     "groups)")])
+def test_a_preset_holding_what_the_flags_refuse_is_refused_too(sample_path, tmp_path, capsys,
+                                                               preset, said_):
+    """The same values ran with exit 0 from a preset, the ones that could not apply dropped
+    without a word (or, in the wrong group, applied as if the group meant nothing)."""
+    from sp_core.cli import main
+
+    path = tmp_path / ("p.json" if preset.startswith("{") else "p.toml")
+    path.write_text(preset)
+    assert main(["reduce", str(sample_path), "--preset", str(path)]) == 2
+    assert capsys.readouterr().err == f"salient-poses: error: preset {path}: {said_}\n"
+
+
+def test_a_flag_may_leave_a_presets_value_unused_and_its_options_block_is_a_preset(
+        sample_path, tmp_path, capsys):
+    """Flags override a shared preset: a value of the preset that the override leaves unused
+    is not the user's to drop. An output's options block holds every field, defaults
+    included (world iterations in a channel fit): as a preset it gives the same options."""
+    from sp_core.cli import main
+
+    preset = tmp_path / "studio.toml"
+    preset.write_text('[keys]\nkeys = 8\n[fit]\ntangents = "smooth"\nsmoothness = 5\n'
+                      'space = "channel"\n')
+    first = tmp_path / "first.json"
+    assert main(["reduce", str(sample_path), "--preset", str(preset), "--tangents", "broken",
+                 "--json", str(first)]) == 0
+    record = json.loads(first.read_text())
+    assert record["tangents"] == "broken" and record["options"]["fit"]["world_iterations"] == 12
+    assert record["options"]["fit"]["smoothness"] == 1.0  # the default: 5 did not apply
+    block = tmp_path / "block.json"
+    block.write_text(json.dumps(record["options"]))
+    again = tmp_path / "again.json"
+    assert main(["reduce", str(sample_path), "--preset", str(block), "--json",
+                 str(again)]) == 0
+    assert json.loads(again.read_text())["options"] == record["options"]
+    capsys.readouterr()
 
 
 def test_whole_numbers_are_exact_and_of_a_size_the_engine_takes():

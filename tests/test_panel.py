@@ -929,7 +929,7 @@ def test_screenshot_takes_the_k_asked_or_fails_as_reduce_does(tmp_path, capsys, 
     assert windows[0].session.k == 200
     assert windows[0].session.last_reduction.curves.n_keys == 200
     with pytest.raises(SalientPosesError, match=r"^the analysis failed: keys 241: frames 0..239 "
-                                                r"hold 2 to 240 keys \(first and last"):
+                                                r"hold 2 to 240 keyframes \(first and last"):
         main_window.run_viewer(str(path), keys=241, screenshot=str(tmp_path / "x.png"))
     clip = read_bvh(path)
     still = tmp_path / "still.bvh"

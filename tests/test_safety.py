@@ -461,7 +461,7 @@ def _longer(clip, times: int):
     (["--keys", "0"], "--keys must be a whole number >= 2, got 0"),
     (["--keys", "-3"], "--keys must be a whole number >= 2, got -3"),
     (["--keys", "1"], "--keys must be a whole number >= 2, got 1"),
-    (["--keys", "100000"], "keys 100000: frames 0..239 hold 2 to 240 keys"),
+    (["--keys", "100000"], "--keys 100000: frames 0..239 hold 2 to 240 keyframes"),
     (["--ratio", "0"], "--ratio must be a number in (0, 1], got 0"),
     (["--max-keys", "0"], "--max-keys must be a whole number >= 2, got 0"),
     (["--max-keys", "-1"], "--max-keys must be a whole number >= 2, got -1"),

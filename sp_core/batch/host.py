@@ -18,10 +18,9 @@ from sp_core.options import (
     HOST,
     Options,
     add_arguments,
+    command_line_options,
     flag_of,
-    from_arguments,
     host_fields,
-    preset_options,
 )
 
 HOST_BATCH_OPTIONS = host_fields()
@@ -39,8 +38,7 @@ def host_batch_options(args: argparse.Namespace) -> Options:
     """The options of a parsed in-host batch command line; a bad value ends the command with
     one line naming the option and exit status 2, before any scene opens (as argparse does)."""
     try:
-        base = preset_options(args.preset) if args.preset else None
-        return from_arguments(args, HOST_BATCH_OPTIONS, base=base)
+        return command_line_options(args, HOST_BATCH_OPTIONS, args.preset)
     except OptionError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise SystemExit(2) from None

@@ -350,7 +350,9 @@ def solve_key_blocks(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray
         lowers.append(lower)
         partial.append(z)
         if k < n_keys - 1:
-            zc = dtrtrs(np.ascontiguousarray(lower[o, o]), coupling[k], lower=1)[0]
+            # (the factor is in LAPACK's column order: its corner goes as it is, not through
+            # a C-ordered copy that would be copied back)
+            zc = dtrtrs(lower[o, o], coupling[k], lower=1)[0]
             couplings.append(zc)
             schur = zc.T @ zc
             carried = zc.T @ z[o]

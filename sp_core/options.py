@@ -906,12 +906,19 @@ def k_for(options: Options, first: int, last: int) -> int | None:
     return wanted
 
 
-def max_keys_for(options: Options, wanted: int | None) -> int | None:
-    """The ``max_keys`` an analysis needs to offer K = ``wanted``."""
+def max_keys_for(options: Options, wanted: int | None, first: int, last: int) -> int | None:
+    """The ``max_keys`` an analysis of host frames ``first..last`` needs to offer K =
+    ``wanted``: the option's, raised to ``wanted``; unset (the space's default, half the
+    candidate frames) unless ``wanted`` is more than that (a K picked once must not cap the
+    next analysis's space at it)."""
     current = options.analysis.max_keys
     if wanted is None:
         return current
-    return wanted if current is None or current < wanted else current
+    if current is None:
+        # (pins only add candidates: half the stride's frames is at most the space's default)
+        return None if wanted <= candidate_count(first, last, options.analysis.stride) // 2 \
+            else wanted
+    return max(current, wanted)
 
 
 def time_budget_for(options: Options, n_frames: int) -> float:
@@ -1044,8 +1051,9 @@ def command_line_options(namespace: argparse.Namespace, names: Sequence[str],
     (those that differ from the defaults: an output's options block holds every field) and
     the flags given are refused where the other options leave them nothing to do
     (:func:`check_given`; a flag that overrides the preset may leave one of its values
-    unused: that value is the default again), and the layered mode needs its leading part (the panel lets one tick the mode
-    before choosing the nodes; a command line has both at once).
+    unused: that value is the default again), and the layered mode needs its leading part
+    (the panel lets one tick the mode before choosing the nodes; a command line has both at
+    once).
 
     Raises
     ------

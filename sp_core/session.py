@@ -329,7 +329,8 @@ class Session:
 
             if options.layered:
                 report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
-                two_pass = two_passes(max_keys_for(self.options, wanted))
+                two_pass = two_passes(max_keys_for(self.options, wanted, motion.first_frame,
+                                                     motion.last_frame))
                 space = two_pass.keyposes
             else:
                 space = SelectionSpace.from_clip(
@@ -338,7 +339,8 @@ class Session:
                     cost_options=dict(options.cost_options), compose=options.compose,
                     pins=[p.frame for p in options.pins], stride=options.stride,
                     max_span=options.max_span,
-                    max_keys=max_keys_for(self.options, wanted),
+                    max_keys=max_keys_for(self.options, wanted, motion.first_frame,
+                                          motion.last_frame),
                     memory_limit=int(options.memory_gib * 1024**3),
                     time_budget=time_budget_for(self.options, motion.n_frames),
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
@@ -654,13 +656,17 @@ class Session:
         budget, stop = corrective_plan(self.options)
         return (motion, tuple(int(f) for f in frames), self.options.fit, budget, stop)
 
-    def apply(self, reduction: Reduction | None = None, name: str | None = None) -> Reduction:
+    def apply(self, reduction: Reduction | None = None, name: str | None = None,
+              replace: bool = False) -> Reduction:
         """Write a reduction (default :meth:`reduce` at the current K) into the host: one undo
         step, all or nothing.
 
         ``name`` names the layer of this apply (default the layer option, which stays as it is:
         the panel's "Add new layer" numbers one apply's layer, not the next session's);
-        ``last_options`` records the name written.
+        ``last_options`` records the name written. ``replace``: the layers applied before are
+        removed in the same undo step, after the new ones are written (a failed write leaves
+        them as they were; one undo brings them back; a new layer takes the next free name
+        while they are still there).
         """
         self.check_analysis_current()
         reduction = reduction or self.reduce()
@@ -677,6 +683,7 @@ class Session:
         options = self.options if name is None else self.options.replace(layer=name)
         layer = options.layer
         handles: list[LayerHandle] = []
+        removed = list(self.applied) if replace else []
         with host_step("opening an undo chunk"):
             chunk = self.host.undo_chunk(f"Salient Poses: apply {len(reduction.frames)} keys"
                                          if self.k is None else
@@ -695,6 +702,12 @@ class Session:
                     handles.append(self.host.write_residual(
                         names, reduction.frames, reduction.residual[:, animated], name,
                         layer.residual_weight))
+            # last: a failed write is rolled back by every host, but only some bring a
+            # removed layer back (MotionBuilder's and Blender's roll back what they made)
+            self._remove_layers(removed)
+        if removed:
+            self.applied.clear()
+            self._emit("removed", removed)
         self.applied.extend(handles)
         self.last_reduction, self.last_options = reduction, options
         self._emit("applied", handles, reduction)
@@ -722,12 +735,16 @@ class Session:
         with host_step("opening an undo chunk"):
             chunk = self.host.undo_chunk("Salient Poses: remove layers")
         with chunk:
-            for handle in reversed(handles):
-                with host_step(f"removing layer {handle.name!r}"):
-                    self.host.remove_layer(handle)
+            self._remove_layers(handles)
         self.applied.clear()
         self._emit("removed", handles)
         return handles
+
+    def _remove_layers(self, handles: list[LayerHandle]) -> None:
+        """Remove ``handles``' layers from the host, the latest first (inside an undo chunk)."""
+        for handle in reversed(handles):
+            with host_step(f"removing layer {handle.name!r}"):
+                self.host.remove_layer(handle)
 
     # ------------------------------------------------------------------ magic wand
     def pose_graph(self, sigma: float | None = None, eigen: int | None = None) -> PoseGraph:

@@ -939,3 +939,24 @@ def test_screenshot_takes_the_k_asked_or_fails_as_reduce_does(tmp_path, capsys, 
         main_window.run_viewer(str(still), keys=4, screenshot=str(tmp_path / "still.png"),
                                apply=True)
     assert (tmp_path / "still.png").exists()  # the picture shows why
+
+
+def test_before_an_analysis_only_analyze_is_pressed_and_apply_names_its_own_layers(
+        make_panel, qtbot, monkeypatch):
+    """A fresh panel had Apply, Remove, Cancel and the K controls enabled; "Add new layer"
+    said every earlier layer was written; Replace took two undo steps."""
+    panel, host, session = make_panel(options=Options().replace(keys=8))
+    assert panel.analyze_button.isEnabled()
+    assert not any(w.isEnabled() for w in (panel.apply_button, panel.remove_button,
+                                           panel.cancel_button))
+    analyse(qtbot, panel)
+    apply(qtbot, panel)
+    monkeypatch.setattr(panel, "ask_layer_action", lambda layer: "add")
+    apply(qtbot, panel)
+    assert [h.name for h in session.applied] == ["salientPoses", "salientPoses2"]
+    assert " into salientPoses2: error " in panel.status.text()
+    monkeypatch.setattr(panel, "ask_layer_action", lambda layer: "replace")
+    chunks = len(host.undo_chunks)
+    apply(qtbot, panel)
+    assert len(host.undo_chunks) == chunks + 1  # remove and write: one step
+    assert len(session.applied) == 1 and len(host.layers) == 1

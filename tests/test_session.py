@@ -66,6 +66,46 @@ def test_failing_host_write_leaves_scene_untouched(clip):
     assert host.layers == [] and session.applied == []
 
 
+def test_replace_is_one_undo_step_and_a_failed_write_keeps_the_layers_it_replaces(clip):
+    """The panel's Replace removed the old layers in an undo step of their own, then the write
+    could fail ("the scene is unchanged", but the layers were gone), and one undo of a
+    Replace left no layer at all."""
+    host = StandaloneHost(clip)
+    session = Session(host, Options().replace(keys=12))
+    session.analyze()
+    first = session.apply()
+    old = [h.name for h in session.applied]
+    session.set_options(residual_layer=True)
+    host.write_residual = lambda *args, **kwargs: (_ for _ in ()).throw(  # type: ignore
+        RuntimeError("disk full"))
+    with pytest.raises(HostError, match="disk full"):
+        session.apply(replace=True)
+    assert [layer.handle.name for layer in host._layers] == old == \
+        [h.name for h in session.applied]
+    del host.write_residual
+    session.apply(replace=True)
+    new = [h.name for h in session.applied]
+    assert len(new) == 2 and not set(new) & set(old)
+    assert [layer.handle.name for layer in host._layers] == new
+    assert host.undo() == "Salient Poses: apply 12 keys"  # one step gives the old ones back
+    assert [layer.handle.name for layer in host._layers] == old
+    assert session.last_reduction is not None and first.curves.n_keys == 12
+
+
+def test_a_k_picked_once_does_not_cap_the_next_analysis(clip):
+    """K = 20 picked on the slider set max_keys to 20 for every later analysis: the graph,
+    slider and spin box ended at 20 and the cliffs above it were gone."""
+    from sp_core.options import max_keys_for
+
+    options = Options().replace(keys=20)
+    assert max_keys_for(options, 20, 0, 400) is None  # the space's default: half the frames
+    assert max_keys_for(options, 300, 0, 400) == 300
+    assert max_keys_for(options.replace(max_keys=30), 20, 0, 400) == 30
+    assert max_keys_for(options.replace(max_keys=30), 40, 0, 400) == 40
+    session = Session(StandaloneHost(clip), options)
+    assert session.analyze().max_keys == 200
+
+
 def test_cancel_token_stops_the_analysis_and_keeps_the_previous_space(clip):
     session = Session(FakeHost(clip), SUGGESTED)
     first = session.analyze()

@@ -146,6 +146,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._unsubscribe = [session.subscribe("k_changed", self._on_k_changed),
                              session.subscribe("options_changed", self._on_options_changed)]
         self._on_options_changed(session.options)
+        self._update_enabled()  # (before an analysis only Analyze may be pressed)
 
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
@@ -658,10 +659,10 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._applying = None
         self._clock.stop()
         self.progress.setRange(0, 1000)
+        kept = 0 if replace else len(self.session.applied)
         try:
-            if replace:
-                self.session.remove()
-            self.session.apply(reduction, self._apply_name)
+            # (one undo step: a failed write leaves the replaced layers where they were)
+            self.session.apply(reduction, self._apply_name, replace=replace)
         except SalientPosesError as exc:
             self._on_apply_failed(readable(exc, self.option_label))
             return
@@ -674,7 +675,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         m = reduction.metrics
         self.estimator.remember_applied(k, m)
         self.k_box.error_label.setText(describe(k, m, f"{reduction.space} fit, as applied"))
-        layers = ", ".join(h.name for h in self.session.applied)
+        layers = ", ".join(h.name for h in self.session.applied[kept:])  # this Apply's
         skipped = "".join(" " + sentence for sentence in write_report(self.session.host))
         corrective = (f" + {m.corrective_keys} corrective keys ({m.keys} keys in all)"
                       if m.corrective_keys else "")

@@ -960,3 +960,17 @@ def test_before_an_analysis_only_analyze_is_pressed_and_apply_names_its_own_laye
     apply(qtbot, panel)
     assert len(host.undo_chunks) == chunks + 1  # remove and write: one step
     assert len(session.applied) == 1 and len(host.layers) == 1
+
+
+def test_closing_during_an_analysis_ends_its_thread_instead_of_waiting_out_the_deadline(
+        make_panel, qtbot):
+    """The thread's quit was queued to the UI thread, which the close blocks in its wait:
+    every close with a task running waited 2 s, and the thread still ran after it (at exit Qt
+    aborted: "QThread: Destroyed while thread is still running")."""
+    panel, _host, _session = make_panel(frames=(0, 900), options=Options())
+    panel.start_analysis()
+    qtbot.waitUntil(lambda: panel.progress.value() > 0, timeout=30_000)
+    task = panel._analysis
+    assert task is not None and task.running
+    panel.close()
+    assert task.thread is not None and task.thread.isFinished()

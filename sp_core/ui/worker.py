@@ -77,7 +77,12 @@ class Task(QtCore.QObject):
         self.moveToThread(self.thread)
         self.thread.started.connect(self.run)
         for signal in (self.finished, self.failed, self.cancelled):
-            signal.connect(self.thread.quit)
+            # direct: the thread's own event loop is told to end from the thread itself (quit
+            # is thread-safe). Queued to the UI thread, the quit waited for its event loop,
+            # which a close blocks in TaskRunner.close's wait: every close with a task running
+            # waited out the deadline, and at exit the thread was destroyed still running
+            # (Qt aborts the process)
+            signal.connect(self.thread.quit, QtCore.Qt.ConnectionType.DirectConnection)
         # No deleteLater on the task: Python owns it (a deferred Qt delete of an object Python
         # also deletes crashed the cancel path); _LIVE drops it once the thread finished.
         _LIVE[:] = [t for t in _LIVE if t.running]

@@ -601,22 +601,25 @@ class Session:
     # ------------------------------------------------------------------ apply / remove
     def reduce(self, frames: Sequence[int] | None = None,
                labels: dict[int, str] | None = None,
-               progress: Callable[[float, str], None] | None = None) -> Reduction:
-        """The reduction at the current K (or at ``frames``) with the fitting options; writes
-        nothing. ``progress(fraction, message)`` follows the fit (see
-        :func:`sp_core.reduction.reduce`) and may raise to cancel it."""
+               progress: Callable[[float, str], None] | None = None,
+               options: Options | None = None) -> Reduction:
+        """The reduction at the current K (or at ``frames``) with the fitting options
+        (``options``', default the session's: a panel's worker fits with those of the moment
+        Apply was pressed); writes nothing. ``progress(fraction, message)`` follows the fit
+        (see :func:`sp_core.reduction.reduce`) and may raise to cancel it."""
+        options = options or self.options
         if frames is None:
             self._require_space()
             assert self.motion is not None and self.k is not None
             frames, labels = self.keyframes(self.k), self.labels(self.k)
         elif self.motion is None:
             self.motion = self.read_motion()
-        fit = self.options.fit
-        budget, stop = self.corrective_plan(frames)
+        fit = options.fit
+        budget, stop = self.corrective_plan(frames, options)
         # (the search fitted its K with the options' budget: nothing to reuse where it is
         # dropped)
-        if labels is None and (budget is not None or corrective_plan(self.options)[0] is None):
-            known = self._fitted.get(self._fit_key(self.motion, frames))
+        if labels is None and (budget is not None or corrective_plan(options)[0] is None):
+            known = self._fitted.get(self._fit_key(self.motion, frames, options))
             if known is not None:
                 return known
         return reduce(self.motion, frames, tangents=fit.tangents, smoothness=fit.smoothness,
@@ -625,14 +628,16 @@ class Session:
                       corrective_budget=budget, corrective_stop_mm=stop, progress=progress,
                       key_values=fit.key_values)
 
-    def corrective_plan(self, frames: Sequence[int] | None = None
-                        ) -> tuple[str | None, float | None]:
+    def corrective_plan(self, frames: Sequence[int] | None = None,
+                        options: Options | None = None) -> tuple[str | None, float | None]:
         """The corrective budget and the max error (mm) at which it stops that :meth:`reduce`
-        spends at ``frames`` (default the current K's): :func:`sp_core.options.corrective_plan`,
-        except that the automatic budget serves the tolerance's K only: at another K (a
-        user's choice in the panel or the API) the pose keys are what was asked for."""
-        budget, stop = corrective_plan(self.options)
-        if budget is None or self.options.fit.corrective_budget is not None:
+        spends at ``frames`` (default the current K's) with ``options`` (default the
+        session's): :func:`sp_core.options.corrective_plan`, except that the automatic budget
+        serves the tolerance's K only: at another K (a user's choice in the panel or the API)
+        the pose keys are what was asked for."""
+        options = options or self.options
+        budget, stop = corrective_plan(options)
+        if budget is None or options.fit.corrective_budget is not None:
             return budget, stop
         if frames is None and self.space is not None and self.k is not None:
             frames = self.keyframes(self.k)
@@ -652,12 +657,14 @@ class Session:
             frames = self.keyframes(self.k)
         return self._fitted.get(self._fit_key(self.motion, frames))
 
-    def _fit_key(self, motion: Clip, frames: Sequence[int]) -> tuple:
-        budget, stop = corrective_plan(self.options)
-        return (motion, tuple(int(f) for f in frames), self.options.fit, budget, stop)
+    def _fit_key(self, motion: Clip, frames: Sequence[int], options: Options | None = None
+                 ) -> tuple:
+        options = options or self.options
+        budget, stop = corrective_plan(options)
+        return (motion, tuple(int(f) for f in frames), options.fit, budget, stop)
 
     def apply(self, reduction: Reduction | None = None, name: str | None = None,
-              replace: bool = False) -> Reduction:
+              replace: bool = False, options: Options | None = None) -> Reduction:
         """Write a reduction (default :meth:`reduce` at the current K) into the host: one undo
         step, all or nothing.
 
@@ -666,7 +673,9 @@ class Session:
         ``last_options`` records the name written. ``replace``: the layers applied before are
         removed in the same undo step, after the new ones are written (a failed write leaves
         them as they were; one undo brings them back; a new layer takes the next free name
-        while they are still there).
+        while they are still there). ``options``: those ``reduction`` was made with (default
+        the session's; the panel's, as they were when Apply was pressed: what an output
+        records of this apply, and its layers).
         """
         self.check_analysis_current()
         reduction = reduction or self.reduce()
@@ -680,7 +689,8 @@ class Session:
                                      f"alone ({', '.join(held[:6])}"
                                      f"{', ...' if len(held) > 6 else ''}: locked or driven)")
             raise SelectionError(_still(int(reduction.frames[0]), int(reduction.frames[-1])))
-        options = self.options if name is None else self.options.replace(layer=name)
+        options = options or self.options
+        options = options if name is None else options.replace(layer=name)
         layer = options.layer
         handles: list[LayerHandle] = []
         removed = list(self.applied) if replace else []

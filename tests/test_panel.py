@@ -974,3 +974,34 @@ def test_closing_during_an_analysis_ends_its_thread_instead_of_waiting_out_the_d
     assert task is not None and task.running
     panel.close()
     assert task.thread is not None and task.thread.isFinished()
+
+
+def test_the_searchs_figures_are_not_said_as_applied_nor_kept_for_other_fit_options(
+        make_panel, qtbot):
+    """After Analyze the tolerance search's figures said "as applied" before any Apply, and
+    stayed after the corrective keys were turned off (Apply then wrote 71.6 mm, not 19.9)."""
+    panel, _host, session = make_panel(options=Options())
+    analyse(qtbot, panel)
+    settled(qtbot, panel)
+    assert panel.k_box.error_label.text().endswith("world fit, what Apply writes")
+    session.set_options(corrective_budget="0")
+    panel.estimator.request(session.k)
+    assert "what Apply writes" not in panel.k_box.error_label.text()
+    session.set_options(corrective_budget=None)
+    panel.estimator.request(session.k)
+    assert panel.k_box.error_label.text().endswith("world fit, what Apply writes")
+
+
+def test_fit_options_changed_during_apply_are_not_recorded_as_its_own(make_panel, qtbot):
+    """Tangents switched to broken while Apply fitted unified curves: the unified curves were
+    written, and the session's last options (Save keys JSON) said broken."""
+    panel, _host, session = make_panel(options=Options().replace(keys=8))
+    analyse(qtbot, panel)
+    settled(qtbot, panel)
+    qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
+    session.set_options(tangents="broken")  # as the user does while the fit runs
+    qtbot.waitUntil(lambda: not panel.applying, timeout=120_000)
+    assert session.last_reduction.tangents == "unified"
+    assert session.last_options.fit.tangents == "unified"
+    assert "Changed during the fit, not in these layers: " in panel.status.text()
+    assert session.options.fit.tangents == "broken"  # kept for the next Apply

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from PySide6 import QtCore
 
 from sp_core.metrics import Metrics
+from sp_core.options import FitOptions
 from sp_core.reduction import reduce
 from sp_core.session import Session
 from sp_core.ui.worker import Task, TaskRunner
@@ -51,7 +52,10 @@ class ErrorEstimator(QtCore.QObject):
         self.session = session
         self.runner = runner
         self.cache: dict[Request, Metrics] = {}
-        self.exact: dict[tuple[Request, str, str], Metrics] = {}  # (request, space, objective)
+        # the exact figures of fits Apply writes (or wrote): by request, every fit option and
+        # the corrective plan, with how they are known
+        self.exact: dict[tuple[Request, FitOptions, tuple[str | None, float | None]],
+                         tuple[Metrics, str]] = {}
         self._task: Task | None = None
         self._pending: Request | None = None
         self._running: Request | None = None
@@ -86,11 +90,9 @@ class ErrorEstimator(QtCore.QObject):
         wanted = self.request_for(k)
         if wanted is None:
             return
-        fit = self.session.options.fit
-        space = fit.space
-        if (wanted, space, fit.objective) in self.exact:
-            self.ready.emit(k, describe(k, self.exact[wanted, space, fit.objective],
-                                        f"{space} fit, as applied"))
+        exact = self._exact(wanted)
+        if exact is not None:
+            self.ready.emit(k, exact)
             return
         if wanted in self.cache:
             self.ready.emit(k, self._text(wanted, self.cache[wanted]))
@@ -99,12 +101,25 @@ class ErrorEstimator(QtCore.QObject):
         self.ready.emit(k, f"K = {k}: measuring the reconstruction error…")
         self._timer.start()
 
-    def remember_applied(self, k: int, metrics: Metrics) -> None:
-        """The exact figures of a reduction Apply wrote at ``k`` with the current options."""
+    def remember(self, k: int, metrics: Metrics, how: str) -> None:
+        """The exact figures of the reduction at ``k`` with the current options (``how``: "as
+        applied", or "what Apply writes" for one fitted before it)."""
         wanted = self.request_for(k)
         if wanted is not None:
-            fit = self.session.options.fit
-            self.exact[wanted, fit.space, fit.objective] = metrics
+            self.exact[self._exact_key(wanted)] = (metrics, how)
+
+    def _exact_key(self, request: Request
+                   ) -> tuple[Request, FitOptions, tuple[str | None, float | None]]:
+        return (request, self.session.options.fit,
+                self.session.corrective_plan(list(request.frames)))
+
+    def _exact(self, request: Request) -> str | None:
+        """The line of ``request``'s exact figures, if known with the current options."""
+        known = self.exact.get(self._exact_key(request))
+        if known is None:
+            return None
+        metrics, how = known
+        return describe(request.k, metrics, f"{self.session.options.fit.space} fit, {how}")
 
     def _text(self, request: Request, metrics: Metrics) -> str:
         if self.session.options.fit.space == "channel":
@@ -139,10 +154,8 @@ class ErrorEstimator(QtCore.QObject):
         current = self.request_for(self.session.k) if self.session.k is not None else None
         if current == request:
             # an Apply that ended while this estimate ran has the exact figures: they stay
-            fit = self.session.options.fit
-            exact = self.exact.get((request, fit.space, fit.objective))
-            self.ready.emit(request.k, self._text(request, metrics) if exact is None else
-                            describe(request.k, exact, f"{fit.space} fit, as applied"))
+            exact = self._exact(request)
+            self.ready.emit(request.k, self._text(request, metrics) if exact is None else exact)
         self._task = None
         if self._pending is not None:
             self._start()

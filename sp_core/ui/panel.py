@@ -16,13 +16,14 @@ import re
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.host import write_report
-from sp_core.options import Options, field_specs, flag_of, k_for, words_of
+from sp_core.options import FitOptions, Options, field_specs, flag_of, k_for, words_of
 from sp_core.poses import error_unit
 from sp_core.reduction import Reduction
 from sp_core.session import Analysis, Session
@@ -121,6 +122,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._analysis: Task | None = None
         self._applying: Task | None = None
         self._started = 0.0
+        self._apply_options = session.options  # the options of the running (or last) Apply
         self._analysis_started = 0.0
         self._graph_ahead = False  # the graph shows a space the session has not adopted yet
         self._closed = False
@@ -465,7 +467,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         if known is not None:  # the tolerance's search fitted the chosen K exactly
             m = known.metrics
             assert self.session.k is not None
-            self.estimator.remember_applied(self.session.k, m)
+            self.estimator.remember(self.session.k, m, "what Apply writes")
             chosen = (f" K = {self.session.k} keeps the error within the tolerance: "
                       f"{m.said(2, 1)} ({m.pose_keys} pose + {m.corrective_keys} corrective "
                       "keys).")
@@ -624,12 +626,13 @@ class SalientPosesPanel(QtWidgets.QWidget):
         session = self.session
         k = session.k
         frames, labels = session.keyframes(k), session.labels(k)
+        asked = session.options  # what this Apply fits and records, whatever changes meanwhile
 
         def work(report: Any, token: Any) -> Reduction:
             def fitted(fraction: float, message: str) -> None:
                 token.check()
                 report(fraction, message)
-            return session.reduce(frames, labels, progress=fitted)
+            return session.reduce(frames, labels, progress=fitted, options=asked)
 
         task = Task(work, interruptible=True, name_of=self.option_words())
         # bound methods only: Qt then queues the calls to this (the UI) thread
@@ -638,6 +641,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         task.failed.connect(self._on_apply_failed)
         task.cancelled.connect(self.cancel)
         self._apply_k, self._apply_replace, self._apply_name = k, replace, name
+        self._apply_options = asked
         self._applying = self.runner.start(task)
         if self._applying is None:
             return
@@ -662,7 +666,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
         kept = 0 if replace else len(self.session.applied)
         try:
             # (one undo step: a failed write leaves the replaced layers where they were)
-            self.session.apply(reduction, self._apply_name, replace=replace)
+            self.session.apply(reduction, self._apply_name, replace=replace,
+                               options=self._apply_options)
         except SalientPosesError as exc:
             self._on_apply_failed(readable(exc, self.option_label))
             return
@@ -673,10 +678,17 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.progress.setValue(1000)
         self.progress.setFormat("applied")
         m = reduction.metrics
-        self.estimator.remember_applied(k, m)
+        asked = self._apply_options.fit
+        moved = [self.option_label(f.name) for f in fields(FitOptions)
+                 if getattr(self.session.options.fit, f.name) != getattr(asked, f.name)]
+        if not moved:  # (figures of other fit options than the current ones are not kept)
+            self.estimator.remember(k, m, "as applied")
         self.k_box.error_label.setText(describe(k, m, f"{reduction.space} fit, as applied"))
         layers = ", ".join(h.name for h in self.session.applied[kept:])  # this Apply's
         skipped = "".join(" " + sentence for sentence in write_report(self.session.host))
+        if moved:
+            skipped += (f" Changed during the fit, not in these layers: {', '.join(moved)} "
+                        "(the next Apply uses them).")
         corrective = (f" + {m.corrective_keys} corrective keys ({m.keys} keys in all)"
                       if m.corrective_keys else "")
         self.show_status(f"Applied {len(reduction.curves.frames)} keys{corrective} "

@@ -229,10 +229,10 @@ class Session:
             told.clear()
         return motion
 
-    def requested_k(self, motion: Clip) -> int | None:
-        """The K the options ask for on ``motion`` (None: the suggested K); see
-        :func:`sp_core.options.k_for`."""
-        return k_for(self.options, motion.first_frame, motion.last_frame)
+    def requested_k(self, motion: Clip, options: Options | None = None) -> int | None:
+        """The K the options (default the session's) ask for on ``motion`` (None: the
+        suggested K); see :func:`sp_core.options.k_for`."""
+        return k_for(options or self.options, motion.first_frame, motion.last_frame)
 
     def analyze(self, progress: Callable[[float, str], None] | None = None,
                 cancel: CancelToken | None = None, motion: Clip | None = None,
@@ -270,13 +270,16 @@ class Session:
                          cancel: CancelToken | None = None, motion: Clip | None = None,
                          choose: bool = True,
                          space_ready: Callable[[SelectionSpace], None] | None = None,
-                         whole_space: bool = True) -> Analysis:
+                         whole_space: bool = True, options: Options | None = None
+                         ) -> Analysis:
         """The analysis of :meth:`analyze` without changing the session (a worker thread runs
         this; the UI thread then calls :meth:`adopt_analysis`).
 
         ``space_ready(space)``, optional, is called with the selection space as soon as it is
         built when the tolerance's search for K follows (which takes most of the wait: the
-        panel draws the space's graph meanwhile)."""
+        panel draws the space's graph meanwhile). ``options``: those to analyse with (default
+        the session's; a panel passes those of the moment Analyze was pressed, which a change
+        while the worker runs does not mix with)."""
         token = cancel or CancelToken()
 
         def report(fraction: float, message: str) -> None:
@@ -286,9 +289,9 @@ class Session:
             self._emit("analysis_progress", fraction, message)
 
         self._emit("analysis_started")
-        made_with = self.options
+        made_with = options or self.options
         try:
-            options = self.analysis
+            options = made_with.analysis
             # (checked here, not as the options are set: a panel ticks the mode before the
             # nodes or the count)
             if options.layered and not options.leading:
@@ -304,13 +307,13 @@ class Session:
             # what the host said when it read this motion (taken now: in a worker thread the
             # UI thread may read again before the analysis ends)
             reading_notes = list(self.reading_notes) if motion is self._read_motion else []
-            wanted = self.requested_k(motion)
-            searching = wanted is None and choose and key_choice(self.options) == "tolerance"
+            wanted = self.requested_k(motion, made_with)
+            searching = wanted is None and choose and key_choice(made_with) == "tolerance"
             unscaled = size_unknown(motion) if searching else None
             if unscaled is not None:
                 # a tolerance in mm means nothing without the character's size: the default
                 # one gives way to the threshold rule (said in the notes), one asked for fails
-                if self.options.keys.tolerance != DEFAULT_TOLERANCE:
+                if made_with.keys.tolerance != DEFAULT_TOLERANCE:
                     raise SelectionError(f"{unscaled}, so a tolerance in mm cannot be judged; "
                                          "choose K with keys, ratio or suggested",
                                          options=("tolerance", "keys", "ratio", "suggested"))
@@ -329,7 +332,7 @@ class Session:
 
             if options.layered:
                 report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
-                two_pass = two_passes(max_keys_for(self.options, wanted, motion.first_frame,
+                two_pass = two_passes(max_keys_for(made_with, wanted, motion.first_frame,
                                                      motion.last_frame))
                 space = two_pass.keyposes
             else:
@@ -339,10 +342,10 @@ class Session:
                     cost_options=dict(options.cost_options), compose=options.compose,
                     pins=[p.frame for p in options.pins], stride=options.stride,
                     max_span=options.max_span,
-                    max_keys=max_keys_for(self.options, wanted, motion.first_frame,
+                    max_keys=max_keys_for(made_with, wanted, motion.first_frame,
                                           motion.last_frame),
                     memory_limit=int(options.memory_gib * 1024**3),
-                    time_budget=time_budget_for(self.options, motion.n_frames),
+                    time_budget=time_budget_for(made_with, motion.n_frames),
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
                     on_demand=None if whole_space else token.check)
             notes = [*reading_notes, *space.notes]  # e.g. a long take's window
@@ -359,28 +362,29 @@ class Session:
             raise
         by_tolerance = False
         if searching:
-            assert self.options.keys.tolerance is not None
+            assert made_with.keys.tolerance is not None
             if space_ready is not None:
                 space_ready(space)
             try:
                 wanted = self.smallest_k_within(
-                    *self.options.keys.tolerance, space=space, motion=motion,
-                    report=lambda f, m: report(share + (0.99 - share) * f, m))
+                    *made_with.keys.tolerance, space=space, motion=motion,
+                    report=lambda f, m: report(share + (0.99 - share) * f, m),
+                    options=made_with)
                 by_tolerance = True
             except AnalysisCancelled:
                 self._emit("analysis_cancelled")
                 raise
             except SelectionError:
-                if self.options.keys.tolerance != DEFAULT_TOLERANCE:
+                if made_with.keys.tolerance != DEFAULT_TOLERANCE:
                     raise
                 # the default tolerance out of reach: the threshold rule, as said in the notes
                 notes.append("the default tolerance cannot be met; K is the suggested K")
                 wanted = int(space.suggestions(options.accuracy,
                                                options.significance)["threshold"])
         automatic = None
-        if two_pass is not None and wanted is None and self.analysis.breakdowns is None:
+        if two_pass is not None and wanted is None and options.breakdowns is None:
             report(0.99, "keyposes and breakdowns by the three-layer rules")
-            automatic = self.automatic_selection(motion)
+            automatic = self.automatic_selection(motion, made_with)
             wanted = len(automatic.keyposes)
             if wanted > space.max_keys:  # a take of a few frames: its rules keyed them all
                 two_pass = two_passes(wanted)
@@ -396,8 +400,9 @@ class Session:
         space, wanted = analysis.space, analysis.wanted
         if wanted is None:
             keep = self.k is not None and space.min_keys <= self.k <= space.max_keys
+            made = analysis.options.analysis  # (the options it was made with)
             wanted = self.k if keep else int(space.suggestions(
-                self.analysis.accuracy, self.analysis.significance)["threshold"])
+                made.accuracy, made.significance)["threshold"])
         if not space.min_keys <= wanted <= space.max_keys:
             raise SelectionError(f"K = {wanted} is out of range: this analysis has selections "
                                  f"of {space.min_keys} to {space.max_keys} keys")
@@ -491,17 +496,17 @@ class Session:
 
     def smallest_k_within(self, mean_mm: float, max_mm: float,
                           report: Callable[[float, str], None] | None = None,
-                          space: SelectionSpace | None = None, motion: Clip | None = None
-                          ) -> int:
+                          space: SelectionSpace | None = None, motion: Clip | None = None,
+                          options: Options | None = None) -> int:
         """The smallest K whose reduction (with the fitting options and the corrective keys of
         :func:`sp_core.options.corrective_plan`) keeps the mean and max joint error within
         ``mean_mm`` and ``max_mm`` (character scaled to 1.7 m); see
         :mod:`sp_core.tolerance` for how it is searched. The reductions it checked are kept
         for :meth:`reduce`.
 
-        ``space`` and ``motion`` default to the session's (an analysis being computed passes
-        its own, before the session adopts it); ``report(fraction, message)`` gets the share
-        of the search done.
+        ``space``, ``motion`` and ``options`` default to the session's (an analysis being
+        computed passes its own, before the session adopts it); ``report(fraction,
+        message)`` gets the share of the search done.
 
         Raises
         ------
@@ -511,12 +516,13 @@ class Session:
         space = space or self._require_space()
         motion = motion or self.motion
         assert motion is not None
-        budget, _ = corrective_plan(self.options)
+        options = options or self.options
+        budget, _ = corrective_plan(options)
         self._fitted.clear()
-        search = ToleranceSearch(space, motion, self.options.fit, budget, report)
+        search = ToleranceSearch(space, motion, options.fit, budget, report)
         k = search.smallest_k(mean_mm, max_mm)
         for frames, reduction in search.fitted.items():
-            self._fitted[self._fit_key(motion, frames)] = reduction
+            self._fitted[self._fit_key(motion, frames, options)] = reduction
         return k
 
     @property
@@ -549,14 +555,16 @@ class Session:
         return self.two_pass.selection(k, None if extra is None else k + extra,
                                        accuracy=self.analysis.accuracy)
 
-    def automatic_selection(self, motion: Clip | None = None) -> LayeredSelection:
+    def automatic_selection(self, motion: Clip | None = None, options: Options | None = None
+                            ) -> LayeredSelection:
         """Layered mode without a K: keyposes and breakdowns chosen by the three-layer
         threshold rules (:func:`sp_core.layered.layered_selection`) at the options' accuracy
-        and significance (of ``motion``, default the session's)."""
+        and significance (of ``motion``, default the session's; ``options``, default the
+        session's)."""
         motion = motion or self.motion
         if motion is None:
             raise SelectionError("analyse first: there is no motion yet")
-        options = self.analysis
+        options = (options or self.options).analysis
         return layered_selection(motion, options.leading, nodes=options.nodes,
                                  weights=dict(options.weights) or None, stride=options.stride,
                                  keypose_accuracy=options.accuracy,

@@ -1005,3 +1005,30 @@ def test_fit_options_changed_during_apply_are_not_recorded_as_its_own(make_panel
     assert session.last_options.fit.tangents == "unified"
     assert "Changed during the fit, not in these layers: " in panel.status.text()
     assert session.options.fit.tangents == "broken"  # kept for the next Apply
+
+
+def test_an_option_changed_during_analyze_is_said_when_it_ends_and_unsaid_when_set_back(
+        make_panel, qtbot, sample_clip):
+    """The analysis ended in a green "Analysed …" with the change unsaid until Apply; set
+    back, the red "changed since the analysis" stayed. In the layered mode the analysis's
+    notes were replaced at once by the keyposes."""
+    panel, _host, session = make_panel(frames=(0, 600), options=Options())
+    panel.start_analysis()
+    session.set_options(stride=2)
+    qtbot.waitUntil(lambda: not panel.analysing, timeout=60_000)
+    settled(qtbot, panel)
+    text = panel.status.text()
+    assert text.startswith("Analysed frames 0–600") and text.endswith(
+        "stride changed since the analysis; analyse again to use it, or set it back")
+    session.set_options(stride=1)
+    assert panel.status.text() == "The options match the analysis again."
+    still = sample_clip.sub_range(0, 59).with_channels(
+        np.repeat(sample_clip.channels[:1], 60, axis=0))
+    panel, _host, session = make_panel(host=FakeHost(still), options=Options().replace(
+        layered=True, leading=("RightWrist",)))
+    analyse(qtbot, panel)
+    settled(qtbot, panel)
+    text = panel.status.text()
+    assert " 2 keyposes, 0 breakdowns: 0, 59. " in text and \
+        text.endswith("Note: nothing moves in frames 0..59: every channel keeps one value, so "
+                      "there is no key to write.")

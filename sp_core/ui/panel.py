@@ -122,6 +122,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._analysis: Task | None = None
         self._applying: Task | None = None
         self._started = 0.0
+        self._said_stale = False  # the status says an option changed since the analysis
         self._apply_options = session.options  # the options of the running (or last) Apply
         self._analysis_started = 0.0
         self._graph_ahead = False  # the graph shows a space the session has not adopted yet
@@ -301,10 +302,20 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._show_summary()
         if self.session.k is not None and self.session.space is not None and not self.busy:
             self.estimator.request(self.session.k)
-            try:  # say at once that Apply will want a new analysis
-                self.session.check_analysis_current()
-            except SalientPosesError as exc:
-                self.show_status(readable(exc, self.option_label))
+            stale = self._stale()  # say at once that Apply will want a new analysis
+            if stale:
+                self.show_status(stale)
+            elif self._said_stale:  # (set back as it was: the red line would mislead)
+                self.show_status("The options match the analysis again.", ok=True)
+            self._said_stale = bool(stale)
+
+    def _stale(self) -> str:
+        """What changed since the analysis that Apply needs a new one for ("" if nothing)."""
+        try:
+            self.session.check_analysis_current()
+        except SalientPosesError as exc:
+            return readable(exc, self.option_label)
+        return ""
 
     def _show_summary(self) -> None:
         session = self.session
@@ -353,12 +364,13 @@ class SalientPosesPanel(QtWidgets.QWidget):
             self.show_error(exc)
             return
         session = self.session
+        asked = session.options  # a change while the worker runs is said when it ends
 
         def work(report: Any, token: Any) -> Analysis:
             # the graph of the space comes before the tolerance's search, which is most of
             # the wait (seconds; on a take of thousands of frames, tens of seconds)
             return session.compute_analysis(progress=report, cancel=token, motion=motion,
-                                            space_ready=task.partial.emit)
+                                            space_ready=task.partial.emit, options=asked)
 
         task = Task(work, name_of=self.option_words())
         task.progress.connect(self._on_progress)
@@ -479,11 +491,18 @@ class SalientPosesPanel(QtWidgets.QWidget):
         # reach) comes last, where it is read
         notes = "".join(f" Note: {said(note, self.option_label).rstrip('.')}."
                         for note in self.session.notes)
-        self.show_status(f"Analysed frames {space.first_frame}–{space.last_frame} in "
-                         f"{waited:.1f} s. Suggested K = "
-                         f"{s['threshold']}; cliffs at {cliffs}.{chosen}{notes}", ok=True)
         self.request_k(self.session.k if self.session.k is not None else s["threshold"],
                        immediately=True)
+        # (after the K: the layered mode's keyposes would hide the notes)
+        selection = self._selection_text(self.session.k)
+        # an option changed while the analysis ran: said now, not at Apply
+        stale = self._stale()
+        self._said_stale = bool(stale)
+        self.show_status(f"Analysed frames {space.first_frame}–{space.last_frame} in "
+                         f"{waited:.1f} s. Suggested K = "
+                         f"{s['threshold']}; cliffs at {cliffs}.{chosen}"
+                         f"{' ' + selection if selection else ''}{notes}"
+                         f"{' ' + stale if stale else ''}", ok=not stale)
         self.wand.on_analysed()
         self._update_enabled()
 
@@ -567,17 +586,24 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.k_box.sync(k)
         two_pass = self.session.two_pass
         self.graph.set_second(None if two_pass is None else two_pass.breakdown_space(k))
-        chosen = self.session.selection(k)
-        if chosen is not None:
-            text = (f"{len(chosen.keyposes)} keyposes, {len(chosen.breakdowns)} breakdowns: "
-                    f"{', '.join(map(str, chosen.frames))}")
-            if not len(chosen.breakdowns):
-                text += (". No breakdown improves on these keyposes by the accuracy threshold "
-                         f"({self.session.analysis.accuracy:g}); set 'breakdowns' in Setup or "
-                         "lower accuracy to add some.")
+        text = self._selection_text(k)
+        if text:
             self.show_status(text, ok=True)
         self._show_summary()
         self.estimator.request(k)
+
+    def _selection_text(self, k: int | None) -> str:
+        """The layered mode's keyposes and breakdowns at ``k`` ("" in the other modes)."""
+        chosen = None if k is None else self.session.selection(k)
+        if chosen is None:
+            return ""
+        text = (f"{len(chosen.keyposes)} keyposes, {len(chosen.breakdowns)} breakdowns: "
+                f"{', '.join(map(str, chosen.frames))}.")
+        if not len(chosen.breakdowns):
+            text += (" No breakdown improves on these keyposes by the accuracy threshold "
+                     f"({self.session.analysis.accuracy:g}); set 'breakdowns' in Setup or "
+                     "lower accuracy to add some.")
+        return text
 
     # ------------------------------------------------------------------ apply / remove
     def ask_layer_action(self, name: str) -> str | None:

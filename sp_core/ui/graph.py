@@ -87,6 +87,9 @@ class ErrorGraph(QtWidgets.QWidget):
         self.plot.addItem(self.star)
         self.star_label = pg.TextItem("", color=SUGGESTED, anchor=(0, 1.2))
         self.plot.addItem(self.star_label)
+        # the label reads leftwards of a star in the right half of the view (rightwards it
+        # was cut off at the edge)
+        self.plot.vb.sigXRangeChanged.connect(self._anchor_star_label)
         self.marker = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen(KEY_RED, width=2),
                                       hoverPen=pg.mkPen("#ff9999", width=3))
         self.marker.sigDragged.connect(self._marker_dragged)
@@ -197,6 +200,12 @@ class ErrorGraph(QtWidgets.QWidget):
             return None
         return float(np.log10(y)) if self.log_box.isChecked() else float(y)
 
+    def _anchor_star_label(self, *_args: object) -> None:
+        low, high = self.plot.vb.viewRange()[0]
+        k = self.suggested_k
+        self.star_label.setAnchor((1, 1.2) if k is not None and k > (low + high) / 2
+                                  else (0, 1.2))
+
     def _redraw(self) -> None:
         self.stack.setCurrentIndex(0 if self.space is None else 1)
         self.reset_button.setEnabled(self.space is not None)
@@ -231,6 +240,7 @@ class ErrorGraph(QtWidgets.QWidget):
             self.star.setData([k], [self._y(k)], data=[k])
             self.star_label.setText(f"suggested K = {k}")
             self.star_label.setPos(k, self._y(k))
+            self._anchor_star_label()
         else:
             self.star.setData([], [])
             self.star_label.setText("")

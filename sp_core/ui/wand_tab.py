@@ -75,6 +75,7 @@ class PropagateTab(QtWidgets.QWidget):
         self.plot = pg.PlotWidget(background="#26282b")
         self.plot.setMinimumHeight(140)
         self.plot.setLabel("bottom", "frame")
+        self.plot.setLabel("left", "share of the edit")  # the falloff: 1 at the posed frame
         self.plot.setYRange(0, 1.05)
         self.curve = self.plot.plot([], [], pen=pg.mkPen("#93c47d", width=2))
         self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#e06666", width=2))

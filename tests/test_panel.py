@@ -1032,3 +1032,4 @@ def test_an_option_changed_during_analyze_is_said_when_it_ends_and_unsaid_when_s
     assert " 2 keyposes, 0 breakdowns: 0, 59. " in text and \
         text.endswith("Note: nothing moves in frames 0..59: every channel keeps one value, so "
                       "there is no key to write.")
+

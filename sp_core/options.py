@@ -906,18 +906,25 @@ def k_for(options: Options, first: int, last: int) -> int | None:
     return wanted
 
 
-def max_keys_for(options: Options, wanted: int | None, first: int, last: int) -> int | None:
-    """The ``max_keys`` an analysis of host frames ``first..last`` needs to offer K =
-    ``wanted``: the option's, raised to ``wanted``; unset (the space's default, half the
-    candidate frames) unless ``wanted`` is more than that (a K picked once must not cap the
-    next analysis's space at it)."""
+def max_keys_for(options: Options, wanted: int | None,
+                 whole: tuple[int, int] | None = None) -> int | None:
+    """The ``max_keys`` an analysis needs to offer K = ``wanted``: the option's, raised to
+    ``wanted``; unset, ``wanted`` (the space then needs no more: a long take's analysis stays
+    exact for a small K).
+
+    ``whole``, the host frames ``(first, last)`` of a space shown whole (a panel's graph):
+    unset stays unset (the space's default, half the candidate frames) unless ``wanted`` is
+    more than that; a K picked on the graph must not cap the next analysis's graph at it.
+    """
     current = options.analysis.max_keys
     if wanted is None:
         return current
     if current is None:
         # (pins only add candidates: half the stride's frames is at most the space's default)
-        return None if wanted <= candidate_count(first, last, options.analysis.stride) // 2 \
-            else wanted
+        if whole is not None and \
+                wanted <= candidate_count(*whole, options.analysis.stride) // 2:
+            return None
+        return wanted
     return max(current, wanted)
 
 
@@ -1042,6 +1049,19 @@ def from_arguments(namespace: argparse.Namespace, names: Sequence[str],
     return build(given, base=base, labels={n: flag_of(n) for n in field_specs()})
 
 
+def applied(options: Options, names: Iterable[str] | None = None) -> Options:
+    """``options`` with each of ``names`` (default every field) that the others leave with
+    nothing to do (what :func:`check_given` refuses of a flag: a panel keeps such a value
+    greyed for when it applies again) put back to its default: what an output records of its
+    options, a block that is itself a preset giving the same result."""
+    for name in field_specs() if names is None else names:
+        try:
+            check_given(options, [name])
+        except OptionError:
+            options = options.replace(**{name: default_of(name)})
+    return options
+
+
 def command_line_options(namespace: argparse.Namespace, names: Sequence[str],
                          preset: str | Path | None = None) -> Options:
     """The options of a command line (``salient-poses``, the in-host batches): the defaults,
@@ -1080,15 +1100,8 @@ def command_line_options(namespace: argparse.Namespace, names: Sequence[str],
     options = from_arguments(namespace, names, base=base)
     typed = [n for n in names if hasattr(namespace, n)]
     check_given(options, typed, labels)
-    for name in own if base is not None else ():
-        if name not in typed:
-            try:
-                check_given(options, [name])
-            except OptionError:
-                # a preset's value that a flag leaves with nothing to do is the default
-                # again: what an output records of the options (its options block, itself a
-                # preset) is then what applied
-                options = options.replace(**{name: default_of(name)})
+    # a preset's value that a flag leaves with nothing to do is the default again
+    options = applied(options, [name for name in own if name not in typed])
     if options.analysis.layered and not options.analysis.leading:
         raise OptionError(f"{labels['layered']} needs {labels['leading']} NODE,... (the part "
                           "whose extremes are the keyposes, e.g. "

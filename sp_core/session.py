@@ -38,6 +38,7 @@ from sp_core.options import (
     InputOptions,
     Options,
     Pin,
+    applied,
     build,
     coerce,
     corrective_plan,
@@ -270,8 +271,8 @@ class Session:
                          cancel: CancelToken | None = None, motion: Clip | None = None,
                          choose: bool = True,
                          space_ready: Callable[[SelectionSpace], None] | None = None,
-                         whole_space: bool = True, options: Options | None = None
-                         ) -> Analysis:
+                         whole_space: bool = True, options: Options | None = None,
+                         graph: bool = False) -> Analysis:
         """The analysis of :meth:`analyze` without changing the session (a worker thread runs
         this; the UI thread then calls :meth:`adopt_analysis`).
 
@@ -279,7 +280,9 @@ class Session:
         built when the tolerance's search for K follows (which takes most of the wait: the
         panel draws the space's graph meanwhile). ``options``: those to analyse with (default
         the session's; a panel passes those of the moment Analyze was pressed, which a change
-        while the worker runs does not mix with)."""
+        while the worker runs does not mix with). ``graph``: the space is shown whole (a
+        panel's graph), so a K asked for does not cap it (:func:`~sp_core.options.max_keys_for`).
+        """
         token = cancel or CancelToken()
 
         def report(fraction: float, message: str) -> None:
@@ -322,6 +325,7 @@ class Session:
             # fits, takes the rest)
             share = SPACE_SHARE if searching else 1.0
             report(0.02, "poses")
+            whole = (motion.first_frame, motion.last_frame) if graph else None
             two_pass = None
             weights = dict(options.weights) or None
 
@@ -332,8 +336,7 @@ class Session:
 
             if options.layered:
                 report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
-                two_pass = two_passes(max_keys_for(made_with, wanted, motion.first_frame,
-                                                     motion.last_frame))
+                two_pass = two_passes(max_keys_for(made_with, wanted, whole))
                 space = two_pass.keyposes
             else:
                 space = SelectionSpace.from_clip(
@@ -342,8 +345,7 @@ class Session:
                     cost_options=dict(options.cost_options), compose=options.compose,
                     pins=[p.frame for p in options.pins], stride=options.stride,
                     max_span=options.max_span,
-                    max_keys=max_keys_for(made_with, wanted, motion.first_frame,
-                                          motion.last_frame),
+                    max_keys=max_keys_for(made_with, wanted, whole),
                     memory_limit=int(options.memory_gib * 1024**3),
                     time_budget=time_budget_for(made_with, motion.n_frames),
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
@@ -400,9 +402,9 @@ class Session:
         space, wanted = analysis.space, analysis.wanted
         if wanted is None:
             keep = self.k is not None and space.min_keys <= self.k <= space.max_keys
-            made = analysis.options.analysis  # (the options it was made with)
+            # (accuracy and significance are read live: the graph's suggestion is of now)
             wanted = self.k if keep else int(space.suggestions(
-                made.accuracy, made.significance)["threshold"])
+                self.analysis.accuracy, self.analysis.significance)["threshold"])
         if not space.min_keys <= wanted <= space.max_keys:
             raise SelectionError(f"K = {wanted} is out of range: this analysis has selections "
                                  f"of {space.min_keys} to {space.max_keys} keys")
@@ -417,18 +419,18 @@ class Session:
         self._emit("analysis_finished", space)
         return space
 
-    def changed_since_analysis(self) -> tuple[str, ...]:
-        """The options (field names) changed since the analysis in a way only a new analysis
-        takes in: the input and analysis options that made the selection space, and the
-        tolerance when it chooses K (it chose K when the analysis ran). Empty before any
-        analysis.
+    def changed_since_analysis(self, options: Options | None = None) -> tuple[str, ...]:
+        """The options (field names; of ``options``, default the session's) changed since the
+        analysis in a way only a new analysis takes in: the input and analysis options that
+        made the selection space, and the tolerance when it chooses K (it chose K when the
+        analysis ran). Empty before any analysis.
 
         Not counted: the options read afterwards (:data:`READ_LIVE`); in keyposes +
         breakdowns mode, those its spaces do not use (:data:`NOT_LAYERED`); a pin's name or
         note; a frame range naming the frames analysed; more memory or time for an analysis
         that needed no window.
         """
-        made, now = self.analysed, self.options
+        made, now = self.analysed, options or self.options
         if made is None or self.space is None or self.motion is None:
             return ()
         ignored = set(READ_LIVE)
@@ -469,8 +471,9 @@ class Session:
             return "enough" if budget(options) >= budget(self.analysed) else budget(options)
         return value
 
-    def check_analysis_current(self) -> None:
-        """Refuse to go on with an analysis the options no longer describe.
+    def check_analysis_current(self, options: Options | None = None) -> None:
+        """Refuse to go on with an analysis the options (default the session's) no longer
+        describe.
 
         Raises
         ------
@@ -487,7 +490,7 @@ class Session:
                 raise SelectionError(f"the animation of {self.motion.name} changed since the "
                                      "analysis (keys edited, or another action played); "
                                      "analyse again")
-        changed = self.changed_since_analysis()
+        changed = self.changed_since_analysis(options)
         if changed:
             them = "it" if len(changed) == 1 else "them"
             raise SelectionError(
@@ -685,8 +688,8 @@ class Session:
         the session's; the panel's, as they were when Apply was pressed: what an output
         records of this apply, and its layers).
         """
-        self.check_analysis_current()
-        reduction = reduction or self.reduce()
+        self.check_analysis_current(options)
+        reduction = reduction or self.reduce(options=options)
         if not reduction.curves.animated.any():
             motion = self.motion
             held = [] if motion is None else [  # (not "nothing moves": what moves is locked)
@@ -727,7 +730,9 @@ class Session:
             self.applied.clear()
             self._emit("removed", removed)
         self.applied.extend(handles)
-        self.last_reduction, self.last_options = reduction, options
+        # (an output's options block: a value greyed in the panel, that did not apply, is
+        # recorded as its default, so the block is a preset that gives this result)
+        self.last_reduction, self.last_options = reduction, applied(options)
         self._emit("applied", handles, reduction)
         return reduction
 

@@ -20,6 +20,7 @@ from sp_core.errors import CapacityError  # noqa: E402
 from sp_core.options import Options, field_specs  # noqa: E402
 from sp_core.reduction import reduce  # noqa: E402
 from sp_core.session import Session  # noqa: E402
+from sp_core.standalone import StandaloneHost  # noqa: E402
 from sp_core.ui.panel import SalientPosesPanel  # noqa: E402
 
 
@@ -421,7 +422,8 @@ def test_a_second_apply_asks_replace_or_add(make_panel, qtbot, answer, layers):
     analyse(qtbot, panel)
     session.set_options(space="channel")
     apply(qtbot, panel)
-    assert "existing override layer 'salientPoses'" in panel.apply_box.summary.text()
+    assert "; it asks first whether they replace the layers written before; " in \
+        panel.apply_box.summary.text()
     asked = []
 
     def answer_dialog():
@@ -1033,3 +1035,29 @@ def test_an_option_changed_during_analyze_is_said_when_it_ends_and_unsaid_when_s
         text.endswith("Note: nothing moves in frames 0..59: every channel keeps one value, so "
                       "there is no key to write.")
 
+
+
+def test_reviewed_a_cancel_then_a_close_ends_the_thread_and_replace_keeps_asking(
+        make_panel, qtbot, sample_clip, monkeypatch):
+    """A review of the fixes above: a Cancel reconnected the thread's quit queued (a close
+    after it waited out 2 s and Qt could abort at exit); after a Replace, whose layer takes
+    the next free name on the real hosts, the next Apply did not ask and stacked a layer."""
+    panel, _host, _session = make_panel(frames=(0, 900), options=Options())
+    panel.start_analysis()
+    qtbot.waitUntil(lambda: panel.progress.value() > 0, timeout=30_000)
+    task = panel._analysis
+    panel.cancel()
+    panel.close()
+    assert task.thread is not None and task.thread.isFinished()
+    panel, host, session = make_panel(host=StandaloneHost(sample_clip.sub_range(0, 300)),
+                                      options=Options().replace(keys=8, space="channel"))
+    analyse(qtbot, panel)
+    apply(qtbot, panel)
+    asked = []
+    monkeypatch.setattr(panel, "ask_layer_action",
+                        lambda layer: asked.append(layer) or "replace")
+    for _ in range(2):
+        apply(qtbot, panel)
+    assert len(asked) == 2  # (one apply's layers only: replaced, not stacked)
+    assert [h.name for h in host.layers] == [h.name for h in session.applied]
+    assert len({h.kind for h in session.applied}) == len(session.applied)

@@ -98,12 +98,17 @@ def test_a_k_picked_once_does_not_cap_the_next_analysis(clip):
     from sp_core.options import max_keys_for
 
     options = Options().replace(keys=20)
-    assert max_keys_for(options, 20, 0, 400) is None  # the space's default: half the frames
-    assert max_keys_for(options, 300, 0, 400) == 300
-    assert max_keys_for(options.replace(max_keys=30), 20, 0, 400) == 30
-    assert max_keys_for(options.replace(max_keys=30), 40, 0, 400) == 40
+    whole = (0, 400)  # a panel's graph: the space's default, half the frames
+    assert max_keys_for(options, 20, whole) is None
+    assert max_keys_for(options, 300, whole) == 300
+    assert max_keys_for(options.replace(max_keys=30), 20, whole) == 30
+    assert max_keys_for(options.replace(max_keys=30), 40, whole) == 40
     session = Session(StandaloneHost(clip), options)
-    assert session.analyze().max_keys == 200
+    assert session.adopt_analysis(session.compute_analysis(graph=True)).max_keys == 200
+    # elsewhere K needs no more (a long take's analysis stays exact for a small K: the
+    # reviewer's find, --keys 12 on 9,940 frames refused)
+    assert max_keys_for(options, 20) == 20
+    assert session.analyze().max_keys == 20
 
 
 def test_cancel_token_stops_the_analysis_and_keeps_the_previous_space(clip):
@@ -266,3 +271,38 @@ def test_apply_refuses_a_scene_whose_moving_channels_are_all_held(clip):
                                              "left alone "):
         run_job(Job("", SUGGESTED, "reduce", apply=True), host=host)
     assert host.layers == []
+
+
+def test_reviewed_apply_keeps_to_the_options_it_was_given(clip, tmp_path, capsys):
+    """A review of the fixes above: Apply checked the analysis against the session's options
+    of the moment (a stride changed while its fit ran failed it, though the fit used the
+    options of the press); a value greyed in a panel (smoothness kept after the tangents went
+    back to unified) was recorded in the options block, which then failed as a preset; the
+    suggested K adopted used the analysis's accuracy while the graph showed the live one."""
+    import json
+
+    from sp_core.cli import main
+    from sp_core.jobs import RESULT_GROUPS
+
+    host = StandaloneHost(clip)
+    session = Session(host, Options().replace(keys=8, tangents="smooth", smoothness=5))
+    session.analyze()
+    session.set_options(tangents="unified")
+    pressed = session.options
+    reduction = session.reduce(options=pressed)
+    session.set_options(stride=2)  # while the fit ran
+    session.apply(reduction, options=pressed)
+    assert session.changed_since_analysis() == ("stride",)
+    assert session.last_options.fit.smoothness == 1.0  # greyed: did not apply
+    block = tmp_path / "block.json"
+    block.write_text(json.dumps(session.last_options.to_dict(RESULT_GROUPS)))
+    path = tmp_path / "take.bvh"
+    from sp_core.io.bvh import write_bvh
+    write_bvh(clip, path)
+    assert main(["reduce", str(path), "--preset", str(block), "--space", "channel"]) == 0
+    capsys.readouterr()
+    session = Session(StandaloneHost(clip), Options().replace(suggested=True))
+    analysis = session.compute_analysis(choose=False)
+    session.set_options(accuracy=0.5)  # while it ran
+    session.adopt_analysis(analysis)
+    assert session.k == session.suggested_k

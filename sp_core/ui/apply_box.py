@@ -17,12 +17,12 @@ def apply_summary(options: Options, keys: int | None, replacing: bool,
                   plan: tuple[str | None, float | None]) -> str:
     """What Apply will write, in one line: ``keys`` keys (None: not known yet) and the
     corrective ``plan`` (budget, max error in mm at which it stops; see
-    :meth:`sp_core.session.Session.corrective_plan`)."""
+    :meth:`sp_core.session.Session.corrective_plan`); ``replacing``: layers were written
+    before (Apply asks whether it replaces them)."""
     fit, layer = options.fit, options.layer
     count = "the keys" if keys is None else f"{keys} keys"
-    text = (f"Apply writes {count} on every animated channel into "
-            f"{'the existing' if replacing else 'a new'} override layer '{layer.layer}' "
-            f"({fit.tangents} tangents, {fit.space} fit)")
+    text = (f"Apply writes {count} on every animated channel into a new override layer "
+            f"'{layer.layer}' ({fit.tangents} tangents, {fit.space} fit)")
     budget, stop = plan
     if budget not in (None, "0", "0%"):
         until = f" (until the max error is within {stop:g} mm)" if stop is not None else ""
@@ -31,6 +31,8 @@ def apply_summary(options: Options, keys: int | None, replacing: bool,
     if layer.residual_layer:
         text += (f" and the residual into additive layer '{layer.layer}_residual' at weight "
                  f"{layer.residual_weight:g}")
+    if replacing:
+        text += "; it asks first whether they replace the layers written before"
     return text + "; the original animation is not touched."
 
 

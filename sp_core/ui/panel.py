@@ -319,8 +319,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
 
     def _show_summary(self) -> None:
         session = self.session
-        layer = session.options.layer.layer
-        replacing = layer in {h.name for h in session.applied}
+        replacing = bool(session.applied)
         # (layered: K keyposes and their breakdowns)
         keys = None if session.k is None or session.space is None else len(session.keyframes())
         self.apply_box.summary.setText(apply_summary(session.options, keys, replacing,
@@ -370,7 +369,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
             # the graph of the space comes before the tolerance's search, which is most of
             # the wait (seconds; on a take of thousands of frames, tens of seconds)
             return session.compute_analysis(progress=report, cancel=token, motion=motion,
-                                            space_ready=task.partial.emit, options=asked)
+                                            space_ready=task.partial.emit, options=asked,
+                                            graph=True)
 
         task = Task(work, name_of=self.option_words())
         task.progress.connect(self._on_progress)
@@ -415,9 +415,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
             for signal in (task.progress, task.partial, task.finished, task.failed,
                            task.cancelled):
                 signal.disconnect()
-        task.finished.connect(task.thread.quit)
-        task.failed.connect(task.thread.quit)
-        task.cancelled.connect(task.thread.quit)
+        for signal in (task.finished, task.failed, task.cancelled):
+            # (direct, as Task.start connects it: see there)
+            signal.connect(task.thread.quit, QtCore.Qt.ConnectionType.DirectConnection)
         task.cancel()
 
     def _on_progress(self, fraction: float, message: str) -> None:
@@ -611,10 +611,12 @@ class SalientPosesPanel(QtWidgets.QWidget):
         box = QtWidgets.QMessageBox(self)
         box.setObjectName("replaceOrAdd")
         box.setWindowTitle("Salient Poses")
-        text = f"Apply already wrote a layer '{name}'. Replace it, or add another layer?"
         written = [h.name for h in self.session.applied]
-        if written != [name]:  # Replace is Remove, which takes every layer written here
-            text += f" (Replace removes {', '.join(written)}.)"
+        if written == [name]:
+            text = f"Apply already wrote a layer '{name}'. Replace it, or add another layer?"
+        else:  # Replace takes every layer written here, as Remove does
+            text = (f"Apply already wrote {', '.join(repr(n) for n in written)}. Replace "
+                    "them, or add another layer?")
         box.setText(text)
         replace = box.addButton("Replace", QtWidgets.QMessageBox.ButtonRole.AcceptRole)
         add = box.addButton("Add new layer", QtWidgets.QMessageBox.ButtonRole.ActionRole)
@@ -639,7 +641,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._preview_pending()
         layer = self.session.options.layer.layer
         replace, name = False, None
-        if layer in {h.name for h in self.session.applied}:
+        # (any layer written before: a Replace's layer may have another name, the next free
+        # one while the layers it replaced were there)
+        if self.session.applied:
             action = self.ask_layer_action(layer)
             if action is None:
                 return
@@ -716,6 +720,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
         if moved:
             skipped += (f" Changed during the fit, not in these layers: {', '.join(moved)} "
                         "(the next Apply uses them).")
+        stale = self._stale()  # (an analysis option changed during the fit)
+        self._said_stale = bool(stale)
+        skipped += f" {stale}." if stale else ""
         corrective = (f" + {m.corrective_keys} corrective keys ({m.keys} keys in all)"
                       if m.corrective_keys else "")
         self.show_status(f"Applied {len(reduction.curves.frames)} keys{corrective} "

@@ -72,8 +72,7 @@ class ErrorEstimator(QtCore.QObject):
     @property
     def idle(self) -> bool:
         """No estimate runs or waits."""
-        return (self._pending is None and not self._timer.isActive()
-                and (self._task is None or not self._task.running))
+        return self._pending is None and not self._timer.isActive() and self._task is None
 
     def request_for(self, k: int) -> Request | None:
         session = self.session
@@ -128,8 +127,11 @@ class ErrorEstimator(QtCore.QObject):
                         "world fit starts from it and lowers the mean")
 
     def _start(self) -> None:
-        if self._pending is None or (self._task is not None and self._task.running):
-            return  # the running estimate picks the pending one up when it ends
+        if self._pending is None or self._task is not None:
+            # the running estimate picks the pending one up when it ends: when its result is
+            # taken here (its thread may have ended before: a later start would run beside it,
+            # and the earlier result's end cleared the later task)
+            return
         request, self._pending = self._pending, None
         motion = self.session.motion
         assert motion is not None

@@ -160,7 +160,7 @@ def analyze(context: Any) -> Session:
     host = BlenderHost()
     host.armature = host.object().name
     session = Session(host, options_from(settings))
-    session.analyze()
+    session.analyze(graph=True)  # (the sidebar's K browses the whole space)
     session.set_k()
     STATE.session = session
     suggestions = session.suggestions

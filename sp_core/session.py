@@ -237,7 +237,8 @@ class Session:
 
     def analyze(self, progress: Callable[[float, str], None] | None = None,
                 cancel: CancelToken | None = None, motion: Clip | None = None,
-                choose: bool = True, whole_space: bool = True) -> SelectionSpace:
+                choose: bool = True, whole_space: bool = True, graph: bool = False
+                ) -> SelectionSpace:
         """Build the selection space (in the caller's thread) and make it the session's.
 
         K becomes the K the options ask for (``keys``/``ratio``), else the current K if the new
@@ -263,9 +264,13 @@ class Session:
             :class:`~sp_core.selection.SelectionSpace`, checking ``cancel``): for callers
             that use the chosen K only, such as the ``reduce`` job; reading the whole space
             later (its graph, the suggested K) solves the rest then.
+        graph : bool
+            The space is browsed whole (a panel's graph, a sidebar's K): a K the options ask
+            for does not cap it (:meth:`compute_analysis`).
         """
         return self.adopt_analysis(self.compute_analysis(progress, cancel, motion, choose,
-                                                         whole_space=whole_space))
+                                                         whole_space=whole_space,
+                                                         graph=graph))
 
     def compute_analysis(self, progress: Callable[[float, str], None] | None = None,
                          cancel: CancelToken | None = None, motion: Clip | None = None,
@@ -334,22 +339,28 @@ class Session:
                                     weights=weights, stride=options.stride, pose=options.pose,
                                     max_keys=max_keys)
 
+            def selection_space(max_keys: int | None) -> SelectionSpace:
+                return SelectionSpace.from_clip(
+                    motion, pose=options.pose, nodes=options.nodes, weights=weights,
+                    time_scale=options.time_scale, cost=options.cost,
+                    cost_options=dict(options.cost_options), compose=options.compose,
+                    pins=[p.frame for p in options.pins], stride=options.stride,
+                    max_span=options.max_span, max_keys=max_keys,
+                    memory_limit=int(options.memory_gib * 1024**3),
+                    time_budget=time_budget_for(made_with, motion.n_frames),
+                    progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
+                    on_demand=None if whole_space else token.check)
+
             if options.layered:
                 report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
                 two_pass = two_passes(max_keys_for(made_with, wanted, whole))
                 space = two_pass.keyposes
             else:
-                space = SelectionSpace.from_clip(
-                    motion, pose=options.pose, nodes=options.nodes, weights=weights,
-                    time_scale=options.time_scale, cost=options.cost,
-                    cost_options=dict(options.cost_options), compose=options.compose,
-                    pins=[p.frame for p in options.pins], stride=options.stride,
-                    max_span=options.max_span,
-                    max_keys=max_keys_for(made_with, wanted, whole),
-                    memory_limit=int(options.memory_gib * 1024**3),
-                    time_budget=time_budget_for(made_with, motion.n_frames),
-                    progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
-                    on_demand=None if whole_space else token.check)
+                space = selection_space(max_keys_for(made_with, wanted, whole))
+                if wanted is not None and not space.min_keys <= wanted <= space.max_keys:
+                    # the whole space of a long take is windowed past the K asked for: the
+                    # space up to that K, as a command line's (a graph of the K it can have)
+                    space = selection_space(max_keys_for(made_with, wanted))
             notes = [*reading_notes, *space.notes]  # e.g. a long take's window
             if unscaled is not None:
                 notes.append(f"{unscaled}: K is the suggested K, not the default tolerance's")

@@ -16,7 +16,7 @@ pytest.importorskip("pytestqt")
 from choices import SUGGESTED
 from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
 
-from sp_core.errors import CapacityError  # noqa: E402
+from sp_core.errors import CapacityError, SelectionError  # noqa: E402
 from sp_core.options import Options, field_specs  # noqa: E402
 from sp_core.reduction import reduce  # noqa: E402
 from sp_core.session import Session  # noqa: E402
@@ -1001,11 +1001,13 @@ def test_fit_options_changed_during_apply_are_not_recorded_as_its_own(make_panel
     analyse(qtbot, panel)
     settled(qtbot, panel)
     qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
-    session.set_options(tangents="broken")  # as the user does while the fit runs
+    session.set_options(tangents="broken", residual_layer=True)  # while the fit runs
     qtbot.waitUntil(lambda: not panel.applying, timeout=120_000)
     assert session.last_reduction.tangents == "unified"
     assert session.last_options.fit.tangents == "unified"
-    assert "Changed during the fit, not in these layers: " in panel.status.text()
+    assert [h.kind for h in session.applied] == ["override"]  # no residual: not asked then
+    assert (f"Changed during the fit, not in these layers: {panel.option_label('tangents')}, "
+            f"{panel.option_label('residual_layer')} (") in panel.status.text()
     assert session.options.fit.tangents == "broken"  # kept for the next Apply
 
 
@@ -1022,6 +1024,7 @@ def test_an_option_changed_during_analyze_is_said_when_it_ends_and_unsaid_when_s
     text = panel.status.text()
     assert text.startswith("Analysed frames 0–600") and text.endswith(
         "stride changed since the analysis; analyse again to use it, or set it back")
+    assert panel.status.property("kind") == "error"
     session.set_options(stride=1)
     assert panel.status.text() == "The options match the analysis again."
     still = sample_clip.sub_range(0, 59).with_channels(
@@ -1061,3 +1064,27 @@ def test_reviewed_a_cancel_then_a_close_ends_the_thread_and_replace_keeps_asking
     assert len(asked) == 2  # (one apply's layers only: replaced, not stacked)
     assert [h.name for h in host.layers] == [h.name for h in session.applied]
     assert len({h.kind for h in session.applied}) == len(session.applied)
+
+
+def test_an_estimate_whose_result_cannot_be_placed_does_not_stop_the_next(make_panel, qtbot,
+                                                                          monkeypatch):
+    """A second review: an estimate's end that raised (the options naming no K: a breakdowns
+    count too high) left it counted as running, and no estimate ever started again."""
+    panel, _host, session = make_panel(options=Options().replace(keys=8))
+    analyse(qtbot, panel)
+    settled(qtbot, panel)
+    estimator = panel.estimator
+    request = estimator.request_for(8)
+    metrics = reduce(session.motion, session.keyframes(8), space="channel").metrics
+
+    def no_k(k=None):
+        raise SelectionError("100 breakdowns with 8 keyposes is out of range")
+
+    estimator._task = object()  # the estimate whose result arrives now
+    with monkeypatch.context() as patch:
+        patch.setattr(session, "labels", no_k)
+        estimator._done((request, metrics))
+    assert estimator._task is None
+    panel.request_k(9, immediately=True)
+    settled(qtbot, panel)
+    assert panel.k_box.error_label.text().startswith("K = 9: reconstruction error")

@@ -306,3 +306,19 @@ def test_reviewed_apply_keeps_to_the_options_it_was_given(clip, tmp_path, capsys
     session.set_options(accuracy=0.5)  # while it ran
     session.adopt_analysis(analysis)
     assert session.k == session.suggested_k
+
+
+def test_reviewed_a_browsed_space_offers_the_k_asked_on_a_long_take_and_more_elsewhere(clip):
+    """A second review: the panel's and the Blender sidebar's whole space was windowed past a
+    small K on a long take (K = 12 refused on 9,940 frames: "22 to 4970"), and the sidebar,
+    whose analysis still capped at the options' K, refused to browse above a ratio's K."""
+    session = Session(StandaloneHost(clip), Options().replace(ratio=0.02))
+    session.analyze(graph=True)
+    assert session.k == 8 and session.space.max_keys == 200
+    session.set_k(18)
+    # a time budget too small for the whole space windows it past K: the space up to K then
+    budget = Options().replace(suggested=True, time_budget=0.005)
+    assert Session(StandaloneHost(clip), budget).analyze(graph=True).min_keys == 3
+    session = Session(StandaloneHost(clip), budget.replace(keys=2))
+    space = session.analyze(graph=True)
+    assert space.min_keys == 2 and session.k == 2

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from PySide6 import QtCore
 
+from sp_core.errors import SalientPosesError
 from sp_core.metrics import Metrics
 from sp_core.options import FitOptions
 from sp_core.reduction import reduce
@@ -147,24 +148,31 @@ class ErrorEstimator(QtCore.QObject):
         # lambda would run in the worker)
         task.finished.connect(self._done)
         task.failed.connect(self._failed)
+        task.cancelled.connect(self._cancelled)
         self._running = request
         self._task = self.runner.start(task)
 
     def _done(self, result: tuple[Request, Metrics]) -> None:
+        self._task = None  # (first: whatever follows, the next estimate may start)
         request, metrics = result
         self.cache[request] = metrics
-        current = self.request_for(self.session.k) if self.session.k is not None else None
+        try:
+            current = self.request_for(self.session.k) if self.session.k is not None else None
+        except SalientPosesError:  # the options name no K now (a breakdowns count too high)
+            current = None
         if current == request:
             # an Apply that ended while this estimate ran has the exact figures: they stay
             exact = self._exact(request)
             self.ready.emit(request.k, self._text(request, metrics) if exact is None else exact)
-        self._task = None
         if self._pending is not None:
             self._start()
 
     def _failed(self, message: str) -> None:
+        self._task = None
         request = self._running
         self.ready.emit(request.k, f"K = {request.k}: the error cannot be measured: {message}")
-        self._task = None
         if self._pending is not None:
             self._start()
+
+    def _cancelled(self) -> None:
+        self._task = None  # (the panel closed: nothing starts again)

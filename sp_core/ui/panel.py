@@ -23,7 +23,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.host import write_report
-from sp_core.options import FitOptions, Options, field_specs, flag_of, k_for, words_of
+from sp_core.options import Options, field_specs, flag_of, k_for, words_of
 from sp_core.poses import error_unit
 from sp_core.reduction import Reduction
 from sp_core.session import Analysis, Session
@@ -304,7 +304,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             self.estimator.request(self.session.k)
             stale = self._stale()  # say at once that Apply will want a new analysis
             if stale:
-                self.show_status(stale)
+                self.show_error(stale)
             elif self._said_stale:  # (set back as it was: the red line would mislead)
                 self.show_status("The options match the analysis again.", ok=True)
             self._said_stale = bool(stale)
@@ -498,11 +498,13 @@ class SalientPosesPanel(QtWidgets.QWidget):
         # an option changed while the analysis ran: said now, not at Apply
         stale = self._stale()
         self._said_stale = bool(stale)
-        self.show_status(f"Analysed frames {space.first_frame}–{space.last_frame} in "
-                         f"{waited:.1f} s. Suggested K = "
-                         f"{s['threshold']}; cliffs at {cliffs}.{chosen}"
-                         f"{' ' + selection if selection else ''}{notes}"
-                         f"{' ' + stale if stale else ''}", ok=not stale)
+        text = (f"Analysed frames {space.first_frame}–{space.last_frame} in {waited:.1f} s. "
+                f"Suggested K = {s['threshold']}; cliffs at {cliffs}.{chosen}"
+                f"{' ' + selection if selection else ''}{notes}")
+        if stale:
+            self.show_error(f"{text} {stale}")
+        else:
+            self.show_status(text, ok=True)
         self.wand.on_analysed()
         self._update_enabled()
 
@@ -709,11 +711,13 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.progress.setValue(1000)
         self.progress.setFormat("applied")
         m = reduction.metrics
-        asked = self._apply_options.fit
-        moved = [self.option_label(f.name) for f in fields(FitOptions)
-                 if getattr(self.session.options.fit, f.name) != getattr(asked, f.name)]
-        if not moved:  # (figures of other fit options than the current ones are not kept)
-            self.estimator.remember(k, m, "as applied")
+        asked, now = self._apply_options, self.session.options
+        moved = [self.option_label(f.name) for group in ("fit", "layer")
+                 for f in fields(getattr(asked, group))
+                 if getattr(getattr(now, group), f.name) != getattr(getattr(asked, group),
+                                                                    f.name)]
+        if asked.fit == now.fit:  # (figures of other fit options than the current ones are
+            self.estimator.remember(k, m, "as applied")  # not kept)
         self.k_box.error_label.setText(describe(k, m, f"{reduction.space} fit, as applied"))
         layers = ", ".join(h.name for h in self.session.applied[kept:])  # this Apply's
         skipped = "".join(" " + sentence for sentence in write_report(self.session.host))

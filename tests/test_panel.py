@@ -1088,3 +1088,26 @@ def test_an_estimate_whose_result_cannot_be_placed_does_not_stop_the_next(make_p
     panel.request_k(9, immediately=True)
     settled(qtbot, panel)
     assert panel.k_box.error_label.text().startswith("K = 9: reconstruction error")
+
+
+def test_a_cancel_says_whether_the_kept_analysis_still_holds_and_k_waits_for_apply(
+        make_panel, qtbot):
+    """A second review's suspicions: a Cancel after an option changed while the cancelled
+    analysis ran said only that the previous result is kept (Apply then refused it); the
+    graph's K line could be dragged while Apply wrote the layers of the K pressed."""
+    panel, _host, session = make_panel(frames=(0, 900), options=Options().replace(keys=8))
+    analyse(qtbot, panel)
+    settled(qtbot, panel)
+    assert panel.graph.marker.movable
+    panel.start_analysis()
+    session.set_options(stride=2)
+    panel.cancel()
+    assert panel.status.text() == ("Analysis cancelled; the previous result is kept. stride "
+                                   "changed since the analysis; analyse again to use it, or "
+                                   "set it back")
+    assert panel.status.property("kind") == "error"
+    session.set_options(stride=1)
+    qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
+    assert panel.applying and not panel.graph.marker.movable
+    qtbot.waitUntil(lambda: not panel.applying, timeout=120_000)
+    assert panel.graph.marker.movable

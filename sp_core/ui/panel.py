@@ -396,7 +396,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             self.progress.setValue(0)
             self.progress.setFormat("cancelled")
             self._show_session_space()
-            self.show_status("Analysis cancelled; the previous result is kept.")
+            self._say_kept()
         elif self._applying is not None:
             task, self._applying = self._applying, None
             self._abandon(task)
@@ -527,8 +527,18 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.progress.setValue(0)
         self.progress.setFormat("cancelled")
         self._show_session_space()
-        self.show_status("Analysis cancelled; the previous result is kept.")
+        self._say_kept()
         self._update_enabled()
+
+    def _say_kept(self) -> None:
+        """A cancelled analysis: the previous one is kept, and whether the options still
+        describe it (one changed while the cancelled one ran: Apply would refuse)."""
+        stale = self._stale() if self.session.space is not None else ""
+        self._said_stale = bool(stale)
+        if stale:
+            self.show_error(f"Analysis cancelled; the previous result is kept. {stale}")
+        else:
+            self.show_status("Analysis cancelled; the previous result is kept.")
 
     # ------------------------------------------------------------------ K
     def request_k(self, k: int, immediately: bool = False, user: bool = False) -> None:
@@ -799,6 +809,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.analyze_button.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
         self.k_box.set_enabled(has_space and not busy)
+        # (the graph's K line too: a K chosen while Apply writes would become the keys
+        # option beside layers of the K pressed)
+        self.graph.marker.setMovable(has_space and not busy)
         self.apply_button.setEnabled(has_space and not busy)
         self.remove_button.setEnabled(bool(self.session.applied) and not busy)
 

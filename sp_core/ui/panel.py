@@ -635,7 +635,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         box.addButton(QtWidgets.QMessageBox.StandardButton.Cancel)
         box.exec()
         clicked = box.clickedButton()
-        box.deleteLater()  # (a child of the panel: every Apply again left one behind)
+        box.deleteLater()  # (a child of the panel: not kept for the panel's lifetime)
         return "replace" if clicked is replace else "add" if clicked is add else None
 
     def apply(self) -> None:

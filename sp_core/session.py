@@ -351,16 +351,22 @@ class Session:
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
                     on_demand=None if whole_space else token.check)
 
+            # a browsed space (whole) that a long take's window leaves without the K asked
+            # for is built again up to that K, as a command line's is (a graph of the K it
+            # can have)
+            first = max_keys_for(made_with, wanted, whole)
+            again = max_keys_for(made_with, wanted) if whole is not None else first
             if options.layered:
                 report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
-                two_pass = two_passes(max_keys_for(made_with, wanted, whole))
+                two_pass = two_passes(first)
+                if again != first and not two_pass.keyposes.min_keys <= (wanted or 2) \
+                        <= two_pass.keyposes.max_keys:
+                    two_pass = two_passes(again)
                 space = two_pass.keyposes
             else:
-                space = selection_space(max_keys_for(made_with, wanted, whole))
-                if wanted is not None and not space.min_keys <= wanted <= space.max_keys:
-                    # the whole space of a long take is windowed past the K asked for: the
-                    # space up to that K, as a command line's (a graph of the K it can have)
-                    space = selection_space(max_keys_for(made_with, wanted))
+                space = selection_space(first)
+                if again != first and not space.min_keys <= (wanted or 2) <= space.max_keys:
+                    space = selection_space(again)
             notes = [*reading_notes, *space.notes]  # e.g. a long take's window
             if unscaled is not None:
                 notes.append(f"{unscaled}: K is the suggested K, not the default tolerance's")

@@ -1109,5 +1109,10 @@ def test_a_cancel_says_whether_the_kept_analysis_still_holds_and_k_waits_for_app
     session.set_options(stride=1)
     qtbot.mouseClick(panel.apply_button, QtCore.Qt.MouseButton.LeftButton)
     assert panel.applying and not panel.graph.marker.movable
+    # the graph's suggestion points and the S shortcut choose no K meanwhile either (a third
+    # review: they still did)
+    panel.graph.k_requested.emit(13)
+    panel.use_suggested_k()
+    assert session.k == 8 and session.options.keys.keys == 8
     qtbot.waitUntil(lambda: not panel.applying, timeout=120_000)
     assert panel.graph.marker.movable

@@ -322,3 +322,25 @@ def test_reviewed_a_browsed_space_offers_the_k_asked_on_a_long_take_and_more_els
     session = Session(StandaloneHost(clip), budget.replace(keys=2))
     space = session.analyze(graph=True)
     assert space.min_keys == 2 and session.k == 2
+
+
+def test_reviewed_a_browsed_layered_space_offers_the_k_asked_when_windowed(sample_clip,
+                                                                           monkeypatch):
+    """A third review: the layered keypose space browsed whole (the Blender sidebar) of a
+    long take was windowed past the K asked for (refused: "K = 9 … 10 to 1491"); a smaller
+    memory limit stands in for a take of tens of thousands of frames."""
+    from sp_core import selection
+
+    v = sample_clip.channels
+    take = sample_clip.with_channels(np.concatenate([v, v[::-1], v])[:3000])
+    options = Options().replace(layered=True, leading=("lhand", "rhand"), ratio=0.003)
+    built = selection.SelectionSpace.__init__
+
+    def small(self, *args, **kwargs):
+        kwargs["memory_limit"] = 33 * 1024**2
+        built(self, *args, **kwargs)
+
+    monkeypatch.setattr(selection.SelectionSpace, "__init__", small)
+    session = Session(StandaloneHost(take), options)
+    space = session.analyze(graph=True)
+    assert session.k == 9 and space.min_keys <= 9 <= space.max_keys

@@ -546,8 +546,11 @@ class SalientPosesPanel(QtWidgets.QWidget):
 
         ``user``: the user chose this K, so it becomes the ``keys`` option.
         """
-        if self.session.space is None or self._graph_ahead:
-            return  # (the graph shows an analysis still running: its K comes when it ends)
+        if self.session.space is None or self._graph_ahead or (user and self.busy):
+            # (the graph shows an analysis still running: its K comes when it ends; a K
+            # chosen during Apply would become the keys option beside layers of the K
+            # pressed)
+            return
         space = self.session.space
         k = int(min(max(int(k), space.min_keys), space.max_keys))
         self.k_box.sync(k)
@@ -578,11 +581,13 @@ class SalientPosesPanel(QtWidgets.QWidget):
             self.request_k(self.session.k + step, user=True)
 
     def use_suggested_k(self) -> None:
+        if self.busy:  # (its shortcut too: as the K line, while Analyze or Apply runs)
+            return
         if self.binder.edit(suggested=True, keys=None, ratio=None) and self.session.space:
             self.request_k(self.session.suggested_k, immediately=True)
 
     def use_ratio(self, ratio: float) -> None:
-        if not self.binder.edit(ratio=ratio, keys=None, suggested=False):
+        if self.busy or not self.binder.edit(ratio=ratio, keys=None, suggested=False):
             return
         motion = self.session.motion
         if motion is not None and self.session.space is not None:

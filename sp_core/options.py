@@ -188,8 +188,8 @@ class AnalysisOptions:
     max_span: int | None = option(None, "int", "longest gap between keyframes (default none)",
                                   low=1, nullable=True, unit="frames", metavar="F")
     max_keys: int | None = option(None, "int", "largest K solved (default half the candidate "
-                                  "frames, raised to the K asked for)", low=2, nullable=True,
-                                  metavar="K")
+                                  "frames; on a command line, the K asked for)", low=2,
+                                  nullable=True, metavar="K")
     memory_gib: float = option(2.0, "float", "memory one analysis may use; past it the "
                                "analysis refuses and names the options that make it fit",
                                low=0.05, high=4096.0, unit="GiB", metavar="G")

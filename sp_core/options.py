@@ -1097,6 +1097,12 @@ def command_line_options(namespace: argparse.Namespace, names: Sequence[str],
             check_given(base, own)
         except OptionError as exc:
             raise OptionError(f"preset {preset}: {exc}") from None
+        if getattr(namespace, "frames", None) is not None:
+            # --frames gives the keys itself: the preset's analysis has nothing to do (its
+            # range, pins or layered mode were refused, named as flags never typed)
+            unused = [f.name for f in fields(AnalysisOptions) if f.name in own
+                      and f.name not in _READ_WITH_FRAMES]
+            base = base.replace(**{name: default_of(name) for name in unused})
     options = from_arguments(namespace, names, base=base)
     typed = [n for n in names if hasattr(namespace, n)]
     check_given(options, typed, labels)

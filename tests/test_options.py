@@ -356,3 +356,22 @@ def test_whole_numbers_are_exact_and_of_a_size_the_engine_takes():
             build({"first_frame": value})
     with pytest.raises(OptionError, match="^frames must be "):
         build({"frames": f"0,{10**12}"})
+
+
+def test_frames_given_over_a_presets_analysis_leave_it_unused(sample_path, tmp_path, capsys):
+    """A shared preset with a range or pins, and --frames on the command line: refused as
+    "--frames gives the keys itself: --range cannot apply", a flag the user never typed. The
+    flag overrides the preset: its analysis has nothing to do and goes back to the defaults
+    (its stride and nodes did already)."""
+    from sp_core.cli import main
+
+    preset = tmp_path / "studio.toml"
+    preset.write_text("[analysis]\nframe_range = [0, 200]\npins = [100]\nstride = 4\n")
+    out = tmp_path / "k.json"
+    assert main(["reduce", str(sample_path), "--preset", str(preset), "--frames", "0,100,200",
+                 "--space", "channel", "--json", str(out)]) == 0
+    analysis = json.loads(out.read_text())["options"]["analysis"]
+    assert (analysis["frame_range"], analysis["pins"], analysis["stride"]) == (None, [], 1)
+    capsys.readouterr()
+    assert main(["analyze", str(sample_path), "--preset", str(preset)]) == 0  # (it applies)
+    assert "frames 0..200" in capsys.readouterr().out

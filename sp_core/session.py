@@ -331,7 +331,6 @@ class Session:
             share = SPACE_SHARE if searching else 1.0
             report(0.02, "poses")
             whole = (motion.first_frame, motion.last_frame) if graph else None
-            two_pass = None
             weights = dict(options.weights) or None
 
             def two_passes(max_keys: int | None) -> TwoPassSpace:
@@ -351,22 +350,23 @@ class Session:
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
                     on_demand=None if whole_space else token.check)
 
-            # a browsed space (whole) that a long take's window leaves without the K asked
-            # for is built again up to that K, as a command line's is (a graph of the K it
-            # can have)
-            first = max_keys_for(made_with, wanted, whole)
-            again = max_keys_for(made_with, wanted) if whole is not None else first
+            def spaces(max_keys: int | None) -> tuple[TwoPassSpace | None, SelectionSpace]:
+                if options.layered:
+                    passes = two_passes(max_keys)
+                    return passes, passes.keyposes
+                return None, selection_space(max_keys)
+
             if options.layered:
                 report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
-                two_pass = two_passes(first)
-                if again != first and not two_pass.keyposes.min_keys <= (wanted or 2) \
-                        <= two_pass.keyposes.max_keys:
-                    two_pass = two_passes(again)
-                space = two_pass.keyposes
-            else:
-                space = selection_space(first)
-                if again != first and not space.min_keys <= (wanted or 2) <= space.max_keys:
-                    space = selection_space(again)
+            first = max_keys_for(made_with, wanted, whole)
+            two_pass, space = spaces(first)
+            again = max_keys_for(made_with, wanted)  # (first, unless the space is browsed)
+            if again != first and wanted is not None \
+                    and not space.min_keys <= wanted <= space.max_keys:
+                # a browsed space (whole) that a long take's window leaves without the K
+                # asked for is built again up to that K, as a command line's is (a graph of
+                # the K it can have)
+                two_pass, space = spaces(again)
             notes = [*reading_notes, *space.notes]  # e.g. a long take's window
             if unscaled is not None:
                 notes.append(f"{unscaled}: K is the suggested K, not the default tolerance's")
@@ -705,6 +705,7 @@ class Session:
         the session's; the panel's, as they were when Apply was pressed: what an output
         records of this apply, and its layers).
         """
+        options = options or self.options
         self.check_analysis_current(options)
         reduction = reduction or self.reduce(options=options)
         if not reduction.curves.animated.any():
@@ -717,7 +718,6 @@ class Session:
                                      f"alone ({', '.join(held[:6])}"
                                      f"{', ...' if len(held) > 6 else ''}: locked or driven)")
             raise SelectionError(_still(int(reduction.frames[0]), int(reduction.frames[-1])))
-        options = options or self.options
         options = options if name is None else options.replace(layer=name)
         layer = options.layer
         handles: list[LayerHandle] = []

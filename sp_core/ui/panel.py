@@ -415,9 +415,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             for signal in (task.progress, task.partial, task.finished, task.failed,
                            task.cancelled):
                 signal.disconnect()
-        for signal in (task.finished, task.failed, task.cancelled):
-            # (direct, as Task.start connects it: see there)
-            signal.connect(task.thread.quit, QtCore.Qt.ConnectionType.DirectConnection)
+        task.quit_on_end()
         task.cancel()
 
     def _on_progress(self, fraction: float, message: str) -> None:
@@ -650,10 +648,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
         if self.session.space is None:
             self.show_error("analyse first")
             return
-        try:
-            self.session.check_analysis_current()
-        except SalientPosesError as exc:
-            self.show_error(exc)
+        stale = self._stale()
+        if stale:
+            self.show_error(stale)
             return
         self._preview_pending()
         layer = self.session.options.layer.layer

@@ -76,6 +76,18 @@ class Task(QtCore.QObject):
         self.thread = QtCore.QThread()
         self.moveToThread(self.thread)
         self.thread.started.connect(self.run)
+        self.quit_on_end()
+        # No deleteLater on the task: Python owns it (a deferred Qt delete of an object Python
+        # also deletes crashed the cancel path); _LIVE drops it once the thread finished.
+        _LIVE[:] = [t for t in _LIVE if t.running]
+        _LIVE.append(self)
+        self.thread.start()
+        return self
+
+    def quit_on_end(self) -> None:
+        """End the thread when the work ends, however it ends (a caller that disconnected the
+        signals connects this again)."""
+        assert self.thread is not None
         for signal in (self.finished, self.failed, self.cancelled):
             # direct: the thread's own event loop is told to end from the thread itself (quit
             # is thread-safe). Queued to the UI thread, the quit waited for its event loop,
@@ -83,12 +95,6 @@ class Task(QtCore.QObject):
             # waited out the deadline, and at exit the thread was destroyed still running
             # (Qt aborts the process)
             signal.connect(self.thread.quit, QtCore.Qt.ConnectionType.DirectConnection)
-        # No deleteLater on the task: Python owns it (a deferred Qt delete of an object Python
-        # also deletes crashed the cancel path); _LIVE drops it once the thread finished.
-        _LIVE[:] = [t for t in _LIVE if t.running]
-        _LIVE.append(self)
-        self.thread.start()
-        return self
 
     @property
     def running(self) -> bool:
@@ -148,6 +154,18 @@ class TaskRunner(QtCore.QObject):
         self._alive = [t for t in self._alive if t.running]
         self._alive.append(task)
         return task.start()
+
+    def quit_on_end(self) -> None:
+        """End the thread when the work ends, however it ends (a caller that disconnected the
+        signals connects this again)."""
+        assert self.thread is not None
+        for signal in (self.finished, self.failed, self.cancelled):
+            # direct: the thread's own event loop is told to end from the thread itself (quit
+            # is thread-safe). Queued to the UI thread, the quit waited for its event loop,
+            # which a close blocks in TaskRunner.close's wait: every close with a task running
+            # waited out the deadline, and at exit the thread was destroyed still running
+            # (Qt aborts the process)
+            signal.connect(self.thread.quit, QtCore.Qt.ConnectionType.DirectConnection)
 
     @property
     def running(self) -> bool:

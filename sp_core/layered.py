@@ -214,13 +214,15 @@ class TwoPassSpace:
         Cost of the keypose space (default ``line-max``).
     max_keys : int, optional
         Most keyposes of the keypose space (default :class:`SelectionSpace`'s).
+    holds : int, optional
+        A keypose count the keypose space must offer (:class:`SelectionSpace`'s ``holds``).
     """
 
     def __init__(self, clip: Clip, leading: Sequence[str], nodes: Sequence[str] | None = None,
                  weights: Mapping[str, float] | None = None,
                  frame_range: tuple[int, int] | None = None, stride: int = 1,
                  pose: str = "positions", keypose_cost: str = "line-max",
-                 max_keys: int | None = None) -> None:
+                 max_keys: int | None = None, holds: int | None = None) -> None:
         if not leading:
             raise SelectionError("choose at least one node of the leading part")
         self.first = clip.first_frame if frame_range is None else frame_range[0]
@@ -228,7 +230,7 @@ class TwoPassSpace:
         lead = pose_matrix(clip, pose, list(leading), weights, 0.0, frame_range)
         self.body = pose_matrix(clip, pose, nodes, weights, 0.0, frame_range)
         self.keyposes = SelectionSpace(lead, first_frame=self.first, cost=keypose_cost,
-                                       stride=stride, max_keys=max_keys)
+                                       stride=stride, max_keys=max_keys, holds=holds)
         self._breakdowns: dict[int, SelectionSpace] = {}
 
     def breakdown_space(self, keyposes: int, max_keys: int | None = None) -> SelectionSpace:

@@ -89,6 +89,11 @@ class SelectionSpace:
     max_keys : int, optional
         Largest K solved (default half the candidates, or fewer for a long take; clamped to the
         number of candidates).
+    holds : int, optional
+        A K the space must offer when ``max_keys`` is left to the plan (a space shown whole
+        with a K asked for: the panel's graph): if a long take's automatic window would leave
+        it out, the space is planned as with ``max_keys = holds`` instead, as a command line
+        asking for that K plans it.
     memory_limit : int, optional
         Bytes the tables and DP arrays may use.
     time_budget : float, optional
@@ -143,6 +148,7 @@ class SelectionSpace:
         time_budget: float | None = None,
         progress: Callable[[float, str], None] | None = None,
         on_demand: Callable[[], None] | None = None,
+        holds: int | None = None,
     ) -> None:
         report = progress or (lambda fraction, message: None)
         poses = np.asarray(poses, dtype=np.float64)
@@ -182,9 +188,17 @@ class SelectionSpace:
                     "stride", options=("max_span", "stride"))
         #: what the user should know about this analysis (e.g. the window of a long take)
         self.notes: list[Note] = []
+        span = None if max_span is None else int(max_span)
         self.max_span, self.max_keys = self._plan(
-            poses.shape[1], None if max_span is None else int(max_span),
-            None if max_keys is None else int(max_keys), int(memory_limit), time_budget)
+            poses.shape[1], span, None if max_keys is None else int(max_keys),
+            int(memory_limit), time_budget)
+        if max_keys is None and holds is not None \
+                and not self._fewest_keys(self.max_span) <= holds <= self.max_keys:
+            # planned before the table is built, so the space is built once (its notes say
+            # the plan it has)
+            self.notes.clear()
+            self.max_span, self.max_keys = self._plan(poses.shape[1], span, int(holds),
+                                                      int(memory_limit), time_budget)
         band = self._band(self.max_span)
 
         # costs are translation invariant; centring keeps Gram-based sums well conditioned

@@ -333,40 +333,32 @@ class Session:
             whole = (motion.first_frame, motion.last_frame) if graph else None
             weights = dict(options.weights) or None
 
-            def two_passes(max_keys: int | None) -> TwoPassSpace:
+
+            def two_passes(max_keys: int | None, holds: int | None = None) -> TwoPassSpace:
                 return TwoPassSpace(motion, options.leading, nodes=options.nodes,
                                     weights=weights, stride=options.stride, pose=options.pose,
-                                    max_keys=max_keys)
+                                    max_keys=max_keys, holds=holds)
 
-            def selection_space(max_keys: int | None) -> SelectionSpace:
-                return SelectionSpace.from_clip(
+            # a space shown whole (graph) keeps its default K unless a long take's window
+            # would leave out the K asked for (max_keys_for)
+            max_keys = max_keys_for(made_with, wanted, whole)
+            holds = wanted if whole is not None else None
+            two_pass: TwoPassSpace | None = None
+            if options.layered:
+                report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
+                two_pass = two_passes(max_keys, holds)
+                space = two_pass.keyposes
+            else:
+                space = SelectionSpace.from_clip(
                     motion, pose=options.pose, nodes=options.nodes, weights=weights,
                     time_scale=options.time_scale, cost=options.cost,
                     cost_options=dict(options.cost_options), compose=options.compose,
                     pins=[p.frame for p in options.pins], stride=options.stride,
-                    max_span=options.max_span, max_keys=max_keys,
+                    max_span=options.max_span, max_keys=max_keys, holds=holds,
                     memory_limit=int(options.memory_gib * 1024**3),
                     time_budget=time_budget_for(made_with, motion.n_frames),
                     progress=lambda f, m: report(0.05 + (share - 0.05) * f, m),
                     on_demand=None if whole_space else token.check)
-
-            def spaces(max_keys: int | None) -> tuple[TwoPassSpace | None, SelectionSpace]:
-                if options.layered:
-                    passes = two_passes(max_keys)
-                    return passes, passes.keyposes
-                return None, selection_space(max_keys)
-
-            if options.layered:
-                report(0.05, f"keypose space of {', '.join(options.leading) or '?'}")
-            first = max_keys_for(made_with, wanted, whole)
-            two_pass, space = spaces(first)
-            again = max_keys_for(made_with, wanted)  # (first, unless the space is browsed)
-            if again != first and wanted is not None \
-                    and not space.min_keys <= wanted <= space.max_keys:
-                # a browsed space (whole) that a long take's window leaves without the K
-                # asked for is built again up to that K, as a command line's is (a graph of
-                # the K it can have)
-                two_pass, space = spaces(again)
             notes = [*reading_notes, *space.notes]  # e.g. a long take's window
             if unscaled is not None:
                 notes.append(f"{unscaled}: K is the suggested K, not the default tolerance's")

@@ -308,7 +308,8 @@ def test_reviewed_apply_keeps_to_the_options_it_was_given(clip, tmp_path, capsys
     assert session.k == session.suggested_k
 
 
-def test_reviewed_a_browsed_space_offers_the_k_asked_on_a_long_take_and_more_elsewhere(clip):
+def test_reviewed_a_browsed_space_offers_the_k_asked_on_a_long_take_and_more_elsewhere(
+        clip, monkeypatch):
     """A second review: the panel's and the Blender sidebar's whole space was windowed past a
     small K on a long take (K = 12 refused on 9,940 frames: "22 to 4970"), and the sidebar,
     whose analysis still capped at the options' K, refused to browse above a ratio's K."""
@@ -320,8 +321,26 @@ def test_reviewed_a_browsed_space_offers_the_k_asked_on_a_long_take_and_more_els
     budget = Options().replace(suggested=True, time_budget=0.005)
     assert Session(StandaloneHost(clip), budget).analyze(graph=True).min_keys == 3
     session = Session(StandaloneHost(clip), budget.replace(keys=2))
+    builds = _count_builds(monkeypatch)
     space = session.analyze(graph=True)
-    assert space.min_keys == 2 and session.k == 2
+    # planned up to K before its table is built: built once (its first, windowed build was
+    # wasted time, and the progress bar went back from 95 % to 5 %)
+    assert space.min_keys == 2 and session.k == 2 and len(builds) == 1
+
+
+def _count_builds(monkeypatch) -> list[int]:
+    """The max_keys of every selection space built from now on (each builds a table)."""
+    from sp_core import selection
+
+    builds: list[int] = []
+    start = selection.SelectionSpace._start_select
+
+    def counted(self, *args):
+        builds.append(self.max_keys)
+        start(self, *args)
+
+    monkeypatch.setattr(selection.SelectionSpace, "_start_select", counted)
+    return builds
 
 
 def test_reviewed_a_browsed_layered_space_offers_the_k_asked_when_windowed(sample_clip,
@@ -342,5 +361,7 @@ def test_reviewed_a_browsed_layered_space_offers_the_k_asked_when_windowed(sampl
 
     monkeypatch.setattr(selection.SelectionSpace, "__init__", small)
     session = Session(StandaloneHost(take), options)
+    builds = _count_builds(monkeypatch)
     space = session.analyze(graph=True)
     assert session.k == 9 and space.min_keys <= 9 <= space.max_keys
+    assert builds[0] == space.max_keys  # the keypose space built once, up to K

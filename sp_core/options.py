@@ -966,12 +966,23 @@ def preset_options(path: str | Path) -> Options:
         the preset's path (a command line's flags may be at fault too).
     """
     record = load_preset(path)
-    output = record.get("output")
-    if "overwrite" in record or (isinstance(output, dict) and "overwrite" in output):
+    given = [name for key, value in record.items()
+             for name in (value if isinstance(value, dict) else [key])]
+    if "overwrite" in given:
         # (the guide: existing files are kept unless *you* add --overwrite)
         raise OptionError(f"preset {path}: overwrite is not taken from a preset (a shared "
                           "preset would replace files for everyone who uses it); add "
                           "--overwrite to the command")
+    specs = field_specs()
+    written = [name for name in given if name in specs
+               and specs[name][0] in ("output", "batch") and specs[name][1].kind == "path"]
+    if written:
+        # (else a command without that output dropped it without a word, and one with it
+        # refused the file as if its flag had been typed)
+        name = written[0]
+        raise OptionError(f"preset {path}: {name} is a file a command writes, not an option a "
+                          "preset shares (everyone who uses it would write the same file); "
+                          f"give {flag_of(name)} on the command line")
     try:
         return Options().replace(**record)
     except OptionError as exc:

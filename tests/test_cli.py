@@ -365,6 +365,19 @@ def test_a_preset_is_an_input_and_cannot_switch_overwriting_on(sample_path, tmp_
             f"salient-poses: error: preset {loose}: overwrite is not taken from a preset (a "
             "shared preset would replace files for everyone who uses it); add --overwrite to "
             "the command")
+    # an output file in a preset: dropped by a command without it (batch), and named as a
+    # flag never typed by one with it ("--json k.json exists; add --overwrite")
+    for text, flag in (("[output]\njson = \"k.json\"\n", "--json"),
+                       ("plot = \"g.png\"\n", "--plot"), ("[batch]\nout = \"o\"\n", "--out")):
+        loose.write_text(text)
+        for command in (["reduce", clip], ["batch", clip, "--out", str(tmp_path / "b")]):
+            assert main([*command, "--preset", str(loose)]) == 2
+            name = flag.strip("-")
+            assert capsys.readouterr().err.strip() == (
+                f"salient-poses: error: preset {loose}: {name} is a file a command writes, not "
+                "an option a preset shares (everyone who uses it would write the same file); "
+                f"give {flag} on the command line")
+    assert not (tmp_path / "b").exists()
     yaml = tmp_path / "studio.yaml"
     yaml.write_text("keys: 6\n")
     assert main(["reduce", clip, "--preset", str(yaml)]) == 2

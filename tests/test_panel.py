@@ -302,6 +302,38 @@ def test_graph_draws_nothing_before_data_then_the_useful_range(make_panel, qtbot
     assert readout.wordWrap() and readout.height() >= readout.heightForWidth(readout.width())
 
 
+def test_a_still_or_two_frame_clip_says_why_the_graph_is_empty_and_ticks_whole_numbers(
+        make_panel, qtbot, sample_clip):
+    """The auditor's suspicion: a 2-frame or still clip drew an empty graph with a cost axis
+    of nothing (10^-5 to 10^5) and ticks at K = 1.5, 2.5 and frames 0.1, 0.2, ..."""
+    from sp_core.ui.axes import WholeNumberAxis
+
+    axis = WholeNumberAxis("bottom")
+    for low, high in ((0.0, 1.0), (0.98, 3.02), (-0.3, 0.4)):
+        ticks = [v for _, values in axis.tickValues(low, high, 400) for v in values]
+        assert all(float(v).is_integer() and low <= v <= high for v in ticks)
+        assert set(ticks) == set(range(int(np.ceil(low)), int(np.floor(high)) + 1))
+    from sp_core.ui.viewer import Timeline
+
+    timeline = Timeline()
+    qtbot.addWidget(timeline)
+    assert isinstance(timeline.getPlotItem().getAxis("bottom"), WholeNumberAxis)
+    many = [v for _, values in axis.tickValues(0, 2000, 400) for v in values]
+    assert 0 in many and 1000 in many and len(many) > 3  # wide views keep pyqtgraph's ticks
+    still = sample_clip.with_channels(np.repeat(sample_clip.channels[:1], 40, axis=0))
+    for clip in (still, sample_clip.sub_range(0, 1)):
+        panel, _host, session = make_panel(host=FakeHost(clip))
+        analyse(qtbot, panel)
+        graph = panel.graph
+        assert graph.nothing.toPlainText().startswith("every K has cost 0")
+        assert not graph.plot.getAxis("left").style["showValues"]
+        assert panel.graph.plot.getAxis("bottom").__class__ is WholeNumberAxis
+    panel, _host, session = make_panel()
+    analyse(qtbot, panel)
+    assert panel.graph.nothing.toPlainText() == ""
+    assert panel.graph.plot.getAxis("left").style["showValues"]
+
+
 def drag(qtbot, widget, start, end, steps=12):
     """A real mouse drag: press, moves with the button held, release."""
     qtbot.mousePress(widget, QtCore.Qt.MouseButton.LeftButton, pos=start)

@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from sp_core.selection import SelectionSpace
+from sp_core.ui.axes import WholeNumberAxis
 
 #: Maya's colours: red for keys (and the current K), green for breakdowns.
 KEY_RED = "#e0443e"
@@ -61,7 +62,8 @@ class ErrorGraph(QtWidgets.QWidget):
         self.cost_label = "selection cost"
         self.unit = "pose units"
         self._k: int | None = None
-        self.plot_widget = pg.PlotWidget(background="#26282b")
+        self.plot_widget = pg.PlotWidget(background="#26282b",
+                                          axisItems={"bottom": WholeNumberAxis("bottom")})
         self.plot_widget.setMinimumSize(120, 180)  # the axis label fits (a tab page scrolls)
         self.plot = self.plot_widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.15)
@@ -94,6 +96,11 @@ class ErrorGraph(QtWidgets.QWidget):
                                       hoverPen=pg.mkPen("#ff9999", width=3))
         self.marker.sigDragged.connect(self._marker_dragged)
         self.plot.addItem(self.marker)
+        # said in the plot when no K has a cost to draw (a still clip or 2 frames: every K
+        # has cost 0, which a log axis cannot show)
+        self.nothing = pg.TextItem("", color="#bbbbbb", anchor=(0.5, 0.5))
+        self.nothing.setParentItem(self.plot.vb)
+        self.plot.vb.sigResized.connect(self._place_nothing)
         self.placeholder = QtWidgets.QLabel(
             "Press Analyze: this graph then shows, for every number of keys K, how well the "
             "best K keys describe the motion. Drag the red line to choose K.")
@@ -206,6 +213,11 @@ class ErrorGraph(QtWidgets.QWidget):
         self.star_label.setAnchor((1, 1.2) if k is not None and k > (low + high) / 2
                                   else (0, 1.2))
 
+    def _place_nothing(self, *_args: object) -> None:
+        box = self.plot.vb.boundingRect()
+        self.nothing.setPos(box.center())
+        self.nothing.setTextWidth(max(80.0, 0.9 * box.width()))
+
     def _redraw(self) -> None:
         self.stack.setCurrentIndex(0 if self.space is None else 1)
         self.reset_button.setEnabled(self.space is not None)
@@ -233,6 +245,14 @@ class ErrorGraph(QtWidgets.QWidget):
         keys, errors = self._values(self.space)
         self.set_second(self.second)  # the breakdown space follows the axis too
         self.curve.setData(keys, errors)
+        costs = self.space.errors[np.isfinite(self.space.errors)]
+        zero = len(keys) == 0 and bool((costs == 0).all())
+        self.nothing.setText("every K has cost 0: the poses lie on the lines between any two "
+                             "keys (nothing moves, or too few frames)" if zero else "")
+        self.plot.getAxis("left").setStyle(showValues=not zero)  # (no cost to read off)
+        if zero:
+            self.plot.vb.setYRange(0, 1)
+            self._place_nothing()
         marks = [k for k in self.cliffs if k != self.suggested_k and self._y(k) is not None]
         self.suggested.setData(marks, [self._y(k) for k in marks], data=marks)
         k = self.suggested_k

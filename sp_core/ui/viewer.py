@@ -7,6 +7,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from sp_core.standalone import StandaloneHost
+from sp_core.ui.axes import WholeNumberAxis
 
 ORIGINAL = (150, 150, 150)
 SCENE = (111, 168, 220)
@@ -75,7 +76,7 @@ class Timeline(pg.PlotWidget):
     frame_requested = QtCore.Signal(int)
 
     def __init__(self) -> None:
-        super().__init__(background="#1e1f22")
+        super().__init__(background="#1e1f22", axisItems={"bottom": WholeNumberAxis("bottom")})
         self.setMaximumHeight(70)
         self.setMouseEnabled(x=False, y=False)
         self.setMenuEnabled(False)

@@ -11,6 +11,7 @@ from PySide6 import QtWidgets
 from sp_core.errors import SalientPosesError
 from sp_core.options import Options
 from sp_core.ui.analysis_box import form_layout
+from sp_core.ui.axes import WholeNumberAxis
 from sp_core.ui.bindings import Binder
 from sp_core.ui.worker import readable
 
@@ -72,7 +73,8 @@ class PropagateTab(QtWidgets.QWidget):
             box.setRange(-10**7, 10**7)
             region.addWidget(box)
         form.addRow("region", region)
-        self.plot = pg.PlotWidget(background="#26282b")
+        self.plot = pg.PlotWidget(background="#26282b",
+                                  axisItems={"bottom": WholeNumberAxis("bottom")})
         self.plot.setMinimumHeight(140)
         self.plot.setLabel("bottom", "frame")
         self.plot.setLabel("left", "share of the edit")  # the falloff: 1 at the posed frame

@@ -42,7 +42,7 @@ from scipy.spatial.transform import Rotation
 
 from sp_core.clip import Clip
 from sp_core.curves import KeyedCurves
-from sp_core.errors import Note, SalientPosesError
+from sp_core.errors import ClipError, Note, SalientPosesError
 from sp_core.euler import unwrap_euler
 from sp_core.host import (
     HostError,
@@ -510,7 +510,11 @@ class BlenderHost:
             blender[:, inside] = in_parent_frame(points[:, np.asarray(point_index)[inside]],
                                                  carried[:, c])
         miss = np.linalg.norm(clip.positions - blender, axis=-1)
-        reach = max(clip.height(), float(np.abs(blender).max(initial=0.0)))
+        try:
+            size = clip.height()
+        except ClipError:  # one bone: no body to measure, the distance it travels is the reach
+            size = 0.0
+        reach = max(size, float(np.abs(blender).max(initial=0.0)))
         if miss.size and miss.max() > FK_TOLERANCE * reach:
             f, n = np.unravel_index(int(np.argmax(miss)), miss.shape)
             self.notes.append(
@@ -993,8 +997,10 @@ def _keyed_span(obj: Any) -> tuple[int, int] | None:
 
 def _height(obj: Any, world: np.ndarray) -> float | None:
     """The whole armature's rest height in scene units (bone heads and leaf tails along the
-    world's Z), as a clip of every bone measures it; None when it has none."""
+    world's Z), as a clip of every bone measures it; None when it has none (one bone)."""
     bones = obj.data.bones
+    if len(bones) < 2:  # a bone's length is no body's size (as a clip of one joint says)
+        return None
     points = [b.head_local for b in bones] + [b.tail_local for b in bones if not b.children]
     up = (np.asarray(points, dtype=np.float64) @ world[:3, :3].T)[:, 2]
     extent = float(np.ptp(up)) if len(up) else 0.0

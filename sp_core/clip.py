@@ -549,13 +549,20 @@ class Clip:
         Raises
         ------
         ClipError
-            If every node stays at one point, so no size can be measured.
+            If every node stays at one point, or the skeleton has one joint (End Sites aside),
+            so no size can be measured.
         """
         up_axis = self.up_axis if up_axis is None else up_axis
         if up_axis.lower() not in UP_AXES:
             raise ClipError(f"up axis must be one of x, y, z; got {up_axis!r}")
         if self.character_height is not None and up_axis.lower() == self.up_axis:
             return self.character_height
+        if np.count_nonzero(~self.end_sites) < 2:
+            # one joint is no body: an End Site's offset (or a host's bone length: Blender's
+            # BVH importer gives a joint without one 0.1 units) is not a character's size,
+            # and the hosts measured different ones for the same file
+            raise ClipError(f"clip {self.name!r} has one joint, no body whose size the errors "
+                            "can be measured against")
         rest = self.rest_positions()
         extent = np.ptp(rest, axis=0)
         for value in (extent[UP_AXES[up_axis.lower()]], extent.max()):

@@ -353,7 +353,7 @@ def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
 
 def size_unknown(clip: Clip) -> str | None:
     """Why the character's size cannot be measured, so that its errors have no millimetres
-    (a single joint without an End Site: every node at one point), or None."""
+    (a skeleton of one joint, or every node at one point), or None."""
     return _scale(clip)[1]
 
 

@@ -305,6 +305,37 @@ def test_an_armature_without_animation_is_said_so_not_called_locked(scene):
         session.apply()
 
 
+def test_a_one_bone_armature_has_no_size_and_gets_the_command_lines_k(tmp_path):
+    """A one-joint BVH: Blender's importer makes a bone of 0.1 units, which was taken as the
+    character's height (K = 33 by the tolerance, against the command line's suggested K = 5);
+    a bone's length is no body's size, as one joint's End Site is not."""
+    from sp_core.io.bvh import read_bvh
+    from sp_core.options import Options
+
+    t = np.arange(120)
+    rows = np.stack([0.5 * t, 10 + 3 * np.sin(t / 7), 2 * np.cos(t / 11), 20 * np.sin(t / 9),
+                     15 * np.cos(t / 13), (5 * t) % 360], axis=1)
+    path = tmp_path / "one.bvh"
+    path.write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0 0\n  CHANNELS 6 Xposition Yposition "
+                    "Zposition Zrotation Xrotation Yrotation\n}\nMOTION\nFrames: 120\n"
+                    "Frame Time: 0.0333333\n"
+                    + "\n".join(" ".join(f"{v:.4f}" for v in row) for row in rows) + "\n")
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.import_anim.bvh(filepath=str(path), frame_start=1, update_scene_fps=True,
+                            use_fps_scale=False)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 120
+    assert len(bpy.context.view_layer.objects.active.data.bones) == 1
+    session = Session(BlenderHost(), Options())
+    session.analyze()
+    from sp_core.standalone import StandaloneHost
+
+    reference = Session(StandaloneHost(read_bvh(path)), Options())
+    reference.analyze()
+    assert session.k == reference.k == session.suggested_k
+    assert any("one joint, no body" in str(note) for note in session.notes)
+
+
 def test_a_scaled_armature_and_a_missing_armature_get_clear_messages(scene):
     obj = bpy.data.objects[scene.object_name]
     obj.scale = (0.01, 0.01, 0.01)

@@ -434,25 +434,28 @@ def test_a_presets_frames_mean_nothing_to_analyze_and_a_batch_keeps_the_preset(
         "JSON only), got -")
 
 
-def test_a_skeleton_without_a_size_has_no_mm_tolerance(tmp_path, capsys):
-    """One joint and no End Site: every node is at one point, so no height scales its errors
-    to millimetres. The default tolerance gives way to the suggested K (said), the errors are
-    said in scene units, and a tolerance asked for is refused (it judged scene units as mm)."""
+@pytest.mark.parametrize("end_site", ["", "  End Site\n  {\n    OFFSET 0 4 0\n  }\n"])
+def test_a_skeleton_without_a_size_has_no_mm_tolerance(tmp_path, capsys, end_site):
+    """One joint (an End Site or not): no body's height scales its errors to millimetres (an
+    End Site's offset is no character's size, nor the 0.1-unit bone Blender's importer makes of
+    a joint without one: Blender chose another K than the command line). The default
+    tolerance gives way to the suggested K (said), the errors are said in scene units, and a
+    tolerance asked for is refused (it judged scene units as mm)."""
     t = np.linspace(0.0, 4.0, 120)
     rows = np.stack([10 * np.sin(t), 90 + np.cos(2 * t), 5 * t, 20 * np.sin(3 * t),
                      10 * t, 5 * np.cos(t)], axis=1)
     path = tmp_path / "root.bvh"
     path.write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0 0\n  CHANNELS 6 Xposition Yposition "
-                    "Zposition Zrotation Xrotation Yrotation\n}\nMOTION\nFrames: 120\nFrame "
-                    "Time: 0.0083333\n" + "\n".join(" ".join(f"{v:.6f}" for v in row)
-                                                  for row in rows) + "\n")
+                    f"Zposition Zrotation Xrotation Yrotation\n{end_site}}}\nMOTION\n"
+                    "Frames: 120\nFrame Time: 0.0083333\n"
+                    + "\n".join(" ".join(f"{v:.6f}" for v in row) for row in rows) + "\n")
     assert main(["reduce", str(path)]) == 0
     out = capsys.readouterr().out
     assert "Keys       the suggested K = " in out
     assert "scene units (no mm: see the note)" in out and "character scaled" not in out
-    assert ("Note       the character's size cannot be measured (clip 'root' has no measurable "
-            "size: every node is at one point): K is the suggested K, not the default "
-            "tolerance's") in out
+    assert ("Note       the character's size cannot be measured (clip 'root' has one joint, no "
+            "body whose size the errors can be measured against): K is the suggested K, not the "
+            "default tolerance's") in out
     # a corrective budget of its own is spent without the tolerance's stop (20 "mm" would be
     # read as 20 scene units), as at a K the user chose
     assert main(["reduce", str(path), "--corrective-budget", "10%"]) == 0

@@ -94,8 +94,18 @@ def test_height_of_degenerate_skeletons():
                 fps=24)
     assert flat.height() == 3.0  # no Y extent: falls back to the largest rest extent
     point = Clip(["a"], [-1], [[0, 0, 0]], [False], [], np.zeros((2, 0)), fps=24)
-    with pytest.raises(ClipError, match="no measurable size"):
+    with pytest.raises(ClipError, match="has one joint, no body"):
         point.height()
+    # one joint and its End Site: the End Site's offset is no body's size
+    tip = Clip(["a", "a_end"], [-1, 0], [[0, 0, 0], [0, 5, 0]], [False, True], [],
+               np.zeros((2, 0)), fps=24)
+    with pytest.raises(ClipError, match="has one joint, no body"):
+        tip.height()
+    assert tip._derived(character_height=2.0).height() == 2.0  # a host's measure of the body
+    still = Clip(["a", "b"], [-1, 0], [[0, 0, 0], [0, 0, 0]], [False, False], [],
+                 np.zeros((2, 0)), fps=24)
+    with pytest.raises(ClipError, match="no measurable size"):
+        still.height()
     moving = Clip(["a", "b"], [-1, 0], [[0, 0, 0], [0, 0, 0]], [False, False],
                   ["b.Xposition"], [[0.0], [2.0]], fps=24)
     assert moving.height() == 2.0  # one point at rest: the largest extent of a frame's pose

@@ -158,6 +158,10 @@ def _space_summary(result: Result) -> str:
     s = space.suggestions(options.accuracy, options.significance)
     k = s["threshold"]
     share = space.normalised_errors()[k - space.min_keys]
+    # layered: the suggestion is the three-layer choice below (what --suggested writes); the
+    # keypose space's own threshold rule is said as such
+    rule = "the keypose space's threshold rule" if result.labels is not None \
+        else "threshold rule"
     return "\n".join([
         f"Analysis   {space.cost.name}, compose={space.compose}, frames "
         f"{space.first_frame}..{space.last_frame}, {len(space.candidates)} candidates, "
@@ -165,7 +169,11 @@ def _space_summary(result: Result) -> str:
         f"Time       table {space.timings['table_s']:.3f} s, selection "
         f"{space.timings['select_s']:.3f} s (estimate for two idle cores "
         f"{space.estimated_s:.2f} s)",
-        f"Suggested  threshold rule K = {k}: pose error {space.error(k):.4g} "
+        *([f"Suggested  the three-layer rule's {result.keys} keyposes (below; "
+           "--suggested writes them)"] if result.labels is not None else []),
+        f"{'' if result.labels is None else '           '}"
+        f"{'Suggested  ' if result.labels is None else ''}{rule} K = {k}: pose error "
+        f"{space.error(k):.4g} "
         f"{error_unit(options.pose, space.cost.squared)} ("
         f"{100 * share:.1f} % of the largest pose distance), keys "
         f"{', '.join(map(str, space.keyframes(k)))}",

@@ -434,8 +434,10 @@ class Session:
         made the selection space, and the tolerance when it chooses K (it chose K when the
         analysis ran). Empty before any analysis.
 
-        Not counted: the options read afterwards (:data:`READ_LIVE`); in keyposes +
-        breakdowns mode, those its spaces do not use (:data:`NOT_LAYERED`); a pin's name or
+        Not counted: the options read afterwards (:data:`READ_LIVE`; in keyposes + breakdowns
+        mode the accuracy and significance do count when the analysis made its automatic
+        three-layer choice with them); in keyposes + breakdowns mode, those its spaces do not
+        use (:data:`NOT_LAYERED`); a pin's name or
         note; a frame range naming the frames analysed; more memory or time for an analysis
         that needed no window.
         """
@@ -445,6 +447,10 @@ class Session:
         ignored = set(READ_LIVE)
         if made.analysis.layered and now.analysis.layered:
             ignored |= NOT_LAYERED
+            if self.automatic is not None:
+                # the three-layer choice the analysis made (and suggests) is of the accuracy
+                # and significance of then: other ones choose other keyposes (seconds of work)
+                ignored -= {"accuracy", "significance"}
         changed = [f.name for group in ("input", "analysis")
                    for f in fields(getattr(now, group)) if f.name not in ignored
                    and self._analysed_as(f.name, made) != self._analysed_as(f.name, now)]
@@ -539,8 +545,16 @@ class Session:
 
     @property
     def suggestions(self) -> dict[str, Any]:
+        """The space's suggestions (:meth:`SelectionSpace.suggestions`) at the options'
+        accuracy and significance; in keyposes + breakdowns mode the suggested K
+        (``threshold``) is the keyposes of the analysis' automatic three-layer choice, which
+        Analyze starts at and ``reduce --layered --suggested`` writes (the keypose space's own
+        threshold rule chose 10 keyposes on the sample against its 16)."""
         options = self.analysis
-        return self._require_space().suggestions(options.accuracy, options.significance)
+        found = self._require_space().suggestions(options.accuracy, options.significance)
+        if self.automatic is not None and self.two_pass is not None:
+            found = {**found, "threshold": len(self.automatic.keyposes)}
+        return found
 
     @property
     def suggested_k(self) -> int:
@@ -562,10 +576,19 @@ class Session:
         k = self.k if k is None else k
         assert k is not None
         extra = self.analysis.breakdowns
-        if self.automatic is not None and extra is None and k == len(self.automatic.keyposes):
+        if self.automatic is not None and extra is None and k == len(self.automatic.keyposes) \
+                and self._automatic_current():
             return self.automatic
         return self.two_pass.selection(k, None if extra is None else k + extra,
                                        accuracy=self.analysis.accuracy)
+
+    def _automatic_current(self) -> bool:
+        """Whether the analysis' automatic selection is made with the accuracy and significance
+        of now (both read live: after a change it is not what these options give; the rules
+        for K keyposes at the options' accuracy are, as on a command line)."""
+        made, now = self.analysed, self.analysis
+        return made is not None and (made.analysis.accuracy, made.analysis.significance) \
+            == (now.accuracy, now.significance)
 
     def automatic_selection(self, motion: Clip | None = None, options: Options | None = None
                             ) -> LayeredSelection:

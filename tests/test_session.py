@@ -10,7 +10,7 @@ import pytest
 from choices import SUGGESTED
 from fake_host import FakeHost
 
-from sp_core.errors import OptionError, SelectionError
+from sp_core.errors import OptionError, SalientPosesError, SelectionError
 from sp_core.host import Host, HostError
 from sp_core.options import Options
 from sp_core.reduction import constant_channels
@@ -365,3 +365,38 @@ def test_reviewed_a_browsed_layered_space_offers_the_k_asked_when_windowed(sampl
     space = session.analyze(graph=True)
     assert session.k == 9 and space.min_keys <= 9 <= space.max_keys
     assert builds[0] == space.max_keys  # the keypose space built once, up to K
+
+
+def test_layered_suggests_the_automatic_choice_and_its_options_ask_for_a_new_analysis(
+        sample_clip):
+    """An audit: in keyposes + breakdowns mode the suggested K (the graph's star, Suggested) was
+    the keypose space's threshold rule (10 keyposes on the sample) where Analyze and
+    ``reduce --layered --suggested`` give the three-layer choice (16); and after accuracy or
+    significance changed, that choice (of the old values) stayed at its K, unflagged, where
+    the same options elsewhere give other keys."""
+    options = Options().replace(layered=True, leading=("RightWrist",), space="channel")
+    session = Session(StandaloneHost(sample_clip), options)
+    session.analyze()
+    automatic = session.automatic
+    assert automatic is not None
+    assert session.k == session.suggested_k == len(automatic.keyposes) == 16
+    assert session.space.suggestions(0.05, 0.1)["threshold"] != 16  # (what was suggested)
+    assert session.keyframes().tolist() == automatic.frames.tolist()
+    session.set_options(accuracy=0.2)
+    assert session.changed_since_analysis() == ("accuracy",)
+    with pytest.raises(SalientPosesError, match="accuracy"):
+        session.check_analysis_current()
+    # at K = 16 now: what these options give for 16 keyposes (a command line's --keys 16)
+    asked = Session(StandaloneHost(sample_clip), options.replace(keys=16, accuracy=0.2))
+    asked.analyze()
+    assert session.keyframes(16).tolist() == asked.keyframes().tolist()
+    session.set_options(accuracy=0.05, significance=0.5)
+    assert session.changed_since_analysis() == ("significance",)
+    session.set_options(significance=0.1)
+    assert session.changed_since_analysis() == ()
+    assert session.keyframes(16).tolist() == automatic.frames.tolist()
+    # plain mode reads them live, as before
+    plain = Session(StandaloneHost(sample_clip), Options().replace(suggested=True))
+    plain.analyze()
+    plain.set_options(accuracy=0.2)
+    assert plain.changed_since_analysis() == ()

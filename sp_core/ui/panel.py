@@ -428,7 +428,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
         yet."""
         self._graph_ahead = ahead
         options = self.session.analysis
-        s = space.suggestions(options.accuracy, options.significance)
+        s = self.session.suggestions if space is self.session.space \
+            else space.suggestions(options.accuracy, options.significance)
         self.graph.set_space(space, s["threshold"], s["cliffs"], f"{space.cost.name} cost",
                              error_unit(options.pose, space.cost.squared))
         return s

@@ -408,7 +408,7 @@ def _edited_pose(clip: Clip, args: argparse.Namespace, options: Options) -> np.n
 
 
 def cmd_propagate(args: argparse.Namespace, options: Options) -> int:
-    from sp_core.falloff import PoseGraph, pose_edit, propagate, wand_poses
+    from sp_core.falloff import clip_graph, pose_edit, propagate
     from sp_core.io.bvh import write_bvh
 
     out, wand, analysis = options.output, options.wand, options.analysis
@@ -421,10 +421,13 @@ def cmd_propagate(args: argparse.Namespace, options: Options) -> int:
     clip = load_clip(args.clip, options)
     edited = _edited_pose(clip, args, options)
     nodes = list(analysis.nodes) if analysis.nodes else None
-    graph = PoseGraph(wand_poses(clip, analysis.pose, nodes), first_frame=clip.first_frame,
-                      sigma=wand.sigma, eigen=wand.eigen, time_scale=analysis.time_scale)
+    graph = clip_graph(clip, analysis.pose, nodes, dict(analysis.weights) or None,
+                       analysis.time_scale, wand.sigma, wand.eigen)
     weights = graph.weights(wand.frame, region=analysis.frame_range, mode=wand.mode)
     channels = propagate(clip, pose_edit(clip, wand.frame, edited), weights)
+    if not np.any(channels != clip.channels):  # (the panel refuses it too)
+        raise UsageError(f"the edit changes nothing at frame {wand.frame}: give offsets in "
+                         f"{flag_of('edit')} or another pose in {flag_of('edited_bvh')}")
     write_bvh(clip.with_channels(channels), out.bvh)
     if out.falloff:
         rows = "\n".join(f"{f},{w:.6f}" for f, w in zip(clip.frames, weights, strict=True))

@@ -93,6 +93,11 @@ def solve_parameter(t: np.ndarray, out_dt: np.ndarray, in_dt: np.ndarray,
     return u.reshape(shape)
 
 
+#: What a key of a layered selection is (Maya's and Blender's key types, MotionBuilder's marks).
+KEYPOSE = "keypose"
+BREAKDOWN = "breakdown"
+LABELS = (KEYPOSE, BREAKDOWN)
+
 @dataclass(frozen=True)
 class KeyedCurves:
     """Keys on shared frames for a set of channels, with Bézier handles.
@@ -112,7 +117,8 @@ class KeyedCurves:
     tangents : str
         The tangent mode the handles were fitted with.
     labels : list of str, optional
-        Per key, ``"keypose"`` or ``"breakdown"`` when the keys come from a layered selection.
+        Per key, ``"keypose"`` or ``"breakdown"`` (:data:`LABELS`) when the keys come from a
+        layered selection.
     """
 
     channel_names: list[str]

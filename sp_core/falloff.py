@@ -15,6 +15,7 @@ node's Euler order continuously (no flips).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,11 @@ DENSE_LIMIT = 2500
 NEIGHBOURS = 30
 #: Local mode: the edit stops where the falloff first drops below this on either side.
 LOCAL_FLOOR = 0.02
+#: Second-smallest Laplacian eigenvalue under which the pose graph has fallen apart (a sigma
+#: far under the poses' distances: no frame is similar to another, the Green's function is
+#: undefined and its falloff was noise scaled to [0, 1]; the sample at sigma 0.1: every frame
+#: at 1). At sigma 0.5 on the sample it is 2e-9, at its default 0.007.
+CONNECTED = 1e-10
 
 
 def wand_poses(clip: Clip, pose: str = "positions", nodes: list[str] | None = None,
@@ -45,6 +51,18 @@ def wand_poses(clip: Clip, pose: str = "positions", nodes: list[str] | None = No
     """Poses for pose similarity: :func:`sp_core.poses.pose_matrix` with positions taken
     relative to the root, so the steps of a walk look alike wherever they happen."""
     return pose_matrix(clip, pose, nodes, weights, root_relative=True)
+
+
+def clip_graph(clip: Clip, pose: str = "positions", nodes: Sequence[str] | None = None,
+               weights: Mapping[str, float] | None = None, time_scale: float = 0.0,
+               sigma: float | None = None, eigen: int = EIGEN) -> PoseGraph:
+    """The pose graph of ``clip`` with the analysis options every front passes (the command
+    line left out the weights, the panel the time scale: the same options gave other
+    falloffs)."""
+    poses = wand_poses(clip, pose, None if nodes is None else list(nodes),
+                       dict(weights) if weights else None)
+    return PoseGraph(poses, first_frame=clip.first_frame, sigma=sigma, eigen=eigen,
+                     time_scale=time_scale)
 
 
 class PoseGraph:
@@ -86,8 +104,9 @@ class PoseGraph:
         tree = cKDTree(poses)
         k = min(NEIGHBOURS, n - 1)
         distances, neighbours = tree.query(poses, k=k + 1)
+        adapted = float(np.median(distances[:, -1])) or 1.0
         if sigma is None:
-            sigma = float(np.median(distances[:, -1])) or 1.0
+            sigma = adapted
         if not sigma > 0:
             raise SelectionError(f"sigma must be positive, got {sigma}")
         self.sigma = float(sigma)
@@ -114,6 +133,13 @@ class PoseGraph:
         order = np.argsort(values)[::-1]  # largest adjacency eigenvalue = smallest Laplacian
         self.laplacian_values = np.clip(1.0 - values[order], 0.0, None)
         self.vectors = vectors[:, order]
+        if not self.still and self.laplacian_values[1] < CONNECTED:
+            raise SelectionError(
+                f"sigma {self.sigma:.4g} is too small for this motion: no pose is within reach "
+                "of another, so the edit has nowhere to spread (a smaller sigma makes fewer "
+                "poses alike; it does not narrow the falloff in time: the region and local mode "
+                f"do); raise sigma (this motion's own is {adapted:.4g}) or leave it unset",
+                options=("sigma",))
 
     def green_row(self, frame: int) -> np.ndarray:
         """G(i, ·) for host frame ``frame``, skipping the first (constant-like) eigenpair."""
@@ -139,7 +165,8 @@ class PoseGraph:
         Returns
         -------
         (n_frames,) float64 in [0, 1]
-            1 on the whole region when every frame has the same pose.
+            1 on the whole region when every frame has the same pose; 0 at the region's
+            edges inside the clip, faded in and out over at most a quarter of the region.
         """
         if mode not in MODES:
             raise SelectionError(f"mode must be 'local' or 'global', got {mode!r}")
@@ -157,6 +184,7 @@ class PoseGraph:
             weights[lo:hi + 1] = np.clip((inside - low) / (top - low), 0.0, 1.0)
         else:
             weights[lo:hi + 1] = 1.0
+        weights[lo:hi + 1] *= _fades(lo, hi, i, self.n_frames)
         if mode == "local":
             left = i
             while left > lo and weights[left - 1] > LOCAL_FLOOR:
@@ -174,6 +202,23 @@ class PoseGraph:
             raise SelectionError(f"frame {frame} is outside the analysed frames "
                                  f"{self.first_frame}..{self.first_frame + self.n_frames - 1}")
         return row
+
+
+def _fades(lo: int, hi: int, edited: int, n: int) -> np.ndarray:
+    """(hi - lo + 1,) factors in [0, 1] that take the falloff to 0 at a region's edges inside
+    the clip (rows ``lo``, ``hi`` of ``n``): a smoothstep over half the way from the edge to the
+    edited row, at most a quarter of the region. Without it the edit popped in at the edge (a
+    30-degree step from one frame to the next); the clip's own ends and an edge on the edited
+    frame need none."""
+    rows = np.arange(lo, hi + 1, dtype=np.float64)
+    factors = np.ones(len(rows))
+    for edge, inward in ((lo, 1.0), (hi, -1.0)):
+        if edge in (0, n - 1) or edge == edited:
+            continue
+        length = max(1.0, min(abs(edited - edge) / 2.0, (hi - lo) / 4.0))
+        t = np.clip(inward * (rows - edge) / length, 0.0, 1.0)
+        factors *= t * t * (3.0 - 2.0 * t)
+    return factors
 
 
 @dataclass(frozen=True)
@@ -231,6 +276,10 @@ def propagate(clip: Clip, edit: PoseEdit, weights: np.ndarray) -> np.ndarray:
     v_j + w_j · Δv.
     """
     weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != (clip.n_frames,) or not np.all(np.isfinite(weights)):
+        raise SelectionError(f"the falloff must be {clip.n_frames} finite weights, one per frame "
+                             f"of the motion, got shape {weights.shape}"
+                             + ("" if weights.shape != (clip.n_frames,) else " with a NaN"))
     channels = clip.channels.copy()
     for node, delta in edit.rotations.items():
         columns = clip._rotation_index[node]

@@ -31,12 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from sp_core.clip import Clip
+from sp_core.curves import BREAKDOWN, KEYPOSE
 from sp_core.errors import SelectionError
-from sp_core.poses import pose_matrix
+from sp_core.poses import node_names, pose_matrix
 from sp_core.selection import SIGNIFICANCE, SelectionSpace
 
-KEYPOSE = "keypose"
-BREAKDOWN = "breakdown"
 #: Default accuracies of the three layers (normalised errors, see
 #: :meth:`SelectionSpace.threshold_choice`): coarse segments, then keyposes, then breakdowns.
 SEGMENT_ACCURACY = 0.2
@@ -142,10 +141,11 @@ def layered_selection(clip: Clip, leading: Sequence[str], nodes: Sequence[str] |
         fraction of its mean speed over the two neighbouring segments, or when its path turns
         sharply there (see :func:`extremes`).
     """
+    leading = node_names(leading) or []
     if not leading:
         raise SelectionError("choose at least one node of the leading part")
     first = clip.first_frame if frame_range is None else frame_range[0]
-    lead = pose_matrix(clip, pose, list(leading), weights, 0.0, frame_range)
+    lead = pose_matrix(clip, pose, leading, weights, 0.0, frame_range)
     body = pose_matrix(clip, pose, nodes, weights, 0.0, frame_range)
     last = first + len(lead) - 1
     top = SelectionSpace(lead, first_frame=first, cost="line-max", stride=stride,
@@ -223,11 +223,12 @@ class TwoPassSpace:
                  frame_range: tuple[int, int] | None = None, stride: int = 1,
                  pose: str = "positions", keypose_cost: str = "line-max",
                  max_keys: int | None = None, holds: int | None = None) -> None:
+        leading = node_names(leading) or []
         if not leading:
             raise SelectionError("choose at least one node of the leading part")
         self.first = clip.first_frame if frame_range is None else frame_range[0]
         self.stride = stride
-        lead = pose_matrix(clip, pose, list(leading), weights, 0.0, frame_range)
+        lead = pose_matrix(clip, pose, leading, weights, 0.0, frame_range)
         self.body = pose_matrix(clip, pose, nodes, weights, 0.0, frame_range)
         self.keyposes = SelectionSpace(lead, first_frame=self.first, cost=keypose_cost,
                                        stride=stride, max_keys=max_keys, holds=holds)

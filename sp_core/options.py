@@ -338,7 +338,10 @@ class WandOptions:
     edited_bvh: str | None = option(None, "path", "the edited pose is this file's --frame",
                                     nullable=True, suffix=".bvh", fronts=frozenset({CLI}),
                                     metavar="E.bvh")
-    sigma: float | None = option(None, "float", "kernel width (default: adapted to the motion)",
+    sigma: float | None = option(None, "float", "how alike two poses must be to share the edit "
+                                 "(kernel width; default: adapted to the motion); well under "
+                                 "it few poses are alike and the edit follows the timeline, "
+                                 "wider (a region keeps it short)",
                                  low=1e-6, high=1e6, nullable=True, unit="pose units",
                                  metavar="S")
     eigen: int = option(12, "int", "eigenpairs of the Green's function", low=2, high=500,

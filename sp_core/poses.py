@@ -47,6 +47,14 @@ def node_reach(clip: Clip) -> np.ndarray:
     return np.where(reach > 0, reach, bone)
 
 
+def node_names(nodes: str | Sequence[str] | None) -> list[str] | None:
+    """``nodes`` as a list of names: one name is one node (a script's ``"RightWrist"`` was
+    read letter by letter: "no node named 'R'")."""
+    if nodes is None:
+        return None
+    return [nodes] if isinstance(nodes, str) else list(nodes)
+
+
 def pose_matrix(
     clip: Clip,
     space: str = "positions",
@@ -88,6 +96,7 @@ def pose_matrix(
     if frame_range is not None:
         clip = clip.sub_range(*frame_range)
     _refuse_non_finite(clip)
+    nodes = node_names(nodes)
     if nodes is None:
         index = (list(range(clip.n_nodes)) if space == "positions"
                  else sorted(set(clip.channel_nodes.tolist())))

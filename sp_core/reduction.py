@@ -19,7 +19,7 @@ import numpy as np
 
 from sp_core.clip import Clip
 from sp_core.corrective import CorrectiveKeys, budget_keys, correct
-from sp_core.curves import KeyedCurves
+from sp_core.curves import LABELS, KeyedCurves
 from sp_core.errors import ClipError, ReductionError
 from sp_core.fitting import (
     FIT_OBJECTIVES,
@@ -290,6 +290,11 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
         missing = [int(f) for f in keys if int(f) not in labels]
         if missing:
             raise ReductionError(f"no label for keyframe {missing[0]}")
+        unknown = [(int(f), labels[int(f)]) for f in keys if labels[int(f)] not in LABELS]
+        if unknown:  # (written as a plain key before: a typo lost the breakdown)
+            frame, label = unknown[0]
+            raise ReductionError(f"keyframe {frame} is labelled {label!r}; a label is "
+                                 f"{' or '.join(map(repr, LABELS))}")
         curves = dataclasses.replace(curves, labels=[str(labels[int(f)]) for f in keys])
     reduced = curves.dense()
     reduced[:, ~animated] = values[:1, ~animated]

@@ -30,7 +30,7 @@ import numpy as np
 
 from sp_core.clip import Clip
 from sp_core.errors import OptionError, SalientPosesError, SelectionError
-from sp_core.falloff import PoseGraph, pose_edit, propagate, wand_poses
+from sp_core.falloff import PoseGraph, clip_graph, pose_edit, propagate
 from sp_core.host import Host, LayerHandle, SparseLayers, host_step
 from sp_core.layered import LayeredSelection, TwoPassSpace, layered_selection
 from sp_core.options import (
@@ -808,11 +808,11 @@ class Session:
             raise SelectionError("analyse first: the falloff needs the motion")
         eigen = self.options.wand.eigen if eigen is None else coerce("eigen", eigen)
         sigma = coerce("sigma", sigma)
-        key = (sigma, int(eigen))
+        a = self.analysis
+        key = (sigma, int(eigen), a.pose, a.nodes, a.weights, a.time_scale)
         if self._graph is None or self._graph[0] != key or self._graph[1] is not self.motion:
-            graph = PoseGraph(wand_poses(self.motion, self.analysis.pose, self.analysis.nodes,
-                                         dict(self.analysis.weights) or None),
-                              first_frame=self.motion.first_frame, sigma=sigma, eigen=eigen)
+            graph = clip_graph(self.motion, a.pose, a.nodes, dict(a.weights) or None,
+                               a.time_scale, sigma, eigen)
             self._graph = (key, self.motion, graph)
         return self._graph[2]
 

@@ -181,4 +181,67 @@ def test_a_still_take_takes_the_edit_in_full_on_every_frame(mode):
     graph = PoseGraph(poses, first_frame=1001)
     np.testing.assert_array_equal(graph.weights(1050, mode=mode), np.ones(90))
     region = graph.weights(1050, region=(1040, 1060), mode=mode)
-    assert region.sum() == 21 and region[39:60].min() == 1.0
+    # full on the region's middle, faded in and out over its edges (no pop there either)
+    assert region[44:55].min() == 1.0 and region[39] == region[59] == 0.0
+    assert np.all(np.diff(region[39:45]) > 0) and np.all(np.diff(region[54:60]) < 0)
+    assert np.count_nonzero(region) == 19
+
+
+def test_an_audit_of_the_wand(sample_clip, sample_path, tmp_path, capsys):
+    """An audit's findings: a sigma far under the poses' distances spread noise scaled to
+    [0, 1] over the whole clip (weight 1 at both ends); a region made the edit pop in at its
+    edge (0 on one frame, 1 on the next: a 30-degree step); the panel's falloff left out the
+    time scale; an edit of nothing was written;
+    weights of the wrong length met scipy's broadcasting error."""
+    from sp_core.cli import main
+    from sp_core.falloff import clip_graph
+    from sp_core.options import Options
+    from sp_core.session import Session
+    from sp_core.standalone import StandaloneHost
+
+    poses = pose_matrix(sample_clip)
+    with pytest.raises(SelectionError, match=r"^sigma 0.1 is too small for this motion: no "
+                                             r"pose is within reach of another.*this motion's "
+                                             r"own is [0-9.]+\) or leave it unset$"):
+        PoseGraph(poses, sigma=0.1)
+    graph = PoseGraph(poses)
+    for region in ((380, 700), (300, 440), (0, 500), (350, 993)):
+        weights = graph.weights(400, region=region, mode="global")
+        lo, hi = region
+        assert weights[400] == 1.0 and np.all(weights[:lo] == 0) and np.all(weights[hi + 1:] == 0)
+        for edge in (lo, hi):
+            if edge not in (0, 993, 400):
+                assert weights[edge] == 0.0  # the edit fades in and out inside the region
+        assert np.abs(np.diff(weights)).max() < 0.35  # no pop (1.0 in one frame before)
+    # a region that starts on the edited frame starts with it in full (it cannot fade)
+    assert graph.weights(400, region=(400, 993), mode="global")[400] == 1.0
+    free = graph.weights(400, mode="global")
+    assert free[0] > 0 or free[993] > 0 or np.count_nonzero(free) > 100  # the clip's ends: no fade
+    # every front's falloff from the same options
+    options = Options().replace(time_scale=0.1, weights=(("RightWrist", 3.0),))
+    session = Session(StandaloneHost(sample_clip), options.replace(suggested=True))
+    session.analyze()
+    expected = clip_graph(sample_clip, "positions", None, {"RightWrist": 3.0}, 0.1)
+    np.testing.assert_allclose(session.pose_graph().weights(400), expected.weights(400),
+                               atol=1e-9)
+    assert not np.allclose(expected.weights(400), graph.weights(400), atol=1e-3)
+    csv = tmp_path / "w.csv"
+    edit = tmp_path / "edit.json"
+    edit.write_text('{"offsets": {"Hips.Yposition": 2.0}}')
+    assert main(["propagate", str(sample_path), "--frame", "400", "--edit", str(edit),
+                 "--time-scale", "0.1", "--bvh", str(tmp_path / "o.bvh"), "--falloff",
+                 str(csv)]) == 0
+    written = np.loadtxt(csv, delimiter=",", skiprows=1)[:, 1]
+    timed = clip_graph(sample_clip, time_scale=0.1)
+    np.testing.assert_allclose(written, timed.weights(400), atol=1e-6)
+    edit.write_text('{"offsets": {}}')
+    assert main(["propagate", str(sample_path), "--frame", "400", "--edit", str(edit),
+                 "--bvh", str(tmp_path / "none.bvh")]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "the edit changes nothing at frame 400: give offsets in --edit or another pose in "
+        "--edited-bvh")
+    assert not (tmp_path / "none.bvh").exists()
+    change = pose_edit(sample_clip, 400, sample_clip.channels[400] + 1.0)
+    with pytest.raises(SelectionError, match=r"^the falloff must be 994 finite weights, one per "
+                                             r"frame of the motion, got shape \(10,\)$"):
+        propagate(sample_clip, change, np.ones(10))

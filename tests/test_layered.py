@@ -108,6 +108,21 @@ def test_reduce_refuses_missing_labels(sample_clip):
 
     with pytest.raises(ReductionError, match="no label for keyframe 500"):
         reduce(sample_clip, [0, 500, 993], labels={0: KEYPOSE, 993: KEYPOSE})
+    # (a typo was written as a plain key: the breakdown lost)
+    with pytest.raises(ReductionError, match="^keyframe 500 is labelled 'breakdwon'; a label is "
+                                             "'keypose' or 'breakdown'$"):
+        reduce(sample_clip, [0, 500, 993], labels={0: KEYPOSE, 500: "breakdwon", 993: KEYPOSE})
+
+
+def test_one_leading_node_may_be_named_without_a_list(sample_clip):
+    """An audit: ``layered_selection(clip, "RightWrist")`` read the name letter by letter ("no
+    node named 'R'"), where Blender's ``api.reduce(leading="RightWrist")`` took it whole."""
+    short = sample_clip.sub_range(0, 300)
+    named = layered_selection(short, "RightWrist", nodes="RightWrist")
+    listed = layered_selection(short, ["RightWrist"], nodes=["RightWrist"])
+    assert named.frames.tolist() == listed.frames.tolist() and named.labels == listed.labels
+    assert TwoPassSpace(short, "RightWrist").keyposes.keyframes(5).tolist() == \
+        TwoPassSpace(short, ["RightWrist"]).keyposes.keyframes(5).tolist()
 
 
 @pytest.mark.parametrize("frames, keys", [(3, 3), (5, 3), (4, None)])

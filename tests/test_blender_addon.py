@@ -668,7 +668,7 @@ def test_apply_writes_onto_the_armature_analysed_and_a_new_file_forgets_it(scene
         assert ui.STATE.message.startswith(f"Applied {ui.STATE.session.k} keys to "
                                            f"{alice.name} over frames {FIRST}..")
         assert bob.animation_data is None
-        assert [t.name for t in alice.animation_data.nla_tracks][-1] == "salientPoses"
+        assert "salientPoses" in [t.name for t in alice.animation_data.nla_tracks]
         path = tmp_path / "scene.blend"
         bpy.ops.wm.save_as_mainfile(filepath=str(path))
         bpy.ops.wm.open_mainfile(filepath=str(path))

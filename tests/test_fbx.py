@@ -340,8 +340,9 @@ def test_rotation_orders_pre_and_post_rotations(tmp_path, take):
 
 
 def test_units_and_up_axis_come_from_the_file(tmp_path):
+    # (two joints: one joint alone has no body whose height could be measured)
     joints = [Joint("hips", None, (0, 0, 90), rotation_keys={"T": np.zeros((3, 3))}),
-              Joint("head", "hips", (0, 0, 80))]
+              Joint("neck", "hips", (0, 0, 50)), Joint("head", "neck", (0, 0, 30))]
     path = write_fbx(tmp_path / "z_up.fbx", joints, ["T"], n_frames=3, unit_cm=100.0,
                      up_axis=2)
     clip = read_clip(path)

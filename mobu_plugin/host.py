@@ -810,7 +810,7 @@ class MobuHost:
                 if take.GetLayer(index).Name == handle.token:
                     take.RemoveLayer(index)
                     return
-            raise HostError(f"removing layer {handle.name!r}: it is no longer in the take")
+            # not in the take (an undo took it away, the user deleted it): removed already
 
     @contextmanager
     def undo_chunk(self, label: str) -> Iterator[None]:

@@ -110,7 +110,8 @@ class Host(Protocol):
         """Key ``residual`` (n_frames, n_channels) on every frame into a new additive layer."""
 
     def remove_layer(self, handle: LayerHandle) -> None:
-        """Delete a layer this tool created."""
+        """Delete a layer this tool created; one no longer in the scene (an undo took it away,
+        the user deleted it) is removed already: nothing happens."""
 
     def undo_chunk(self, label: str) -> AbstractContextManager[None]:
         """Everything inside is one undo step; on an exception the host rolls it back."""

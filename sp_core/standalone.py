@@ -168,8 +168,8 @@ class StandaloneHost:
     def remove_layer(self, handle: LayerHandle) -> None:
         try:
             layer = self._layer(handle)
-        except HostError:
-            raise HostError(f"removing layer {handle.name!r}: no such layer") from None
+        except HostError:  # an undo took it away: removed already (the Host contract)
+            return
         # (by identity: a layer's == would compare its arrays)
         self._layers = [kept for kept in self._layers if kept is not layer]
         self._notify("layers")

@@ -193,6 +193,23 @@ def test_undo_restores_the_scene_exactly(scene):
     assert scene.state() == before
 
 
+def test_remove_and_replace_after_an_undo_of_the_apply(scene):
+    """An audit: after the host's undo took an Apply's layers away, Remove and a replacing
+    Apply failed for good ("removing layer 'salientPoses': no such layer") on the standalone
+    host and MotionBuilder: a layer no longer in the scene is removed already."""
+    session = analysed(scene, residual=True)
+    before = scene.state()
+    session.apply()
+    scene.undo()
+    session.remove()
+    assert scene.state() == before and not session.applied
+    session.apply()
+    scene.undo()
+    session.apply(replace=True)
+    session.remove()
+    assert scene.state() == before
+
+
 def test_remove_takes_the_layers_away(scene):
     session = analysed(scene, residual=True)
     before = scene.state()

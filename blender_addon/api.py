@@ -15,7 +15,7 @@ from typing import Any
 
 from blender_addon.host import BlenderHost
 from sp_core.jobs import Job, Result, run_job
-from sp_core.options import Options, host_fields
+from sp_core.options import Options, host_fields, keyword_options
 from sp_core.selection import SelectionSpace
 from sp_core.session import Session
 
@@ -28,7 +28,7 @@ def options_for(roots: Sequence[str] | None = None, **options: Any) -> Options:
     """Checked options (:class:`sp_core.errors.OptionError` names a bad or unknown one)."""
     if roots:
         options["roots"] = list(roots)
-    return Options().replace(**options)
+    return keyword_options(**options)
 
 
 def analyse(roots: Sequence[str] | None = None, armature: str | None = None,

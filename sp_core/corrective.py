@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sp_core.clip import Clip
+from sp_core.errors import ReductionError
 from sp_core.reweighting import worst_first_weights
 from sp_core.tree_jacobian import TreeLayout, pose
 
@@ -120,13 +121,29 @@ class CorrectiveKeys:
 
 
 def budget_keys(budget: str | None, original_keys: int) -> int:
-    """Keys a budget option (``"300"`` keys or ``"2%"`` of the original keys) allows."""
+    """Keys a budget option (``"300"`` keys or ``"2%"`` of the original keys) allows.
+
+    Raises
+    ------
+    ReductionError
+        Not a whole number of keys >= 0 nor a percentage in [0, 100] (from a script: the
+        command line's schema refuses these first; ``"abc"`` met float's ValueError, ``-5``
+        and ``"150%"`` were taken).
+    """
     if budget is None:
         return 0
     text = str(budget).strip()
-    if text.endswith("%"):
-        return int(round(float(text[:-1]) / 100.0 * original_keys))
-    return int(text)
+    try:
+        if text.endswith("%"):
+            share = float(text[:-1])
+            if 0.0 <= share <= 100.0:
+                return int(round(share / 100.0 * original_keys))
+        elif int(text) >= 0:
+            return int(text)
+    except ValueError:
+        pass
+    raise ReductionError(f"corrective_budget must be a whole number of keys >= 0 or a "
+                         f"percentage in [0, 100] such as 2%, got {budget!r}")
 
 
 class _Channel:

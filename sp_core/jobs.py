@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 
 from sp_core.clip import Clip
+from sp_core.errors import OptionError
 from sp_core.host import Host, LayerHandle
 from sp_core.io.atomic import OutputGuard, atomic_open, write_text
 from sp_core.io.readers import read_clip
-from sp_core.options import Options, build, key_choice
+from sp_core.options import Options, applied, build, key_choice
 from sp_core.reduction import Reduction, constant_channels
 from sp_core.selection import SelectionSpace
 from sp_core.session import CancelToken, Session
@@ -53,7 +54,8 @@ class Job:
 
     def __post_init__(self) -> None:
         if self.command not in COMMANDS:
-            raise ValueError(f"command must be one of {COMMANDS}, got {self.command!r}")
+            raise OptionError(f"command must be one of {', '.join(COMMANDS)}, got "
+                              f"{self.command!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"input": self.input, "command": self.command, "apply": self.apply,
@@ -61,6 +63,10 @@ class Job:
 
     @classmethod
     def from_dict(cls, record: dict[str, Any]) -> Job:
+        if not isinstance(record, dict) or "input" not in record:
+            raise OptionError("a job record holds 'input' (the motion file; '' for a host's "
+                              "scene), and 'options', 'command' and 'apply' if not the "
+                              "defaults")
         return cls(str(record["input"]), build(record.get("options", {})),
                    str(record.get("command", "reduce")), bool(record.get("apply", False)))
 
@@ -278,7 +284,9 @@ def reduction_file_record(reduction: Reduction, source: str, fps: float, options
 
     record = reduction_record(reduction, source, fps)
     del record["timings"]
-    record["options"] = options.to_dict(RESULT_GROUPS)
+    # (values the other options leave nothing to do are their defaults: the block is a
+    # preset giving the same result, also when a script's options held such values)
+    record["options"] = applied(options).to_dict(RESULT_GROUPS)
     return record
 
 
@@ -313,7 +321,7 @@ def space_record(result: Result) -> dict[str, Any]:
         "cost": space.cost.name,
         "compose": space.compose,
         "max_keys": space.max_keys,
-        "options": job.options.to_dict(RESULT_GROUPS),
+        "options": applied(job.options).to_dict(RESULT_GROUPS),
         "timings": {k: round(v, 6) for k, v in space.timings.items()},
         "space": [{"keys": int(k), "error": float(e) if np.isfinite(e) else None,
                    "frames": space.keyframes(int(k)).tolist() if np.isfinite(e) else None}

@@ -59,8 +59,11 @@ class Metrics:
         return f"mean {self.mean:.4g}, max {self.max:.4g} scene units"
 
     def record(self) -> dict:
-        """JSON-ready summary (without the per-channel table)."""
-        return {"mean_mm": self.mean_mm, "max_mm": self.max_mm, "mean": self.mean,
+        """JSON-ready summary (without the per-channel table); no mm (null) where the
+        character's size is unknown (``mean`` and ``max`` are in scene units)."""
+        mm = self.scaled
+        return {"mean_mm": self.mean_mm if mm else None, "max_mm": self.max_mm if mm else None,
+                "mean": self.mean,
                 "max": self.max, "worst_node": self.worst_node, "worst_frame": self.worst_frame,
                 "keys": self.keys, "pose_keys": self.pose_keys,
                 "corrective_keys": self.corrective_keys, "original_keys": self.original_keys}

@@ -548,6 +548,10 @@ def _items(value: Any) -> list[Any]:
         return [v.strip() for v in value.split(",") if v.strip()]
     if isinstance(value, (list, tuple)):
         return list(value)
+    if getattr(value, "ndim", None) == 1 and hasattr(value, "tolist"):
+        # a numpy vector (what SelectionSpace.keyframes returns: frames=space.keyframes(k)
+        # was refused)
+        return list(value.tolist())
     raise TypeError
 
 
@@ -1061,6 +1065,21 @@ def from_arguments(namespace: argparse.Namespace, names: Sequence[str],
     """Options from parsed flags (only those given), over a preset and the defaults."""
     given = {n: getattr(namespace, n) for n in names if hasattr(namespace, n)}
     return build(given, base=base, labels={n: flag_of(n) for n in field_specs()})
+
+
+def keyword_options(**given: Any) -> Options:
+    """The options a script gives by keyword (the hosts' Python APIs): the defaults with
+    ``given``, held to what a command line's flags are (:func:`check_given`: ``smoothness``
+    without the smooth tangents was dropped without a word where the command line refuses it).
+
+    Raises
+    ------
+    OptionError
+        A bad value, an unknown option, or one the others leave with nothing to do.
+    """
+    options = Options().replace(**given)
+    check_given(options, given)
+    return options
 
 
 def applied(options: Options, names: Iterable[str] | None = None) -> Options:

@@ -508,7 +508,9 @@ class SelectionSpace:
         rows = np.union1d(rows, [0, n - 1]).astype(np.int64)
         pin_rows = []
         for p in sorted(set(pins)):
-            if int(p) != p or not first <= p <= self.last_frame:
+            if int(p) != p:
+                raise SelectionError(f"pinned frame {p} is not a whole frame number")
+            if not first <= p <= self.last_frame:
                 raise SelectionError(f"pinned frame {p} is outside the range "
                                      f"{first}..{self.last_frame}")
             row = int(p) - first

@@ -123,6 +123,10 @@ class Session:
     def __init__(self, host: Host, options: Options | None = None) -> None:
         self.host = host
         self.options = options or Options()
+        if hasattr(host, "read_first_frame"):  # a host that read a file (standalone)
+            # the file was read with it: what the outputs' options blocks record, so that as a
+            # preset they give the same frames (they said null: frames from 0, not 1001)
+            self.options = self.options.replace(first_frame=host.read_first_frame)
         self.space: SelectionSpace | None = None
         self.motion: Clip | None = None
         self.k: int | None = None
@@ -165,8 +169,17 @@ class Session:
     def set_options(self, labels: Mapping[str, str] | None = None, **changes: Any) -> Options:
         """Change options by field name (checked; :class:`OptionError` on a bad value, naming
         each option as ``labels`` does, by its field name without) and emit
-        ``options_changed``."""
+        ``options_changed``.
+
+        A K given (``keys``) that the analysis holds becomes the current K (:meth:`set_k`), as
+        a K picked in the panel becomes the option: a script's ``set_options(keys=20)`` after
+        :meth:`analyze` kept the K the analysis chose, and wrote its keys beside ``keys: 20``.
+        """
         self.options = build(changes, base=self.options, labels=labels)
+        k = self.options.keys.keys
+        if changes.get("keys") is not None and k is not None and k != self.k \
+                and self.space is not None and self.space.min_keys <= k <= self.space.max_keys:
+            self.set_k(k)
         self._emit("options_changed", self.options)
         return self.options
 
@@ -654,6 +667,15 @@ class Session:
         if frames is None:
             self._require_space()
             assert self.motion is not None and self.k is not None
+            # the analysis' K must be what the options describe (apply checks the same; a
+            # script's reduce() returned the old keys under the new options)
+            self.check_analysis_current(options)
+            asked = options.keys.keys
+            if asked is not None and asked != self.k:
+                assert self.space is not None
+                raise SelectionError(
+                    f"keys {asked} is not in this analysis (K {self.space.min_keys} to "
+                    f"{self.space.max_keys}; K = {self.k} now): analyse again", options=("keys",))
             frames, labels = self.keyframes(self.k), self.labels(self.k)
         elif self.motion is None:
             self.motion = self.read_motion()

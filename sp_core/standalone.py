@@ -54,9 +54,11 @@ class StandaloneHost:
 
     name = "Standalone"
 
-    def __init__(self, clip: Clip, source: str = "") -> None:
+    def __init__(self, clip: Clip, source: str = "", first_frame: int | None = None) -> None:
         self.clip = clip
         self.source = source or clip.name
+        #: the ``first_frame`` input option ``source`` was read with (None: the file's own)
+        self.read_first_frame = first_frame
         self.preview: list[int] = []
         self.preview_labels: list[str] | None = None
         self.listeners: list[Callable[[str], None]] = []
@@ -69,7 +71,8 @@ class StandaloneHost:
 
     @classmethod
     def from_file(cls, path: str | Path, first_frame: int | None = None) -> StandaloneHost:
-        return cls(read_clip(path, first_frame=first_frame), source=str(path))
+        return cls(read_clip(path, first_frame=first_frame), source=str(path),
+                   first_frame=first_frame)
 
     # ------------------------------------------------------------------ scene queries
     @property

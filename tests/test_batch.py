@@ -521,3 +521,62 @@ def test_a_rerun_whose_glob_names_an_output_goes_on(takes, tmp_path, capsys):
                  *BASE, "--workers", "1"]) == 0
     assert "2 of 2 takes reduced (1 done earlier, skipped)" in capsys.readouterr().out
     assert (folder / "walk.reduced.bvh").read_bytes() == reduced
+
+
+def test_an_audit_of_the_batchs_machine_readable_outputs(takes, tmp_path, capsys):
+    """A pipeline TD's audit: two batches into one folder at once both ended with exit 0 and
+    a manifest and summaries that kept one batch's takes; a ``--json-log`` reader that stopped
+    reading ended the batch with exit 1, no word and the previous summary in place; the log's
+    take events lacked the summary's output files; in the keyposes + breakdowns mode the
+    summary's ``keys`` counted the breakdowns; ``mean_mm`` held scene units where the size is
+    unknown."""
+    import csv
+
+    from sp_core.batch.run import _folder_lock
+
+    out = tmp_path / "out"
+    out.mkdir()
+    inputs = [str(takes / "take0.bvh"), str(takes / "take1.bvh")]
+    with _folder_lock(out):  # a batch running there
+        assert main(["batch", *inputs, "--out", str(out), "--suggested"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"salient-poses: error: another batch is writing into {out}; wait for it to end or "
+        "choose another --out")
+    assert not (out / "manifest.json").exists()
+    # a log reader that reads one line and goes
+    command = [sys.executable, "-m", "sp_core.cli", "batch", *inputs, "--out", str(out),
+               "--suggested", "--json-log"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert json.loads(process.stdout.readline())["event"] == "start"
+    process.stdout.close()
+    assert process.wait(timeout=120) == 0
+    assert b"the --json-log reader closed standard output" in process.stderr.read()
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    # every take event carries the row of the summary, output files included
+    again = tmp_path / "again"
+    done = subprocess.run([*command[:-4], "--out", str(again), "--suggested", "--json-log"],
+                          capture_output=True, text=True, timeout=120)
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    taken = [e for e in events if e["event"] == "take"]
+    assert sorted(e["keys_json"] for e in taken) == [str(again / "take0.keys.json"),
+                                                   str(again / "take1.keys.json")]
+    # layered: keys is K, the keyposes
+    layered = tmp_path / "layered"
+    assert main(["batch", inputs[0], "--out", str(layered), "--layered", "--leading",
+                 "RightWrist", "--space", "channel"]) == 0
+    row = next(csv.DictReader((layered / "summary.csv").open()))
+    record = json.loads((layered / "take0.keys.json").read_text())
+    assert int(row["keys"]) == record["labels"].count("keypose") < len(record["frames"])
+    # one joint: no mm
+    one = tmp_path / "one.bvh"
+    one.write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0 0\n  CHANNELS 6 Xposition Yposition "
+                   "Zposition Zrotation Xrotation Yrotation\n}\nMOTION\nFrames: 30\nFrame "
+                   "Time: 0.0333333\n" + "\n".join(f"{i * 0.5} {10 + i % 7} 0 {3 * i} 0 {i}"
+                                                   for i in range(30)) + "\n")
+    single = tmp_path / "single"
+    assert main(["batch", str(one), "--out", str(single)]) == 0
+    row = next(csv.DictReader((single / "summary.csv").open()))
+    assert row["mean_mm"] == row["max_mm"] == "" and row["status"] == "ok"
+    metrics = json.loads((single / "one.keys.json").read_text())["metrics"]
+    assert metrics["mean_mm"] is None and metrics["mean"] > 0

@@ -294,7 +294,8 @@ def test_bad_reduce_input(sample_clip, kwargs, message):
 def test_nan_channels_are_refused(sample_clip):
     values = sample_clip.channels.copy()
     values[40, 5] = np.nan
-    with pytest.raises(ReductionError, match="NaN or infinity in frames 0 to 100"):
+    with pytest.raises(ReductionError, match=rf"^{sample_clip.channel_names[5]} is not a number "
+                                             r"\(NaN or infinity\) at frame 40; fix that key$"):
         reduce(sample_clip.with_channels(values), [0, 50, 100])
 
 

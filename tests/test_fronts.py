@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import re
 
 import numpy as np
 import pytest
@@ -190,3 +191,22 @@ def test_each_front_says_the_options_an_error_names_its_own_way():
     assert said(pickle.loads(pickle.dumps(note)), str.upper) == \
         "keys at most 9 frames apart (MAX_SPAN 9)"
     assert said("plain text max_span", flag_of) == "plain text max_span"
+
+
+def test_the_maya_api_refuses_what_the_command_line_refuses(sample_clip):
+    """An audit: the hosts' Python APIs built options without the command line's check, so
+    ``smoothness`` without the smooth tangents (and the rest :func:`check_given` refuses) was
+    dropped without a word; the command line refuses each."""
+    from maya_plugin import api
+    from sp_core.errors import OptionError
+
+    build_scene(sample_clip, first=FIRST)
+    for given, said in ((dict(keys=5, smoothness=3.0), "smoothness applies to the smooth "
+                         "tangents only (tangents smooth); drop it or add that"),
+                        (dict(keys=5, space="channel", world_iterations=3),
+                         "world_iterations applies to the world fit only"),
+                        (dict(frames=[FIRST, FIRST + 20, FIRST + 39], stride=4),
+                         "frames gives the keys itself: stride cannot apply")):
+        with pytest.raises(OptionError, match=f"^{re.escape(said)}"):
+            api.reduce(["Hips"], **given)
+    assert not any(la.override for la in STATE.scene.layers)  # nothing written

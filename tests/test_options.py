@@ -74,7 +74,9 @@ def test_every_host_field_reaches_the_host_api_and_batches():
                      "breakdowns": 1, "keys": 4, "ratio": 0.5, "frames": [0, 5],
                      "out": "o", "frame_range": (0, 9), "tolerance": (2.0, 20.0),
                      "corrective_budget": "2%", "time_budget": 5.0}[name]
-        options = api.options_for(**{name: value})
+        # (smoothness given is held to the smooth tangents, as on a command line)
+        options = api.options_for(**{name: value},
+                                  **({"tangents": "smooth"} if name == "smoothness" else {}))
         assert getattr(getattr(options, field_specs()[name][0]), name) == coerce(name, value)
     import argparse
 

@@ -175,8 +175,8 @@ def test_batch_never_reduces_its_own_outputs(short_clip, tmp_path, capsys):
     args = ["batch", str(folder), "--out", str(folder), "--keys", "6", "--space", "channel",
             "--workers", "1"]
     assert main(args) == 0
-    written = ["manifest.json", "summary.csv", "summary.json", "walk.bvh", "walk.keys.json",
-               "walk.reduced.bvh"]
+    written = [".salient-poses.lock", "manifest.json", "summary.csv", "summary.json",
+               "walk.bvh", "walk.keys.json", "walk.reduced.bvh"]
     assert sorted(p.name for p in folder.iterdir()) == written
     stamp = (folder / "walk.keys.json").stat().st_mtime_ns
     capsys.readouterr()
@@ -191,7 +191,8 @@ def test_batch_never_reduces_its_own_outputs(short_clip, tmp_path, capsys):
         assert main(["batch", str(folder), "--out", str(out_folder), "--keys", "6", "--space",
                      "channel", "--workers", "1"]) == 0
     assert sorted(p.name for p in out_folder.iterdir()) == [
-        "manifest.json", "summary.csv", "summary.json", "walk.keys.json", "walk.reduced.bvh"]
+        ".salient-poses.lock", "manifest.json", "summary.csv", "summary.json", "walk.keys.json",
+        "walk.reduced.bvh"]
 
 
 def test_batch_refuses_files_it_did_not_write(short_clip, tmp_path, capsys):

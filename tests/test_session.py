@@ -400,3 +400,82 @@ def test_layered_suggests_the_automatic_choice_and_its_options_ask_for_a_new_ana
     plain.analyze()
     plain.set_options(accuracy=0.2)
     assert plain.changed_since_analysis() == ()
+
+
+def test_an_api_audit_of_the_session(sample_clip, sample_path, tmp_path):
+    """A pipeline TD's audit: ``reduce()`` after analysis options changed returned the old keys
+    under the new options; ``set_options(keys=20)`` after ``analyze()`` kept the analysis' K
+    and wrote ``keys: 20`` beside its frames; a file opened at frame 1001 recorded
+    ``first_frame: null`` (as a preset: frames from 0); a script's options block held values
+    that did not apply (refused as a preset); ``frames`` and ``pins`` refused numpy arrays;
+    a corrective budget of 'abc', -5 or 150 % met a ValueError or was taken."""
+    import json
+
+    from sp_core.errors import ReductionError
+    from sp_core.jobs import write_keys_json
+    from sp_core.options import preset_options
+    from sp_core.reduction import reduce
+
+    session = Session(StandaloneHost(sample_clip), Options().replace(suggested=True))
+    session.analyze()
+    session.set_options(cost="line-max", stride=4)
+    with pytest.raises(SelectionError, match="^cost, stride changed since the analysis"):
+        session.reduce()
+    session.set_options(cost="line-sse", stride=1)
+    session.set_options(keys=20)
+    assert session.k == 20 and len(session.reduce().curves.frames) == 20
+    session.set_options(keys=900)  # not in this analysis (2 to 497): said, not ignored
+    assert session.k == 20
+    with pytest.raises(SelectionError, match=r"^keys 900 is not in this analysis \(K 2 to 497; "
+                                             r"K = 20 now\): analyse again$"):
+        session.reduce()
+    # the options block of a file opened at 1001, with a value that does not apply
+    host = StandaloneHost.from_file(sample_path, first_frame=1001)
+    opened = Session(host, Options().replace(keys=5, space="channel", smoothness=3.0))
+    opened.analyze()
+    target = tmp_path / "k.json"
+    write_keys_json(opened.reduce(), host.source, host.fps, opened.options, str(target))
+    block = json.loads(target.read_text())["options"]
+    assert block["input"]["first_frame"] == 1001 and block["fit"]["smoothness"] == 1.0
+    preset = tmp_path / "p.json"
+    preset.write_text(json.dumps(block))
+    again = Session(StandaloneHost.from_file(sample_path, first_frame=1001),
+                    preset_options(preset))
+    again.analyze()
+    assert again.keyframes().tolist() == opened.keyframes().tolist()
+    assert again.keyframes()[0] == 1001
+    # numpy vectors where frames are asked for
+    frames = opened.space.keyframes(5)
+    assert Options().replace(frames=frames).keys.frames == tuple(frames)
+    assert [p.frame for p in Options().replace(pins=frames[1:3]).analysis.pins] == \
+        frames[1:3].tolist()
+    for budget in ("abc", -5, "150%", "-3%"):
+        with pytest.raises(ReductionError, match="^corrective_budget must be a whole number of "
+                                                 "keys >= 0 or a percentage in"):
+            reduce(sample_clip, [0, 500, 993], space="channel", corrective_budget=budget)
+
+
+def test_the_api_says_what_is_wrong_in_its_own_errors(sample_clip):
+    """An audit: a bad command met ValueError, a job record without its input KeyError, a
+    batch without its folder an empty AssertionError; a fractional pin was 'outside the range';
+    a NaN in ``reduce`` named neither the channel nor the frame."""
+    from sp_core.batch import run_batch
+    from sp_core.errors import ReductionError, SalientPosesError
+    from sp_core.jobs import Job
+    from sp_core.reduction import reduce
+    from sp_core.selection import SelectionSpace
+
+    with pytest.raises(SalientPosesError, match="^command must be one of analyze, reduce, got "
+                                                "'nope'$"):
+        Job("x.bvh", command="nope")
+    with pytest.raises(SalientPosesError, match="^a job record holds 'input'"):
+        Job.from_dict({"frames": [0, 1]})
+    with pytest.raises(SalientPosesError, match="^a batch needs out"):
+        run_batch(["x.bvh"], Options())
+    with pytest.raises(SelectionError, match=r"^pinned frame 100.5 is not a whole frame number$"):
+        SelectionSpace.from_clip(sample_clip.sub_range(0, 200), pins=[100.5])
+    channels = sample_clip.channels.copy()
+    channels[100, 7] = np.nan
+    with pytest.raises(ReductionError, match=rf"^{sample_clip.channel_names[7]} is not a number "
+                                             r"\(NaN or infinity\) at frame 100; fix that key$"):
+        reduce(sample_clip.with_channels(channels), [0, 500, 993], space="channel")

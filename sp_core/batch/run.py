@@ -44,6 +44,8 @@ TAKE_FIELDS = ("clip", "frames", "keys", "pose_keys", "corrective_keys", "total_
 SUMMARY_FIELDS = (*TAKE_FIELDS, "keys_json", "reduced_bvh")
 #: The files a batch writes into its folder besides the takes' outputs.
 OWN_FILES = ("summary.csv", "summary.json", MANIFEST)
+#: The file a running batch holds locked in its folder (kept: see :func:`_folder_lock`).
+LOCK = ".salient-poses.lock"
 #: What ``--scheduler`` takes besides ``local:N``: a scheduler's address.
 SCHEDULER_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+)"
                                r":\d{1,5}$")  # (an IPv6 host in brackets)
@@ -170,7 +172,8 @@ class _Reporter:
     line per event with ``--json-log``."""
 
     def __init__(self, total: int, skipped: int, json_log: bool) -> None:
-        self.json_log = json_log
+        #: True: events on standard output; None: they were, until its reader closed it
+        self.json_log: bool | None = json_log
         self.failed = 0
         self.bar = None
         if json_log:
@@ -186,7 +189,19 @@ class _Reporter:
                            dynamic_ncols=True, desc="batch")
 
     def event(self, name: str, **fields: object) -> None:
-        print(json.dumps({"event": name, **fields}), flush=True)
+        if self.json_log is None:
+            return
+        try:
+            print(json.dumps({"event": name, **fields}), flush=True)
+        except BrokenPipeError:
+            # the log's reader is gone (| head -1): the batch goes on and writes its summary
+            # (it ended with exit 1 and no word, the previous run's summary left in place)
+            self.json_log = None
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # (Python's own flush at exit fails else)
+            os.close(devnull)
+            print("the --json-log reader closed standard output; the batch goes on without "
+                  "the log and writes its summary", file=sys.stderr)
 
     def done(self, row: dict[str, object]) -> None:
         self.failed += row["status"] != "ok"
@@ -269,7 +284,8 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
     interrupted (143 by SIGTERM), else 0. Takes already done with the same input and options
     are skipped. ``preset``: the options' preset file, an input no take may write over."""
     batch = options.batch
-    assert batch.out is not None
+    if batch.out is None:
+        raise OptionError("a batch needs out: the folder it writes into")
     out = Path(os.path.abspath(batch.out))  # (a Dask worker may run in another folder)
     workers = _workers(options)
     paths = collect_inputs(inputs, out)
@@ -286,11 +302,52 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
         raise OutputError(f"{manifest.path} is not this tool's batch manifest or is damaged "
                           f"({manifest.unreadable}); add --overwrite to start the batch afresh "
                           "there or choose another --out")
-    jobs = batch_jobs(paths, out, options, manifest)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot make --out {out}: {exc.strerror or exc}") from None
+    with _folder_lock(out):
+        # (read again under the lock: a batch that held it may have written it since)
+        manifest = Manifest(out)
+        return _run_locked(paths, out, options, preset, manifest, take_note, workers)
+
+
+@contextlib.contextmanager
+def _folder_lock(out: Path) -> Iterator[None]:
+    """Hold ``out``'s lock for the batch (an advisory ``flock``; where there is none, no
+    lock): a second batch into one folder at the same time is refused (both ended with exit 0
+    and a manifest and summaries that lost one batch's takes). The file stays: removing it
+    would let a batch waiting on the old one run beside one on a new one."""
+    try:
+        import fcntl
+    except ImportError:  # (Windows)
+        yield
+        return
+    with open(out / LOCK, "a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise OutputError(f"another batch is writing into {out}; wait for it to end or "
+                              "choose another --out") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _with_outputs(job: Job, row: dict[str, object]) -> dict[str, object]:
+    """``row`` with the take's files (two clips of one name: STEM_2...; none for a take that
+    wrote none: a failed or interrupted one)."""
+    out_files = dict(job.outputs()) if row["status"] == "ok" else {}
+    return {**row, "keys_json": out_files.get("--json", ""),
+            "reduced_bvh": out_files.get("--bvh", "")}
+
+
+def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | None,
+                manifest: Manifest, take_note: str | None, workers: int) -> int:
+    """:func:`run_batch` once its folder is made and locked."""
+    batch = options.batch
+    jobs = batch_jobs(paths, out, options, manifest)
     sums: dict[str, str] = {}
     for job in jobs:
         try:
@@ -332,7 +389,7 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
     def finished(job: Job, row: dict[str, object]) -> None:
         rows[job.input] = row
         manifest.record(job, row)
-        reporter.done(row)
+        reporter.done(_with_outputs(job, row))  # (a log's take event: the summary's row)
 
     interrupted = terminated = False
     try:
@@ -356,16 +413,12 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
             row = {**earlier[job.input], "resumed": True}
         else:
             row = rows.get(job.input, {"clip": job.input, "status": "not run: interrupted"})
-        # which files are the take's (two clips of one name: STEM_2...)
-        # (none for a take that wrote none: a failed or interrupted one)
-        out_files = dict(job.outputs()) if row["status"] == "ok" else {}
-        summary.append({**row, "keys_json": out_files.get("--json", ""),
-                        "reduced_bvh": out_files.get("--bvh", "")})
+        summary.append(_with_outputs(job, row))
     write_summary(out, summary, {"skipped": len(jobs) - len(todo), "interrupted": interrupted,
                                  "scheduler": batch.scheduler or f"local pool of {workers}"})
     done = sum(row["status"] == "ok" for row in summary)
     failed = sum(str(row["status"]).startswith("failed") for row in summary)
-    if batch.json_log:
+    if reporter.json_log:
         reporter.event("finished", takes=len(jobs), ok=done, failed=failed,
                        skipped=len(jobs) - len(todo), interrupted=interrupted)
     if interrupted:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from sp_core.curves import KEYPOSE
 from sp_core.errors import SalientPosesError, said
 from sp_core.jobs import Job, run_job
 from sp_core.options import flag_of
@@ -13,14 +14,18 @@ from sp_core.reduction import Reduction
 def reduction_row(reduction: Reduction) -> dict[str, object]:
     """The summary columns of one reduction: frames of its range, keyframes, keys written
     (pose keys, corrective keys and their total), errors in mm of what is written (numbers,
-    rounded to 0.1 µm) and the notes of its analysis and fit (a long take's window, a still
-    take), joined by "; "."""
+    rounded to 0.1 µm; none where the character's size is unknown: they were scene units)
+    and the notes of its analysis and fit (a long take's window, a still take), joined by
+    "; ". ``keys`` is K: in the keyposes + breakdowns mode the keyposes, as K counts them
+    everywhere else (it held the breakdowns too)."""
     m = reduction.metrics
-    return {"frames": len(reduction.frames), "keys": reduction.curves.n_keys,
+    labels = reduction.curves.labels
+    keys = reduction.curves.n_keys if labels is None else labels.count(KEYPOSE)
+    return {"frames": len(reduction.frames), "keys": keys,
             "pose_keys": m.pose_keys, "corrective_keys": m.corrective_keys,
             "total_keys": m.keys,
-            "mean_mm": round(reduction.metrics.mean_mm, 4),
-            "max_mm": round(reduction.metrics.max_mm, 4),
+            "mean_mm": round(m.mean_mm, 4) if m.scaled else None,
+            "max_mm": round(m.max_mm, 4) if m.scaled else None,
             "notes": "; ".join(reduction.notes)}
 
 

@@ -710,7 +710,10 @@ class MayaHost:
                 cmds.undoInfo(closeChunk=True)
         finally:
             if off:
-                cmds.undoInfo(stateWithoutFlush=False)
+                # off as the script left it, the way Maya turns it off: with the queue
+                # flushed (the chunk stayed on it, holding the curves' old values, until a
+                # file was opened: memory a batch with undo off did not expect to spend)
+                cmds.undoInfo(state=False)
 
     # ------------------------------------------------------------------ preview
     def preview_keyframes(self, frames: Sequence[int],

@@ -600,6 +600,11 @@ def test_a_failed_apply_with_undo_off_leaves_nothing_and_undo_off(sample_clip, m
         session.apply()
     assert STATE.scene.layers == [] and not STATE.undo_on
     assert all(not node.type.startswith("animBlendNode") for node in STATE.scene.nodes.values())
+    # a successful Apply with undo off leaves undo off and nothing on its queue (its chunk
+    # stayed there, turned off without a flush)
+    monkeypatch.undo()
+    session.apply()
+    assert STATE.scene.layers and not STATE.undo_on and not STATE.undo_queue
 
 
 def test_layer_curves_are_euler_whatever_the_new_curve_preference(sample_clip):

@@ -207,7 +207,9 @@ class AnalysisOptions:
                              "a fraction of the largest pose distance", low=0.0, high=1.0,
                              low_open=True, metavar="A")
     significance: float = option(0.1, "float", "least improvement one more key must bring, a "
-                                 "fraction of the error before it", low=0.0, high=1.0,
+                                 "fraction of the error before it (the suggested K is the "
+                                 "first accurate K after such a drop: a higher value often "
+                                 "means more keys, not fewer)", low=0.0, high=1.0,
                                  high_open=True, metavar="S")
     breakdowns: int | None = option(None, "int", "breakdowns added to the keyposes (default: "
                                     "the breakdown space's threshold rule)", low=0,

@@ -470,6 +470,9 @@ class Session:
         if key_choice(now) == "tolerance" and (key_choice(made) != "tolerance"
                                                or made.keys.tolerance != now.keys.tolerance):
             changed.append("tolerance")
+        asked = now.keys.keys
+        if asked is not None and not self.space.min_keys <= asked <= self.space.max_keys:
+            changed.append("keys")  # a K this analysis does not hold (within it, K follows)
         return tuple(changed)
 
     def _analysed_as(self, name: str, options: Options) -> Any:
@@ -670,12 +673,6 @@ class Session:
             # the analysis' K must be what the options describe (apply checks the same; a
             # script's reduce() returned the old keys under the new options)
             self.check_analysis_current(options)
-            asked = options.keys.keys
-            if asked is not None and asked != self.k:
-                assert self.space is not None
-                raise SelectionError(
-                    f"keys {asked} is not in this analysis (K {self.space.min_keys} to "
-                    f"{self.space.max_keys}; K = {self.k} now): analyse again", options=("keys",))
             frames, labels = self.keyframes(self.k), self.labels(self.k)
         elif self.motion is None:
             self.motion = self.read_motion()

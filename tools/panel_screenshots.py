@@ -25,7 +25,7 @@ from PySide6 import QtCore  # noqa: E402
 
 from sp_core.session import Session  # noqa: E402
 from sp_core.standalone import StandaloneHost  # noqa: E402
-from sp_core.ui.app import ensure_qapp  # noqa: E402
+from sp_core.ui.app import ensure_qapp, save_grab  # noqa: E402
 from sp_core.ui.main_window import run_viewer  # noqa: E402
 from sp_core.ui.panel import SalientPosesPanel  # noqa: E402
 
@@ -38,6 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "docs"))
     out = Path(parser.parse_args().out)
+    out.mkdir(parents=True, exist_ok=True)
     app = ensure_qapp()
     with tempfile.TemporaryDirectory() as scratch:
         settings = QtCore.QSettings(str(Path(scratch) / "panel.ini"),
@@ -52,10 +53,10 @@ def main() -> None:
             app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 20)
             time.sleep(0.005)
         app.processEvents()
-        panel.grab().save(str(out / "panel_keyframes.png"))
+        save_grab(panel, str(out / "panel_keyframes.png"))
         panel.tabs.setCurrentIndex(1)
         app.processEvents()
-        panel.grab().save(str(out / "panel_setup.png"))
+        save_grab(panel, str(out / "panel_setup.png"))
         panel.close()
     run_viewer(str(SAMPLE), first_frame=1001, keys=20, screenshot=str(out / "view.png"))
     print(f"wrote {out / 'panel_keyframes.png'}, {out / 'panel_setup.png'}, {out / 'view.png'}")

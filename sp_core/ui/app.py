@@ -29,3 +29,27 @@ def save_widget_png(widget, path: str, width: int) -> None:
     exporter.export(path)
     widget.close()
     widget.deleteLater()
+
+
+def save_grab(widget, path: str) -> None:
+    """Save what ``widget`` shows as a PNG at ``path``, atomically (see
+    :mod:`sp_core.io.atomic`).
+
+    Raises
+    ------
+    OSError
+        The picture could not be encoded or the file not written (``QPixmap.save`` only
+        returned False: the viewer said "Wrote" of a file it never wrote).
+    """
+    from PySide6 import QtCore
+
+    from sp_core.io.atomic import atomic_open
+
+    data = QtCore.QByteArray()
+    buffer = QtCore.QBuffer(data)
+    buffer.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
+    if not widget.grab().save(buffer, "PNG"):
+        raise OSError(f"cannot encode the picture of the window for {path}")
+    buffer.close()
+    with atomic_open(path, "wb") as handle:
+        handle.write(data.data())

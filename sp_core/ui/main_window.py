@@ -18,7 +18,7 @@ from sp_core.options import Options
 from sp_core.reduction import Reduction
 from sp_core.session import Session
 from sp_core.standalone import StandaloneHost
-from sp_core.ui.app import ensure_qapp
+from sp_core.ui.app import ensure_qapp, save_grab
 from sp_core.ui.panel import SalientPosesPanel
 from sp_core.ui.viewer import SkeletonViewer
 
@@ -267,7 +267,7 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
         host.set_current_frame(middle)
     if screenshot:
         app.processEvents()
-        window.grab().save(screenshot)  # (a failed Apply too: the picture shows why)
+        save_grab(window, screenshot)  # (a failed Apply too: the picture shows why)
         window.close()  # saves the panel's settings: into the scratch folder removed next
         assert scratch is not None
         scratch.cleanup()

@@ -635,6 +635,12 @@ def test_screenshot_command_saves_a_real_image(tmp_path, sample_path):
     colours = {image.pixel(x, y) for x in range(0, image.width(), 7)
                for y in range(0, image.height(), 7)}
     assert len(colours) > 200
+    # into a folder that is not there: an error, not "Wrote" of a file never written
+    from sp_core.io.atomic import OutputError
+
+    with pytest.raises(OutputError, match="folder .*missing does not exist"):
+        run_viewer(str(sample_path), screenshot=str(tmp_path / "missing" / "view.png"))
+    assert not (tmp_path / "missing").exists()
 
 
 # ------------------------------------------------------------------ Propagate edit

@@ -37,9 +37,11 @@ def save_grab(widget, path: str) -> None:
 
     Raises
     ------
+    OutputError
+        The folder is missing or the file cannot be written.
     OSError
-        The picture could not be encoded or the file not written (``QPixmap.save`` only
-        returned False: the viewer said "Wrote" of a file it never wrote).
+        The picture could not be encoded (``QPixmap.save`` only returned False: the viewer
+        said "Wrote" of a file it never wrote).
     """
     from PySide6 import QtCore
 

@@ -74,12 +74,14 @@ def restore() -> None:
 def last_settings() -> dict[str, Any]:
     """The options the panel saved last (:func:`sp_core.ui.settings.stored_options`), as the
     keywords of :func:`maya_plugin.api.reduce`."""
-    from sp_core.options import Options
+    from sp_core.options import Options, applied
     from sp_core.ui import settings
 
-    # (keyposes + breakdowns is not among them: its leading nodes belong to one scene)
-    return settings.changed_fields(settings.stored_options(settings.panel_settings()),
-                                   Options())
+    # (keyposes + breakdowns is not among them: its leading nodes belong to one scene); the
+    # values the panel keeps greyed (smoothness after going back to unified) do not apply,
+    # and the API, as a command line, refuses them given
+    stored = applied(settings.stored_options(settings.panel_settings()))
+    return settings.changed_fields(stored, Options())
 
 
 def reduce_with_last_settings() -> None:

@@ -27,7 +27,7 @@ import numpy as np
 from sp_core.clip import Clip
 from sp_core.errors import SalientPosesError, said
 from sp_core.io.atomic import OutputError, OutputGuard, atomic_open, sigint_handler, write_text
-from sp_core.jobs import Job, Result, guard_outputs, load_clip, run_job
+from sp_core.jobs import Job, Result, automatic_layers, guard_outputs, load_clip, run_job
 from sp_core.options import (
     CLI,
     Options,
@@ -158,8 +158,9 @@ def _space_summary(result: Result) -> str:
     s = space.suggestions(options.accuracy, options.significance)
     k = s["threshold"]
     share = space.normalised_errors()[k - space.min_keys]
-    # layered: the suggestion is the three-layer choice below (what --suggested writes); the
-    # keypose space's own threshold rule is said as such
+    # layered: the suggestion is the automatic three-layer choice below (what --suggested
+    # writes) when no K was asked for; the keypose space's own threshold rule is said as such
+    automatic = automatic_layers(result)
     rule = "the keypose space's threshold rule" if result.labels is not None \
         else "threshold rule"
     return "\n".join([
@@ -170,9 +171,8 @@ def _space_summary(result: Result) -> str:
         f"{space.timings['select_s']:.3f} s (estimate for two idle cores "
         f"{space.estimated_s:.2f} s)",
         *([f"Suggested  the three-layer rule's {result.keys} keyposes (below; "
-           "--suggested writes them)"] if result.labels is not None else []),
-        f"{'' if result.labels is None else '           '}"
-        f"{'Suggested  ' if result.labels is None else ''}{rule} K = {k}: pose error "
+           "--suggested writes them)"] if automatic else []),
+        f"{'           ' if automatic else 'Suggested  '}{rule} K = {k}: pose error "
         f"{space.error(k):.4g} "
         f"{error_unit(options.pose, space.cost.squared)} ("
         f"{100 * share:.1f} % of the largest pose distance), keys "

@@ -44,6 +44,10 @@ LOCAL_FLOOR = 0.02
 #: undefined and its falloff was noise scaled to [0, 1]; the sample at sigma 0.1: every frame
 #: at 1). At sigma 0.5 on the sample it is 2e-9, at its default 0.007.
 CONNECTED = 1e-10
+#: An adapted sigma under which the graph falls apart (a motion that holds one pose most of
+#: the time) is multiplied by ADAPT_GROWTH up to ADAPT_STEPS - 1 times.
+ADAPT_STEPS = 8
+ADAPT_GROWTH = 4.0
 
 
 def wand_poses(clip: Clip, pose: str = "positions", nodes: list[str] | None = None,
@@ -76,7 +80,8 @@ class PoseGraph:
         Host frame of row 0.
     sigma : float, optional
         Kernel width in pose units (default: the median distance of a frame to its
-        ``NEIGHBOURS``-th nearest pose, which adapts to the motion's scale and speed).
+        ``NEIGHBOURS``-th nearest pose, which adapts to the motion's scale and speed, grown
+        until the graph holds together: see :data:`ADAPT_STEPS`).
     eigen : int
         Eigenpairs kept (the truncation m of the Green's function).
     time_scale : float
@@ -105,41 +110,55 @@ class PoseGraph:
         k = min(NEIGHBOURS, n - 1)
         distances, neighbours = tree.query(poses, k=k + 1)
         adapted = float(np.median(distances[:, -1])) or 1.0
-        if sigma is None:
-            sigma = adapted
+        given = sigma is not None
+        sigma = adapted if sigma is None else sigma
         if not sigma > 0:
             raise SelectionError(f"sigma must be positive, got {sigma}")
-        self.sigma = float(sigma)
         self.eigen = int(min(max(eigen, 2), n - 1))
         if n <= DENSE_LIMIT:
             norms = np.einsum("ij,ij->i", poses, poses)
             squared = np.maximum(norms[:, None] + norms[None, :] - 2.0 * poses @ poses.T, 0.0)
-            kernel = np.exp(-squared / (2.0 * self.sigma**2))
-            degree = kernel.sum(axis=1)
-            scale = 1.0 / np.sqrt(degree)
-            adjacency = kernel * scale[:, None] * scale[None, :]
-            values, vectors = scipy.linalg.eigh(adjacency, driver="evr",
-                                                subset_by_index=[n - self.eigen, n - 1])
+
+            def spectrum(width: float) -> tuple[np.ndarray, np.ndarray]:
+                kernel = np.exp(-squared / (2.0 * width**2))
+                scale = 1.0 / np.sqrt(kernel.sum(axis=1))
+                adjacency = kernel * scale[:, None] * scale[None, :]
+                return scipy.linalg.eigh(adjacency, driver="evr",
+                                         subset_by_index=[n - self.eigen, n - 1])
         else:
             rows = np.repeat(np.arange(n), k + 1)
-            weights = np.exp(-distances.ravel() ** 2 / (2.0 * self.sigma**2))
-            kernel = scipy.sparse.coo_matrix((weights, (rows, neighbours.ravel())),
-                                             shape=(n, n)).tocsr()
-            kernel = kernel.maximum(kernel.T)
-            degree = np.asarray(kernel.sum(axis=1)).ravel()
-            scale = scipy.sparse.diags(1.0 / np.sqrt(degree))
-            adjacency = scale @ kernel @ scale
-            values, vectors = scipy.sparse.linalg.eigsh(adjacency, k=self.eigen, which="LA")
-        order = np.argsort(values)[::-1]  # largest adjacency eigenvalue = smallest Laplacian
-        self.laplacian_values = np.clip(1.0 - values[order], 0.0, None)
-        self.vectors = vectors[:, order]
-        if not self.still and self.laplacian_values[1] < CONNECTED:
+
+            def spectrum(width: float) -> tuple[np.ndarray, np.ndarray]:
+                weights = np.exp(-distances.ravel() ** 2 / (2.0 * width**2))
+                kernel = scipy.sparse.coo_matrix((weights, (rows, neighbours.ravel())),
+                                                 shape=(n, n)).tocsr()
+                kernel = kernel.maximum(kernel.T)
+                scale = scipy.sparse.diags(1.0 / np.sqrt(np.asarray(kernel.sum(axis=1)).ravel()))
+                return scipy.sparse.linalg.eigsh(scale @ kernel @ scale, k=self.eigen,
+                                                 which="LA")
+
+        # an adapted sigma grows until the graph holds together: a long hold (the same pose
+        # to within noise for most frames) makes the median distance to the NEIGHBOURS-th
+        # pose that noise, and the graph fell apart at its own default
+        for _ in range(1 if given else ADAPT_STEPS):
+            self.sigma = float(sigma)
+            values, vectors = spectrum(self.sigma)
+            order = np.argsort(values)[::-1]  # largest adjacency eigenvalue: smallest Laplacian
+            self.laplacian_values = np.clip(1.0 - values[order], 0.0, None)
+            self.vectors = vectors[:, order]
+            if self.still or self.laplacian_values[1] >= CONNECTED:
+                return
+            sigma *= ADAPT_GROWTH
+        if given:
             raise SelectionError(
                 f"sigma {self.sigma:.4g} is too small for this motion: no pose is within reach "
                 "of another, so the edit has nowhere to spread (a smaller sigma makes fewer "
                 "poses alike; it does not narrow the falloff in time: the region and local mode "
                 f"do); raise sigma (this motion's own is {adapted:.4g}) or leave it unset",
                 options=("sigma",))
+        raise SelectionError(
+            f"the poses of this motion stay apart even at sigma {self.sigma:.4g}, so the edit "
+            "has nowhere to spread; give a larger sigma", options=("sigma",))
 
     def green_row(self, frame: int) -> np.ndarray:
         """G(i, ·) for host frame ``frame``, skipping the first (constant-like) eigenpair."""
@@ -165,8 +184,10 @@ class PoseGraph:
         Returns
         -------
         (n_frames,) float64 in [0, 1]
-            1 on the whole region when every frame has the same pose; 0 at the region's
-            edges inside the clip, faded in and out over at most a quarter of the region.
+            1 on the whole region when every frame has the same pose; then, in every case, 0
+            at the region's edges inside the clip other than the edited frame, faded in and
+            out over half the way to the edited frame, at most a quarter of the region (a
+            region that starts or ends on the edited frame starts or ends with it in full).
         """
         if mode not in MODES:
             raise SelectionError(f"mode must be 'local' or 'global', got {mode!r}")

@@ -186,7 +186,7 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
         from sp_core.standalone import StandaloneHost
 
         clip = clip if clip is not None else load_clip(job.input, job.options)
-        host = StandaloneHost(clip, source=job.input)
+        host = StandaloneHost(clip, source=job.input, first_frame=job.options.input.first_frame)
     session = Session(host, job.options)
     keys = job.options.keys
     result = Result(job, {})
@@ -307,6 +307,26 @@ def _json(record: dict[str, Any], target: str, indent: int = 2) -> None:
         write_text(target, text)
 
 
+def automatic_layers(result: Result) -> bool:
+    """Whether ``result``'s keyposes and breakdowns are the automatic three-layer choice (the
+    layered mode with no K asked for), which is then its suggested K."""
+    return result.labels is not None and key_choice(result.job.options) == "suggested"
+
+
+def suggested_record(result: Result) -> dict[str, Any]:
+    """The space's suggestions (threshold rule and cliffs); in the layered mode's automatic
+    choice the suggested K (``threshold``) is its keyposes, as everywhere else (the panel, the
+    Blender sidebar, ``--suggested``), and the keypose space's own rule is
+    ``space_threshold``."""
+    space = result.space
+    assert space is not None
+    analysis = result.job.options.analysis
+    found = space.suggestions(analysis.accuracy, analysis.significance)
+    if automatic_layers(result):
+        found = {**found, "threshold": result.keys, "space_threshold": found["threshold"]}
+    return found
+
+
 def space_record(result: Result) -> dict[str, Any]:
     """The ``analyze`` JSON record (schema in docs/formats.md)."""
     space = result.space
@@ -326,8 +346,7 @@ def space_record(result: Result) -> dict[str, Any]:
         "space": [{"keys": int(k), "error": float(e) if np.isfinite(e) else None,
                    "frames": space.keyframes(int(k)).tolist() if np.isfinite(e) else None}
                   for k, e in zip(space.key_counts, errors, strict=True)],
-        "suggested": space.suggestions(job.options.analysis.accuracy,
-                                       job.options.analysis.significance),
+        "suggested": suggested_record(result),
         "notes": list(result.notes),
     }
     if result.labels is not None:

@@ -976,7 +976,7 @@ def preset_options(path: str | Path) -> Options:
     """
     record = load_preset(path)
     given = [name for key, value in record.items()
-             for name in (value if isinstance(value, dict) else [key])]
+             for name in (value if key in GROUPS and isinstance(value, dict) else [key])]
     if "overwrite" in given:
         # (the guide: existing files are kept unless *you* add --overwrite)
         raise OptionError(f"preset {path}: overwrite is not taken from a preset (a shared "

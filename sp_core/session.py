@@ -123,10 +123,11 @@ class Session:
     def __init__(self, host: Host, options: Options | None = None) -> None:
         self.host = host
         self.options = options or Options()
-        if hasattr(host, "read_first_frame"):  # a host that read a file (standalone)
+        read = getattr(host, "read_first_frame", None)  # a standalone host's file's option
+        if read is not None:
             # the file was read with it: what the outputs' options blocks record, so that as a
             # preset they give the same frames (they said null: frames from 0, not 1001)
-            self.options = self.options.replace(first_frame=host.read_first_frame)
+            self.options = self.options.replace(first_frame=read)
         self.space: SelectionSpace | None = None
         self.motion: Clip | None = None
         self.k: int | None = None

@@ -543,6 +543,21 @@ def test_an_audit_of_the_batchs_machine_readable_outputs(takes, tmp_path, capsys
         f"salient-poses: error: another batch is writing into {out}; wait for it to end or "
         "choose another --out")
     assert not (out / "manifest.json").exists()
+    # a file system without locks (NFS mounted nolock: ENOLCK) is written without one
+    import errno
+    import fcntl
+
+    def no_locks(*_args):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    nfs = tmp_path / "nfs"
+    original = fcntl.flock
+    fcntl.flock = no_locks
+    try:
+        assert main(["batch", inputs[0], "--out", str(nfs), "--suggested"]) == 0
+    finally:
+        fcntl.flock = original
+    capsys.readouterr()
     # a log reader that reads one line and goes
     command = [sys.executable, "-m", "sp_core.cli", "batch", *inputs, "--out", str(out),
                "--suggested", "--json-log"]
@@ -553,6 +568,14 @@ def test_an_audit_of_the_batchs_machine_readable_outputs(takes, tmp_path, capsys
     assert b"the --json-log reader closed standard output" in process.stderr.read()
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert [r["status"] for r in rows] == ["ok", "ok"]
+    # a failed take is still said on stderr when the log's reader went
+    failing = subprocess.Popen([*command[:-5], str(takes / "broken.bvh"), "--out",
+                                str(tmp_path / "failing"), "--suggested", "--json-log"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    failing.stdout.readline()
+    failing.stdout.close()
+    assert failing.wait(timeout=120) == 1
+    assert b"failed: " in failing.stderr.read()
     # every take event carries the row of the summary, output files included
     again = tmp_path / "again"
     done = subprocess.run([*command[:-4], "--out", str(again), "--suggested", "--json-log"],

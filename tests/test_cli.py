@@ -481,3 +481,23 @@ def test_demo_checks_its_folder_before_its_work(tmp_path, monkeypatch, capsys):
     assert main(["demo", "--out", str(tmp_path / "demo")]) == 2
     assert capsys.readouterr().err == (f"salient-poses: error: cannot write in --out "
                                        f"{tmp_path / 'demo'}: the folder is not writable\n")
+
+
+def test_analyze_layered_suggests_the_automatic_choice_only_when_it_made_one(sample_path,
+                                                                           tmp_path, capsys):
+    """A review: ``analyze --layered`` with a K from a preset called that K "the three-layer
+    rule's" choice; and the JSON's suggested K was the keypose space's rule (10) where the
+    summary, the panel and --suggested give the three-layer choice (16)."""
+    base = ["analyze", str(sample_path), "--layered", "--leading", "RightWrist"]
+    out = tmp_path / "a.json"
+    assert main([*base, "--json", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "Suggested  the three-layer rule's 16 keyposes (below; --suggested writes them)" in said
+    suggested = json.loads(out.read_text())["suggested"]
+    assert (suggested["threshold"], suggested["space_threshold"]) == (16, 10)
+    preset = tmp_path / "k.toml"
+    preset.write_text("keys = 20\n")
+    assert main([*base, "--preset", str(preset)]) == 0
+    said = capsys.readouterr().out
+    assert "three-layer" not in said
+    assert "Suggested  the keypose space's threshold rule K = 10" in said

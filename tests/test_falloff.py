@@ -245,3 +245,18 @@ def test_an_audit_of_the_wand(sample_clip, sample_path, tmp_path, capsys):
     with pytest.raises(SelectionError, match=r"^the falloff must be 994 finite weights, one per "
                                              r"frame of the motion, got shape \(10,\)$"):
         propagate(sample_clip, change, np.ones(10))
+
+
+def test_a_long_hold_gets_a_falloff_at_the_adapted_sigma(sample_clip):
+    """A review: most frames holding one pose (to within noise) made the adapted sigma that
+    noise, and the falloff was refused at its own default ("raise sigma (this motion's own is
+    0.02248) or leave it unset"): an adapted sigma grows until the graph holds together."""
+    from sp_core.falloff import clip_graph
+
+    rng = np.random.default_rng(0)
+    channels = sample_clip.channels.copy()
+    channels[:600] = channels[600] + rng.normal(0.0, 0.01, channels[:600].shape)
+    graph = clip_graph(sample_clip.with_channels(channels))
+    assert graph.laplacian_values[1] >= 1e-10
+    weights = graph.weights(800)
+    assert weights[800] == 1.0 and 0 < np.count_nonzero(weights > 0.5) < 400

@@ -496,6 +496,11 @@ def test_reduce_with_last_settings_uses_what_the_panel_saved(sample_clip, tmp_pa
                                                     breakdowns=2))
     assert ui.last_settings() == {"ratio": 0.1}
     assert api.reduce(["Hips"], **ui.last_settings()).keys == 6  # round(0.1 × 60)
+    # a value the panel keeps greyed (smoothness after going back to unified) is not given to
+    # the API, which refuses it given, as a command line does (the menu failed on it)
+    settings.save_options(stored, Options().replace(tangents="smooth", smoothness=0.5)
+                          .replace(tangents="unified", space="channel"))
+    assert ui.last_settings() == {"space": "channel"}
 
 
 @pytest.mark.parametrize("attribute, value, what", [

@@ -1154,3 +1154,23 @@ def test_a_cancel_says_whether_the_kept_analysis_still_holds_and_k_waits_for_app
     assert session.k == 8 and session.options.keys.keys == 8
     qtbot.waitUntil(lambda: not panel.applying, timeout=120_000)
     assert panel.graph.marker.movable
+
+
+def test_the_cost_axis_ranges_again_after_a_graph_with_nothing_to_draw(qtbot, sample_clip):
+    """A review: after a still clip's graph (every cost 0: the note, a fixed 0..1 cost axis) the
+    next space's curve was drawn against that fixed axis, off the plot at both ends."""
+    from sp_core.selection import SelectionSpace
+    from sp_core.ui.graph import ErrorGraph
+
+    real = SelectionSpace.from_clip(sample_clip.sub_range(0, 300), cost="line-max")
+    graph = ErrorGraph()
+    qtbot.addWidget(graph)
+    graph.resize(500, 400)
+    graph.show()
+    graph.set_space(SelectionSpace(np.zeros((20, 6))), 2, [])
+    graph.set_space(real, real.suggestions()["threshold"], [])
+    qtbot.wait(50)
+    (left, right), (low, high) = graph.plot.vb.viewRange()
+    inside = (graph.curve.xData >= left) & (graph.curve.xData <= right)
+    shown = np.log10(graph.curve.yData[inside])  # (the cost axis fits the K in view)
+    assert len(shown) > 5 and low <= shown.min() and shown.max() <= high

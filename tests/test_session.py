@@ -483,3 +483,16 @@ def test_the_api_says_what_is_wrong_in_its_own_errors(sample_clip):
     with pytest.raises(ReductionError, match=rf"^{sample_clip.channel_names[7]} is not a number "
                                              r"\(NaN or infinity\) at frame 100; fix that key$"):
         reduce(sample_clip.with_channels(channels), [0, 500, 993], space="channel")
+
+
+def test_reviewed_a_clips_host_keeps_the_first_frame_the_options_give(sample_path):
+    """A review: a Session on ``StandaloneHost(clip)`` (how run_job builds one) set the
+    options' first_frame to None (the host read no file itself): the keys JSON recorded null
+    and ``apply(options=...)`` said 'first_frame changed since the analysis'."""
+    from sp_core.io.readers import read_clip
+
+    options = Options().replace(first_frame=1001, keys=5, space="channel")
+    session = Session(StandaloneHost(read_clip(sample_path, first_frame=1001)), options)
+    assert session.options.input.first_frame == 1001
+    session.analyze()
+    session.apply(options=options)

@@ -324,15 +324,19 @@ def _folder_lock(out: Path) -> Iterator[None]:
         yield
         return
     with open(out / LOCK, "a") as handle:
+        locked = True
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             raise OutputError(f"another batch is writing into {out}; wait for it to end or "
                               "choose another --out") from None
+        except OSError:  # a file system without locks (NFS mounted nolock): no lock
+            locked = False
         try:
             yield
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            if locked:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _with_outputs(job: Job, row: dict[str, object]) -> dict[str, object]:
@@ -426,7 +430,7 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
               f"{'SIGTERM' if terminated else 'Ctrl-C'}; summary in {out / 'summary.csv'}",
               file=sys.stderr)
         return 143 if terminated else 130
-    if not batch.json_log:
+    if not reporter.json_log:  # (also when the log's reader went: the failures are said)
         for row in summary:  # which take and why, where the user looks (the CSV has them too)
             status = str(row["status"])
             if status.startswith("failed"):

@@ -251,8 +251,10 @@ class ErrorGraph(QtWidgets.QWidget):
                              "keys (nothing moves, or too few frames)" if zero else "")
         self.plot.getAxis("left").setStyle(showValues=not zero)  # (no cost to read off)
         if zero:
-            self.plot.vb.setYRange(0, 1)
+            self.plot.vb.setYRange(0, 1)  # (turns the cost axis' auto range off ...)
             self._place_nothing()
+        else:
+            self.plot.vb.enableAutoRange(y=True)  # (... which the next space's needs)
         marks = [k for k in self.cliffs if k != self.suggested_k and self._y(k) is not None]
         self.suggested.setData(marks, [self._y(k) for k in marks], data=marks)
         k = self.suggested_k

@@ -267,11 +267,13 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
         host.set_current_frame(middle)
     if screenshot:
         app.processEvents()
-        save_grab(window, screenshot)  # (a failed Apply too: the picture shows why)
-        window.close()  # saves the panel's settings: into the scratch folder removed next
-        assert scratch is not None
-        scratch.cleanup()
-        QtCore.qInstallMessageHandler(previous)
+        try:
+            save_grab(window, screenshot)  # (a failed Apply too: the picture shows why)
+        finally:
+            window.close()  # saves the panel's settings: into the scratch folder removed next
+            assert scratch is not None
+            scratch.cleanup()
+            QtCore.qInstallMessageHandler(previous)
         print(f"Wrote {screenshot}")
     if failed:
         raise SalientPosesError(failed)

@@ -347,7 +347,6 @@ class Session:
             whole = (motion.first_frame, motion.last_frame) if graph else None
             weights = dict(options.weights) or None
 
-
             def two_passes(max_keys: int | None, holds: int | None = None) -> TwoPassSpace:
                 return TwoPassSpace(motion, options.leading, nodes=options.nodes,
                                     weights=weights, stride=options.stride, pose=options.pose,

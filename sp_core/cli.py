@@ -27,7 +27,15 @@ import numpy as np
 from sp_core.clip import Clip
 from sp_core.errors import SalientPosesError, said
 from sp_core.io.atomic import OutputError, OutputGuard, atomic_open, sigint_handler, write_text
-from sp_core.jobs import Job, Result, automatic_layers, guard_outputs, load_clip, run_job
+from sp_core.jobs import (
+    Job,
+    Result,
+    automatic_layers,
+    guard_outputs,
+    load_clip,
+    run_job,
+    suggested_record,
+)
 from sp_core.options import (
     CLI,
     Options,
@@ -239,7 +247,8 @@ def _reduction_summary(result: Result) -> str:
     ] + [f"Note       {said(note, flag_of)}" for note in reduction.notes])
 
 
-def _save_plot(space: Any, target: str, log: bool, title: str, unit: str) -> None:
+def _save_plot(space: Any, target: str, log: bool, title: str, unit: str,
+               suggestions: dict[str, Any] | None = None) -> None:
     """The error graph as a PNG, written atomically (rendered beside it, then renamed)."""
     try:
         from sp_core.ui.error_plot import save_error_plot
@@ -248,7 +257,8 @@ def _save_plot(space: Any, target: str, log: bool, title: str, unit: str) -> Non
     target_path = Path(target)
     rendered = target_path.with_name(f".{target_path.stem}.{os.getpid()}.render.png")
     try:
-        save_error_plot(space, rendered, log=log, title=title, unit=unit)
+        save_error_plot(space, rendered, log=log, title=title, unit=unit,
+                        suggestions=suggestions)
         with atomic_open(target_path, "wb") as handle:
             handle.write(rendered.read_bytes())
     finally:
@@ -353,7 +363,8 @@ def cmd_analyze(args: argparse.Namespace, options: Options) -> int:
         _save_plot(result.space, options.output.plot, log=not options.output.linear,
                    title=f"{result.clip['name']}: {result.space.cost.name}, compose="
                          f"{result.space.compose}",
-                   unit=error_unit(options.analysis.pose, result.space.cost.squared))
+                   unit=error_unit(options.analysis.pose, result.space.cost.squared),
+                   suggestions=suggested_record(result))
     _outputs_note(job, "--json or --plot")
     return 0
 

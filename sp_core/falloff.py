@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 import scipy.sparse
+import scipy.sparse.csgraph
 import scipy.sparse.linalg
 from scipy.spatial import cKDTree
 from scipy.spatial.transform import Rotation
@@ -48,6 +49,8 @@ CONNECTED = 1e-10
 #: the time) is multiplied by ADAPT_GROWTH up to ADAPT_STEPS - 1 times.
 ADAPT_STEPS = 8
 ADAPT_GROWTH = 4.0
+#: Long clips' sparse graphs: edges lighter than this share of the heaviest join nothing.
+SPARSE_JOIN = 1e-12
 
 
 def wand_poses(clip: Clip, pose: str = "positions", nodes: list[str] | None = None,
@@ -119,7 +122,7 @@ class PoseGraph:
             norms = np.einsum("ij,ij->i", poses, poses)
             squared = np.maximum(norms[:, None] + norms[None, :] - 2.0 * poses @ poses.T, 0.0)
 
-            def spectrum(width: float) -> tuple[np.ndarray, np.ndarray]:
+            def spectrum(width: float) -> tuple[np.ndarray, np.ndarray] | None:
                 kernel = np.exp(-squared / (2.0 * width**2))
                 scale = 1.0 / np.sqrt(kernel.sum(axis=1))
                 adjacency = kernel * scale[:, None] * scale[None, :]
@@ -128,33 +131,43 @@ class PoseGraph:
         else:
             rows = np.repeat(np.arange(n), k + 1)
 
-            def spectrum(width: float) -> tuple[np.ndarray, np.ndarray]:
+            def spectrum(width: float) -> tuple[np.ndarray, np.ndarray] | None:
                 weights = np.exp(-distances.ravel() ** 2 / (2.0 * width**2))
                 kernel = scipy.sparse.coo_matrix((weights, (rows, neighbours.ravel())),
                                                  shape=(n, n)).tocsr()
                 kernel = kernel.maximum(kernel.T)
+                # a graph in pieces (to the weights' precision) has no falloff, and ARPACK
+                # took 50 s not to converge on one (a long hold at its adapted sigma)
+                joined = kernel.multiply(kernel > SPARSE_JOIN * kernel.max())
+                if scipy.sparse.csgraph.connected_components(joined, directed=False)[0] > 1:
+                    return None
                 scale = scipy.sparse.diags(1.0 / np.sqrt(np.asarray(kernel.sum(axis=1)).ravel()))
-                return scipy.sparse.linalg.eigsh(scale @ kernel @ scale, k=self.eigen,
-                                                 which="LA")
+                try:
+                    return scipy.sparse.linalg.eigsh(scale @ kernel @ scale, k=self.eigen,
+                                                     which="LA")
+                except scipy.sparse.linalg.ArpackNoConvergence:
+                    return None
 
         # an adapted sigma grows until the graph holds together: a long hold (the same pose
         # to within noise for most frames) makes the median distance to the NEIGHBOURS-th
         # pose that noise, and the graph fell apart at its own default
         for _ in range(1 if given else ADAPT_STEPS):
             self.sigma = float(sigma)
-            values, vectors = spectrum(self.sigma)
-            order = np.argsort(values)[::-1]  # largest adjacency eigenvalue: smallest Laplacian
-            self.laplacian_values = np.clip(1.0 - values[order], 0.0, None)
-            self.vectors = vectors[:, order]
-            if self.still or self.laplacian_values[1] >= CONNECTED:
-                return
+            found = spectrum(self.sigma)
+            if found is not None:
+                values, vectors = found
+                order = np.argsort(values)[::-1]  # largest adjacency eigenvalue: smallest
+                self.laplacian_values = np.clip(1.0 - values[order], 0.0, None)  # Laplacian
+                self.vectors = vectors[:, order]
+                if self.still or self.laplacian_values[1] >= CONNECTED:
+                    return
             sigma *= ADAPT_GROWTH
         if given:
             raise SelectionError(
                 f"sigma {self.sigma:.4g} is too small for this motion: no pose is within reach "
                 "of another, so the edit has nowhere to spread (a smaller sigma makes fewer "
                 "poses alike; it does not narrow the falloff in time: the region and local mode "
-                f"do); raise sigma (this motion's own is {adapted:.4g}) or leave it unset",
+                "do); raise sigma, or leave it unset to let it adapt to the motion",
                 options=("sigma",))
         raise SelectionError(
             f"the poses of this motion stay apart even at sigma {self.sigma:.4g}, so the edit "

@@ -186,7 +186,7 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
         from sp_core.standalone import StandaloneHost
 
         clip = clip if clip is not None else load_clip(job.input, job.options)
-        host = StandaloneHost(clip, source=job.input, first_frame=job.options.input.first_frame)
+        host = StandaloneHost(clip, source=job.input)
     session = Session(host, job.options)
     keys = job.options.keys
     result = Result(job, {})

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from sp_core.clip import Clip
+from sp_core.curves import KEYPOSE
 from sp_core.errors import OptionError, SalientPosesError, SelectionError
 from sp_core.falloff import PoseGraph, clip_graph, pose_edit, propagate
 from sp_core.host import Host, LayerHandle, SparseLayers, host_step
@@ -123,11 +124,11 @@ class Session:
     def __init__(self, host: Host, options: Options | None = None) -> None:
         self.host = host
         self.options = options or Options()
-        read = getattr(host, "read_first_frame", None)  # a standalone host's file's option
-        if read is not None:
-            # the file was read with it: what the outputs' options blocks record, so that as a
-            # preset they give the same frames (they said null: frames from 0, not 1001)
-            self.options = self.options.replace(first_frame=read)
+        if getattr(host, "read_from_file", False):  # a standalone host that read its file
+            # the file was read with it (None: its own first frame): what the outputs'
+            # options blocks record, so that as a preset they give the same frames (they said
+            # null of a file read from 1001, or 1001 of one read from 0)
+            self.options = self.options.replace(first_frame=host.read_first_frame)
         self.space: SelectionSpace | None = None
         self.motion: Clip | None = None
         self.k: int | None = None
@@ -783,9 +784,31 @@ class Session:
         self.applied.extend(handles)
         # (an output's options block: a value greyed in the panel, that did not apply, is
         # recorded as its default, so the block is a preset that gives this result)
-        self.last_reduction, self.last_options = reduction, applied(options)
+        self.last_reduction, self.last_options = reduction, self._as_written(applied(options),
+                                                                              reduction)
         self._emit("applied", handles, reduction)
         return reduction
+
+    def _as_written(self, options: Options, reduction: Reduction) -> Options:
+        """``options`` with the K ``reduction`` was written at, where they choose another on
+        this analysis (a K picked with :meth:`set_k`, the panel's *Suggested* beside a keys
+        option picked before): the record said ``keys: 30`` of 25 keys written."""
+        labels = reduction.curves.labels
+        written = labels.count(KEYPOSE) if labels is not None else len(reduction.curves.frames)
+        if self.motion is None or self.space is None or options.keys.frames is not None:
+            return options
+        chosen = self.requested_k(self.motion, options)
+        if chosen is None and key_choice(options) == "tolerance" \
+                and self.tolerance_k is not None:
+            chosen = self.tolerance_k
+        elif chosen is None and self.automatic is not None and self.two_pass is not None:
+            chosen = len(self.automatic.keyposes)
+        elif chosen is None:
+            analysis = options.analysis
+            chosen = int(self.space.suggestions(analysis.accuracy,
+                                                analysis.significance)["threshold"])
+        return options if chosen == written else options.replace(keys=written, ratio=None,
+                                                                 suggested=False)
 
     def _write_corrections(self, reduction: Reduction, name: str) -> LayerHandle:
         """The corrective keys as an additive layer: sparse where the host can, else their

@@ -57,8 +57,10 @@ class StandaloneHost:
     def __init__(self, clip: Clip, source: str = "", first_frame: int | None = None) -> None:
         self.clip = clip
         self.source = source or clip.name
-        #: the ``first_frame`` input option ``source`` was read with (None: the file's own)
+        #: the ``first_frame`` input option :meth:`from_file` read ``source`` with (None: the
+        #: file's own); :attr:`read_from_file` says whether it did
         self.read_first_frame = first_frame
+        self.read_from_file = False
         self.preview: list[int] = []
         self.preview_labels: list[str] | None = None
         self.listeners: list[Callable[[str], None]] = []
@@ -71,8 +73,10 @@ class StandaloneHost:
 
     @classmethod
     def from_file(cls, path: str | Path, first_frame: int | None = None) -> StandaloneHost:
-        return cls(read_clip(path, first_frame=first_frame), source=str(path),
+        host = cls(read_clip(path, first_frame=first_frame), source=str(path),
                    first_frame=first_frame)
+        host.read_from_file = True
+        return host
 
     # ------------------------------------------------------------------ scene queries
     @property

@@ -496,3 +496,27 @@ def test_reviewed_a_clips_host_keeps_the_first_frame_the_options_give(sample_pat
     assert session.options.input.first_frame == 1001
     session.analyze()
     session.apply(options=options)
+
+
+def test_reviewed_the_options_recorded_give_the_k_written(sample_path):
+    """A second review: a K picked with ``set_k`` (or the panel's *Suggested*) beside a keys
+    option picked before was written, and the options block said the other K (``keys: 30``
+    of 25 keys written); a file read from its own first frame with options saying 1001 was
+    recorded as read from 1001."""
+    session = Session(StandaloneHost.from_file(sample_path),
+                      Options().replace(first_frame=1001, keys=30, space="channel"))
+    assert session.options.input.first_frame is None  # read from 0: the file's own
+    session.analyze()
+    session.set_k(25)
+    session.apply()
+    assert len(session.last_reduction.curves.frames) == 25
+    assert session.last_options.keys.keys == 25
+    session.set_k(session.suggested_k)
+    session.apply(replace=True)
+    assert session.last_options.keys.keys == session.suggested_k
+    # the K the options choose: recorded as they are
+    again = Session(StandaloneHost.from_file(sample_path), Options().replace(keys=12,
+                                                                              space="channel"))
+    again.analyze()
+    again.apply()
+    assert again.last_options == again.options.replace(first_frame=None)

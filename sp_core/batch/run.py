@@ -332,6 +332,8 @@ def _folder_lock(out: Path) -> Iterator[None]:
                               "choose another --out") from None
         except OSError:  # a file system without locks (NFS mounted nolock): no lock
             locked = False
+            print(f"note: {out} cannot be locked here; do not start another batch into it "
+                  "while this one runs", file=sys.stderr)
         try:
             yield
         finally:

@@ -11,7 +11,8 @@ from sp_core.ui.app import ensure_qapp, save_widget_png
 
 
 def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
-                    title: str = "", width: int = 1200, unit: str = "pose units") -> None:
+                    title: str = "", width: int = 1200, unit: str = "pose units",
+                    suggestions: dict | None = None) -> None:
     """Plot error(K) for the whole selection space with the suggestions marked, save as PNG.
 
     Parameters
@@ -26,6 +27,9 @@ def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
         What the errors are in (:func:`sp_core.poses.error_unit`).
     width : int
         Image width in pixels.
+    suggestions : dict, optional
+        The run's suggested K and cliffs (default the space's at the default accuracy and
+        significance; see :func:`sp_core.jobs.suggested_record`).
     """
     ensure_qapp()
     import pyqtgraph as pg
@@ -44,7 +48,9 @@ def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
     plot.setLogMode(x=False, y=log)
     plot.plot(keys[ok], errors[ok], pen=pg.mkPen((40, 90, 160), width=2))
     legend = plot.addLegend(offset=(-10, 10))
-    suggestions = space.suggestions()
+    # (the run's, with its accuracy and significance: the default ones put the star
+    # elsewhere than the summary said)
+    suggestions = suggestions or space.suggestions()
     cliffs = [k for k in suggestions["cliffs"] if ok[k - space.min_keys]]
     if cliffs:
         ys = [space.error(k) for k in cliffs]
@@ -58,6 +64,6 @@ def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
         item = pg.ScatterPlotItem([k], [np.log10(y) if log else y], symbol="star", size=18,
                                   brush=pg.mkBrush(200, 30, 30), pen=pg.mkPen("k"))
         plot.addItem(item)
-        legend.addItem(item, f"threshold rule: K = {k}")
+        legend.addItem(item, f"suggested: K = {k}")
     widget.resize(width, int(width * 0.55))
     save_widget_png(widget, str(path), width)

@@ -245,36 +245,38 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
                                     QtCore.QSettings.Format.IniFormat)
     window = MainWindow(host, settings=settings)
     failed = ""
-    window.resize(1400, 950)
-    window.show()
-    if screenshot or keys is not None:
-        if keys is not None:  # the K asked for (as choosing it in the panel sets it): the
-            # analysis solves up to it, as reduce's does (the panel took the nearest K it had)
-            window.panel.binder.edit(keys=keys, ratio=None, suggested=False)
-        window.panel.start_analysis()
-        wait_for_analysis(window, timeout)
-        if window.session.space is None:
-            raise SalientPosesError(f"the analysis failed: {window.panel.status.text()}")
-        if keys is not None:
-            window.panel.request_k(keys, immediately=True, user=True)
-        if apply:
-            window.panel.apply()
-        wait_for_analysis(window, timeout)  # Apply and the error estimate of K
-        if apply and not window.session.applied:
-            said = window.panel.status.text()
-            failed = said if said.startswith("Apply failed") else f"Apply failed: {said}"
-        middle = host.preview[len(host.preview) // 2] if host.preview else host.clip.first_frame
-        host.set_current_frame(middle)
-    if screenshot:
-        app.processEvents()
-        try:
+    try:
+        window.resize(1400, 950)
+        window.show()
+        if screenshot or keys is not None:
+            if keys is not None:  # the K asked for (as choosing it in the panel sets it): the
+                # analysis solves up to it, as reduce's does (the panel took the nearest K)
+                window.panel.binder.edit(keys=keys, ratio=None, suggested=False)
+            window.panel.start_analysis()
+            wait_for_analysis(window, timeout)
+            if window.session.space is None:
+                raise SalientPosesError(f"the analysis failed: {window.panel.status.text()}")
+            if keys is not None:
+                window.panel.request_k(keys, immediately=True, user=True)
+            if apply:
+                window.panel.apply()
+            wait_for_analysis(window, timeout)  # Apply and the error estimate of K
+            if apply and not window.session.applied:
+                said = window.panel.status.text()
+                failed = said if said.startswith("Apply failed") else f"Apply failed: {said}"
+            middle = host.preview[len(host.preview) // 2] if host.preview \
+                else host.clip.first_frame
+            host.set_current_frame(middle)
+        if screenshot:
+            app.processEvents()
             save_grab(window, screenshot)  # (a failed Apply too: the picture shows why)
-        finally:
+            print(f"Wrote {screenshot}")
+    finally:
+        if screenshot:  # (whatever failed: a caller in this process keeps its Qt state)
             window.close()  # saves the panel's settings: into the scratch folder removed next
             assert scratch is not None
             scratch.cleanup()
             QtCore.qInstallMessageHandler(previous)
-        print(f"Wrote {screenshot}")
     if failed:
         raise SalientPosesError(failed)
     return 0 if screenshot else app.exec()

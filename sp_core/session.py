@@ -790,25 +790,32 @@ class Session:
         return reduction
 
     def _as_written(self, options: Options, reduction: Reduction) -> Options:
-        """``options`` with the K ``reduction`` was written at, where they choose another on
-        this analysis (a K picked with :meth:`set_k`, the panel's *Suggested* beside a keys
-        option picked before): the record said ``keys: 30`` of 25 keys written."""
+        """``options`` with the K ``reduction`` was written at (``keys``), unless their own
+        rule is known to give that K on a fresh analysis: the K they ask for, the tolerance
+        search this analysis ran, its automatic three-layer choice, or the threshold rule of a
+        space no K capped. A K picked with :meth:`set_k`, or the panel's *Suggested* beside a
+        keys option picked before, was recorded as the other K (``keys: 30`` of 25 keys
+        written). (A corrective stop taken from the tolerance at such a K cannot be said
+        beside ``keys``: the block then spends the budget without it.)"""
         labels = reduction.curves.labels
         written = labels.count(KEYPOSE) if labels is not None else len(reduction.curves.frames)
         if self.motion is None or self.space is None or options.keys.frames is not None:
             return options
-        chosen = self.requested_k(self.motion, options)
-        if chosen is None and key_choice(options) == "tolerance" \
-                and self.tolerance_k is not None:
-            chosen = self.tolerance_k
-        elif chosen is None and self.automatic is not None and self.two_pass is not None:
-            chosen = len(self.automatic.keyposes)
-        elif chosen is None:
+        choice = key_choice(options)
+        made = self.analysed
+        if choice in ("keys", "ratio"):
+            kept = self.requested_k(self.motion, options) == written
+        elif choice == "tolerance" and self.tolerance_k is not None:
+            kept = self.tolerance_k == written
+        elif self.two_pass is not None:  # (the layered mode's rule: its automatic choice)
+            kept = self.automatic is not None and self._automatic_current() \
+                and len(self.automatic.keyposes) == written
+        else:  # the threshold rule, of a space as a fresh analysis builds it
             analysis = options.analysis
-            chosen = int(self.space.suggestions(analysis.accuracy,
-                                                analysis.significance)["threshold"])
-        return options if chosen == written else options.replace(keys=written, ratio=None,
-                                                                 suggested=False)
+            kept = made is not None and self.requested_k(self.motion, made) is None \
+                and int(self.space.suggestions(analysis.accuracy,
+                                               analysis.significance)["threshold"]) == written
+        return options if kept else options.replace(keys=written, ratio=None, suggested=False)
 
     def _write_corrections(self, reduction: Reduction, name: str) -> LayerHandle:
         """The corrective keys as an additive layer: sparse where the host can, else their

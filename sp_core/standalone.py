@@ -57,10 +57,10 @@ class StandaloneHost:
     def __init__(self, clip: Clip, source: str = "", first_frame: int | None = None) -> None:
         self.clip = clip
         self.source = source or clip.name
-        #: the ``first_frame`` input option :meth:`from_file` read ``source`` with (None: the
-        #: file's own); :attr:`read_from_file` says whether it did
+        #: the ``first_frame`` input option ``clip`` was read with (None: the file's own, when
+        #: :meth:`from_file` read it; :attr:`read_from_file` says whether it is known)
         self.read_first_frame = first_frame
-        self.read_from_file = False
+        self.read_from_file = first_frame is not None  # (a clip read at a given first frame)
         self.preview: list[int] = []
         self.preview_labels: list[str] | None = None
         self.listeners: list[Callable[[str], None]] = []

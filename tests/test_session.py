@@ -520,3 +520,24 @@ def test_reviewed_the_options_recorded_give_the_k_written(sample_path):
     again.analyze()
     again.apply()
     assert again.last_options == again.options.replace(first_frame=None)
+
+
+def test_reviewed_the_record_names_the_k_where_the_rule_is_not_known_to_give_it(sample_clip):
+    """A third review: the options' rule was trusted where a fresh analysis would choose
+    otherwise: *Suggested* on a space an earlier keys option capped (2 to 10: the threshold
+    rule said 10, a fresh analysis 14), and in the layered mode on an analysis made without
+    its automatic choice (15 keyposes written, 46 from the record)."""
+    session = Session(StandaloneHost(sample_clip), Options().replace(keys=10, space="channel"))
+    session.analyze()
+    session.set_options(suggested=True, keys=None)
+    session.set_k(session.suggested_k)
+    session.apply()
+    assert session.last_options.keys.keys == len(session.last_reduction.curves.frames)
+    layered = Session(StandaloneHost(sample_clip.sub_range(0, 400)), Options().replace(
+        layered=True, leading=("lhand", "rhand"), keys=6, space="channel"))
+    layered.analyze(graph=True)
+    layered.set_options(suggested=True, keys=None)
+    layered.set_k(layered.suggested_k)
+    layered.apply()
+    written = layered.last_reduction.curves.labels.count("keypose")
+    assert layered.last_options.keys.keys == written

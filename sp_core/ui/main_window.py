@@ -243,9 +243,10 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
         scratch = tempfile.TemporaryDirectory(prefix="salient-poses-view-")
         settings = QtCore.QSettings(str(Path(scratch.name) / "panel.ini"),
                                     QtCore.QSettings.Format.IniFormat)
-    window = MainWindow(host, settings=settings)
+    window: MainWindow | None = None
     failed = ""
     try:
+        window = MainWindow(host, settings=settings)
         window.resize(1400, 950)
         window.show()
         if screenshot or keys is not None:
@@ -273,7 +274,8 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
             print(f"Wrote {screenshot}")
     finally:
         if screenshot:  # (whatever failed: a caller in this process keeps its Qt state)
-            window.close()  # saves the panel's settings: into the scratch folder removed next
+            if window is not None:
+                window.close()  # saves the panel's settings: into the scratch folder removed
             assert scratch is not None
             scratch.cleanup()
             QtCore.qInstallMessageHandler(previous)

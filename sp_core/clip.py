@@ -576,6 +576,20 @@ class Clip:
                 return value
         raise ClipError(f"clip {self.name!r} has no measurable size: every node is at one point")
 
+    def not_a_number(self) -> tuple[str, np.ndarray] | None:
+        """The first channel value that is NaN or infinite, said as ``"<channel> is not a
+        number (NaN or infinity) at frame F (and N more values)"``, with the (n_frames,) bool
+        rows holding one; None if every value is finite. (Host applications let a NaN key
+        through; the analysis and the fit name it alike.)"""
+        bad = ~np.isfinite(self.channels)
+        if not bad.any():
+            return None
+        row, column = (int(i) for i in np.argwhere(bad)[0])
+        more = int(bad.sum()) - 1
+        others = f" (and {more} more value{'s' if more > 1 else ''})" if more else ""
+        return (f"{self.channel_names[column]} is not a number (NaN or infinity) at frame "
+                f"{self.first_frame + row}{others}", bad.any(axis=1))
+
     @property
     def held(self) -> np.ndarray:
         """(n_channels,) bool: the channels of :attr:`held_channels` (kept as captured)."""

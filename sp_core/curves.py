@@ -156,6 +156,11 @@ class KeyedCurves:
         return len(self.frames)
 
     @property
+    def k(self) -> int:
+        """K, as every front counts it: the keyframes, or a layered selection's keyposes."""
+        return self.n_keys if self.labels is None else self.labels.count(KEYPOSE)
+
+    @property
     def n_channels(self) -> int:
         return len(self.channel_names)
 

@@ -975,8 +975,10 @@ def preset_options(path: str | Path) -> Options:
         the preset's path (a command line's flags may be at fault too).
     """
     record = load_preset(path)
-    given = [name for key, value in record.items()
-             for name in (value if key in GROUPS and isinstance(value, dict) else [key])]
+    try:
+        given = flatten(record)
+    except OptionError as exc:  # (an option in another option's group)
+        raise OptionError(f"preset {path}: {exc}") from None
     if "overwrite" in given:
         # (the guide: existing files are kept unless *you* add --overwrite)
         raise OptionError(f"preset {path}: overwrite is not taken from a preset (a shared "

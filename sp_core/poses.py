@@ -149,19 +149,15 @@ def _refuse_non_finite(clip: Clip) -> None:
     """Name the first channel value that is NaN or infinite in the range (host applications
     let a NaN key through; the pose data would only say its frame), and the longest run of
     frames without one, which a frame range could analyse instead."""
-    bad = ~np.isfinite(clip.channels)
-    if bad.any():
-        row, column = (int(i) for i in np.argwhere(bad)[0])
-        more = int(bad.sum()) - 1
-        others = f" (and {more} more value{'s' if more > 1 else ''})" if more else ""
-        first, last = _longest_clean_run(bad.any(axis=1))
+    found = clip.not_a_number()
+    if found is not None:
+        said, bad_rows = found
+        first, last = _longest_clean_run(bad_rows)
         runs = (f"set frame_range to frames that leave it out (the longest run without one: "
                 f"frames {clip.first_frame + first} to {clip.first_frame + last})"
                 if last > first else "")  # a range needs 2 frames
-        raise SelectionError(
-            f"{clip.channel_names[column]} is not a number (NaN or infinity) at frame "
-            f"{clip.first_frame + row}{others}; fix that key"
-            + (f", or {runs}" if runs else ""), options=("frame_range",) if runs else ())
+        raise SelectionError(f"{said}; fix that key" + (f", or {runs}" if runs else ""),
+                             options=("frame_range",) if runs else ())
 
 
 def _longest_clean_run(bad_rows: np.ndarray) -> tuple[int, int]:

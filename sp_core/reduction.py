@@ -237,14 +237,9 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     fitting_share = 0.5 if correcting else 1.0
     report = (lambda f, m: None) if progress is None else progress
     original = clip.sub_range(int(keys[0]), int(keys[-1]))
-    bad = ~np.isfinite(original.channels)
-    if bad.any():  # (named as the analysis names it: which channel, which frame)
-        row, column = (int(i) for i in np.argwhere(bad)[0])
-        more = int(bad.sum()) - 1
-        raise ReductionError(f"{original.channel_names[column]} is not a number (NaN or "
-                             f"infinity) at frame {original.first_frame + row}"
-                             + (f" (and {more} more value{'s' * (more > 1)})" if more else "")
-                             + "; fix that key")
+    found = original.not_a_number()
+    if found is not None:  # (named as the analysis names it: which channel, which frame)
+        raise ReductionError(f"{found[0]}; fix that key")
     work = original.unwrapped()
     values = work.channels
     rows = keys - original.first_frame

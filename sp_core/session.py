@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from sp_core.clip import Clip
-from sp_core.curves import KEYPOSE
 from sp_core.errors import OptionError, SalientPosesError, SelectionError
 from sp_core.falloff import PoseGraph, clip_graph, pose_edit, propagate
 from sp_core.host import Host, LayerHandle, SparseLayers, host_step
@@ -797,10 +796,9 @@ class Session:
         keys option picked before, was recorded as the other K (``keys: 30`` of 25 keys
         written). (A corrective stop taken from the tolerance at such a K cannot be said
         beside ``keys``: the block then spends the budget without it.)"""
-        labels = reduction.curves.labels
-        written = labels.count(KEYPOSE) if labels is not None else len(reduction.curves.frames)
         if self.motion is None or self.space is None or options.keys.frames is not None:
             return options
+        written = reduction.curves.k
         choice = key_choice(options)
         made = self.analysed
         if choice in ("keys", "ratio"):

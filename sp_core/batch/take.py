@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from sp_core.curves import KEYPOSE
 from sp_core.errors import SalientPosesError, said
 from sp_core.jobs import Job, run_job
 from sp_core.options import flag_of
@@ -19,9 +18,7 @@ def reduction_row(reduction: Reduction) -> dict[str, object]:
     "; ". ``keys`` is K: in the keyposes + breakdowns mode the keyposes, as K counts them
     everywhere else (it held the breakdowns too)."""
     m = reduction.metrics
-    labels = reduction.curves.labels
-    keys = reduction.curves.n_keys if labels is None else labels.count(KEYPOSE)
-    return {"frames": len(reduction.frames), "keys": keys,
+    return {"frames": len(reduction.frames), "keys": reduction.curves.k,
             "pose_keys": m.pose_keys, "corrective_keys": m.corrective_keys,
             "total_keys": m.keys,
             "mean_mm": round(m.mean_mm, 4) if m.scaled else None,

@@ -633,6 +633,13 @@ class BlenderHost:
         strip.action_frame_start = float(start)
         if slot is not None and hasattr(strip, "action_slot"):
             strip.action_slot = slot
+        # the action blended as the animation data said (an additive layer at half weight
+        # became a full replace, 30 units off on a 24-unit character): its strip keeps that,
+        # as Blender's Push Down does (BKE_nla_action_pushdown; the data keeps them too, for
+        # the action made active again on Remove)
+        strip.blend_type = data.action_blend_type
+        strip.extrapolation = data.action_extrapolation
+        _constant_influence(strip, data.action_influence, start)
         data.action = None
         obj[PUSHED] = track.name
         obj[PUSHED_ACTION] = action.name
@@ -641,10 +648,20 @@ class BlenderHost:
 
     def _new_layer(self, obj: Any, layer: str, kind: str, first: int) -> tuple[Any, Any, Any]:
         """A new action (with an object slot where Blender has slots) on a new top track."""
+        if obj.library is not None:
+            # Blender lets a linked object's NLA be edited, and drops the edit on saving
+            raise HostError(f"{obj.name!r} is linked from {obj.library.filepath!r}: a layer "
+                            "written on it would be lost on saving; make a library override "
+                            "of it (Object > Library Override > Make) and apply to that")
         data = obj.animation_data_create()
         self._push_down(obj)
         action = bpy.data.actions.new(layer)
         action[MADE] = kind
+        # where the original went, on the layer too: a library override's object does not
+        # keep properties of its own through saving (Remove then left the original off)
+        for key in (PUSHED, PUSHED_ACTION):
+            if key in obj:
+                action[key] = obj[key]
         if self._journal is not None:
             self._journal.actions.append(action.name)
         # Blender lets two tracks share a name: a user's track named like the layer must not
@@ -665,11 +682,7 @@ class BlenderHost:
         # NOTHING: outside the reduced range the original shows; HOLD (the only strip of its
         # track): the strip's first and last frames are held before and after it
         strip.extrapolation = extrapolation
-        if influence != 1.0:
-            strip.use_animated_influence = True
-            strip.influence = influence
-            # Blender keys the influence when it is made animatable; keep it constant
-            strip.keyframe_insert("influence", frame=int(first))
+        _constant_influence(strip, influence, int(first))
 
     def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
         targets = self._targets(curves.channel_names, curves.animated)
@@ -770,8 +783,9 @@ class BlenderHost:
             track = _track_of(data, track_name, action)
             if track is not None:
                 data.nla_tracks.remove(track)
+            pushed = (action.get(PUSHED), action.get(PUSHED_ACTION))
             bpy.data.actions.remove(action)
-            note = _restore_original(obj)
+            note = _restore_original(obj, pushed)
             if note:
                 self.notes.append(note)
 
@@ -885,25 +899,39 @@ class _Channels:
         return fcurve
 
 
-def _restore_original(obj: Any) -> str | None:
+def _constant_influence(strip: Any, influence: float, frame: int) -> None:
+    """Give ``strip`` the constant ``influence`` (a strip's own influence is ignored unless
+    it is made animatable, and Blender keys it when it is: the key at ``frame`` holds it)."""
+    if influence != 1.0:
+        strip.use_animated_influence = True
+        strip.influence = influence
+        strip.keyframe_insert("influence", frame=frame)
+
+
+def _restore_original(obj: Any, pushed: tuple[str | None, str | None] = (None, None)
+                      ) -> str | None:
     """Put the pushed-down action back once no layer of this tool is left on ``obj``.
+
+    Where it went (its track's and its action's names) is read from ``obj``, else from
+    ``pushed``, the last layer's record of it.
 
     An action the user made active meanwhile (keys set after Apply go into a new action) is
     kept: the original stays on its NLA track below it, and the returned note says so (making
     the original active again left the user's action with no user, lost on saving).
     """
     data = obj.animation_data
-    if data is None or PUSHED not in obj:
+    track_name = obj.get(PUSHED, pushed[0])
+    if data is None or track_name is None:
         return None
     ours = [t for t in data.nla_tracks for s in t.strips
             if s.action is not None and MADE in s.action]
     if ours:
         return None
-    original = bpy.data.actions.get(obj.get(PUSHED_ACTION, ""))
-    track = _track_of(data, obj[PUSHED], original)
-    del obj[PUSHED]
-    if PUSHED_ACTION in obj:
-        del obj[PUSHED_ACTION]
+    original = bpy.data.actions.get(obj.get(PUSHED_ACTION, pushed[1]) or "")
+    track = _track_of(data, track_name, original)
+    for key in (PUSHED, PUSHED_ACTION):
+        if key in obj:
+            del obj[key]
     if track is None or not len(track.strips):
         return None
     strip = track.strips[0]

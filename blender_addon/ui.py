@@ -142,6 +142,11 @@ def reset() -> None:
     STATE.notes = []
 
 
+def _undone(*_args: Any) -> None:
+    # an undo or redo takes back or brings back what the last message says was done
+    STATE.message = ""
+
+
 def _file_loaded(*_args: Any) -> None:
     # a new or opened file: the session's armature and analysis belong to the file before
     # (Apply wrote the previous file's motion onto this one's character)
@@ -181,14 +186,44 @@ class _Operator:
         @classmethod
         def poll_message_set(cls, message: str) -> None: ...
 
+    #: The armatures the operator acts on, the first that resolves (:func:`acted_on`):
+    #: Analyze and Convert the active one; Apply and Suggested K the one analysed, whichever
+    #: is active; Remove the active one, else the one analysed.
+    targets: tuple[str, ...] = ("active",)
+
     @classmethod
     def poll(cls, context: Any) -> bool:
         try:
-            BlenderHost().object()
+            acted_on(cls.targets)
         except SalientPosesError as exc:
             cls.poll_message_set(str(exc))  # the greyed button's tooltip says why
             return False
         return True
+
+
+def acted_on(targets: tuple[str, ...]) -> BlenderHost:
+    """The host of the first of ``targets`` that resolves: ``"active"``, the active armature
+    (or the one armature selected, or in the scene); ``"analysed"``, the session's (a mesh
+    made active after Analyze in a scene of several armatures greyed Apply out).
+
+    Raises
+    ------
+    HostError
+        None resolves (the first one's reason).
+    """
+    analysed = getattr(STATE.session.host, "armature", None) if STATE.session else None
+    hosts = [BlenderHost(analysed if target == "analysed" else None) for target in targets
+             if target == "active" or analysed is not None]
+    failure: SalientPosesError | None = None
+    for host in hosts:
+        try:
+            host.armature = host.object().name
+        except SalientPosesError as exc:
+            failure = failure or exc
+            continue
+        return host
+    assert failure is not None
+    raise failure
 
 
 def _operators() -> list[type]:
@@ -216,6 +251,7 @@ def _operators() -> list[type]:
 
         bl_idname = "salient_poses.suggested_k"
         bl_label = "Suggested K"
+        targets = ("analysed", "active")
 
         def execute(self, context: Any) -> set[str]:
             if STATE.session is None or STATE.session.space is None:
@@ -229,6 +265,7 @@ def _operators() -> list[type]:
 
         bl_idname = "salient_poses.apply"
         bl_label = "Apply"
+        targets = ("analysed", "active")
 
         def execute(self, context: Any) -> set[str]:
             session = STATE.session
@@ -259,10 +296,11 @@ def _operators() -> list[type]:
 
         bl_idname = "salient_poses.remove"
         bl_label = "Remove"
+        targets = ("active", "analysed")
 
         def execute(self, context: Any) -> set[str]:
-            host = BlenderHost()
             try:
+                host = acted_on(self.targets)
                 handles = host.layers()
                 with host.undo_chunk("Salient Poses: remove layers"):
                     for handle in reversed(handles):
@@ -367,6 +405,8 @@ def register() -> None:
     bpy.types.Scene.salient_poses = bpy.props.PointerProperty(type=classes[0])
     # persistent: Blender drops a handler without the mark when it loads a file
     bpy.app.handlers.load_post.append(bpy.app.handlers.persistent(_file_loaded))
+    for handlers in (bpy.app.handlers.undo_post, bpy.app.handlers.redo_post):
+        handlers.append(bpy.app.handlers.persistent(_undone))
 
 
 def unregister() -> None:
@@ -378,4 +418,7 @@ def unregister() -> None:
     _REGISTERED.clear()
     if _file_loaded in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(_file_loaded)
+    for handlers in (bpy.app.handlers.undo_post, bpy.app.handlers.redo_post):
+        if _undone in handlers:
+            handlers.remove(_undone)
     STATE.session = None

@@ -10,7 +10,9 @@ The correction of a channel is the linear interpolation of its *knots* (correcti
 values) and of the pose keys (value 0, unless a knot sits on one: with captured key values the
 pose curves hit the original there, with fitted ones they may miss it a little). What a host
 layer needs is the knots plus the zero keys of the pose keys next to a knot; those are the
-keys counted against the budget.
+keys counted against the budget. A knot whose value is zero (one that closes a correction)
+and a zero key next to no other knot change nothing the host shows, and are not written
+(:meth:`_Channel.needed`).
 
 Greedy step
     Take the worst frame not yet given up (largest joint error over all nodes), the worst node
@@ -23,10 +25,14 @@ Greedy step
     (:data:`JOINT_DAMPING`). A candidate is accepted only when no frame it touches gets a
     larger worst-node or mean-node error than the pose-key result had (so the stage never
     makes a frame worse) and it lowers the sum of squared worst-node errors; the best gain per
-    key wins. A frame no candidate improves is given up.
+    key wins. Nor may a candidate make a channel step from one frame to the next faster than
+    the capture does around there (:data:`SPEED_MARGIN`), or than it stepped before: a joint's
+    position is not bought with a pop of the joints above it. A frame no candidate improves is
+    given up.
 
 Rounds
-    After the greedy search the polish refits every knot value together. When a tolerance's
+    After the greedy search the polish refits every knot value together (under the same
+    checks). When a tolerance's
     max is to be met and frames stay above it, the greedy search starts again from what the
     polish left, with no frame given up, then the polish again, while a round lowers the
     largest error (:data:`CYCLES` rounds at most). A reduction that meets the max after the
@@ -76,6 +82,20 @@ CYCLES = 5
 STEP = 1e-4
 #: Slack of the "never worse" check, relative to the clip's size (rounding of FK).
 SLACK = 1e-9
+#: How fast a corrected channel may move from one frame to the next: at most this many times
+#: the fastest step the capture makes on that channel within :data:`SPEED_REACH` frames, or as
+#: fast as it moved before the change. The position checks alone let a correction buy a
+#: joint's position with a pop of the channels that move it: on the sample's default
+#: reduction the chest turned 8.2 degrees in one frame to bring an elbow in (the capture's
+#: chest moves at most 0.56 degrees a frame), and with weighted tangents the right wrist
+#: twisted 82 degrees in one frame and back (the capture's wrist: 0.8 there, 17 at most).
+#: With 1.5, 2 and 3 the sample's default reduction meets the tolerance at K = 50, 49 and 49
+#: (at 47 without a limit, with 60 steps more than 0.5 degrees faster than twice the
+#: capture's); 2 is the tightest at 49.
+SPEED_MARGIN = 2.0
+#: Frames each side of a step over which the capture's fastest step is taken (its own flips
+#: and snaps, a frame or two long, may be followed).
+SPEED_REACH = 2
 
 
 @dataclass(frozen=True)
@@ -192,6 +212,18 @@ class _Channel:
         near[:-1] |= is_knot[1:]
         return rows[near]
 
+    def needed(self, knots: dict[int, float]) -> np.ndarray:
+        """Rows of the keys a host needs to show the correction: the knots whose value is not
+        zero and the points next to one (the rest lie on a zero stretch between two of
+        these, or beyond the first or last of them, where the host holds a zero key's value).
+        """
+        rows, values = self.points(knots)
+        live = values != 0.0
+        near = live.copy()
+        near[1:] |= live[:-1]
+        near[:-1] |= live[1:]
+        return rows[near]
+
     def span(self, new_rows: list[int]) -> tuple[int, int]:
         """Rows lo..hi (inclusive) whose correction changes when ``new_rows`` get knots."""
         rows = self.rows
@@ -255,6 +287,7 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     frame_max = base_max.copy()
     given_up = np.zeros(n_frames, dtype=bool)
     movers = _movers(clip, animated)
+    limits = speed_limits(clip.channels)
     used = 0
     steps = 0
     floor = max(slack, stop_at)
@@ -297,7 +330,7 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
             node = int(np.argmax(errors[worst]))
             best = _best_candidate(clip, fk, reduced, correction, residual, target, channels,
                                    movers[node], worst, errors, base_max, base_mean, slack,
-                                   budget - used)
+                                   budget - used, limits)
             if best is None:
                 given_up[worst] = True
                 continue
@@ -313,12 +346,12 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
             given_up[lo:hi + 1] = False  # what changed may now be fixable
         if polish:
             _polish(clip, fk, reduced, correction, errors, channels, base_max, base_mean, slack,
-                    polish,
+                    limits, polish,
                     None if progress is None else
                     lambda f, m: report(share + (1.0 - share) * f, m))
     for c, state in channels.items():
-        if state.knots:
-            rows = state.written(state.knots)
+        rows = state.needed(state.knots)
+        if len(rows):
             result.keys[int(c)] = (rows + clip.first_frame, correction[rows, c].copy())
     return result, result.dense()
 
@@ -405,13 +438,14 @@ class _Kinematics:
 def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             correction: np.ndarray, errors: np.ndarray,
             channels: dict[int, _Channel], base_max: np.ndarray, base_mean: np.ndarray,
-            slack: float, rounds: int,
+            slack: float, limits: np.ndarray, rounds: int,
             progress: Callable[[float, str], None] | None = None) -> None:
     """Refit every knot value together (knot frames fixed): reweighted Gauss–Newton on the
     world positions, frames weighted by how bad they are so the worst frames count most.
 
-    A round is kept only when no frame becomes worse than the pose keys alone and neither the
-    largest nor the mean joint error grows (the step is halved up to four times before giving
+    A round is kept only when no frame becomes worse than the pose keys alone, no channel
+    steps faster than ``limits`` (:func:`speed_limits`) allow, and neither the largest nor
+    the mean joint error grows (the step is halved up to four times before giving
     up). ``correction`` and the knots are updated in place; ``errors`` (F, n_nodes) are the
     nodes' distances with ``correction`` as it comes (the greedy search's, the same numbers
     as the whole chain's forward kinematics gives).
@@ -466,6 +500,9 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     # the rows some hat covers, and where each sits among them: the Jacobian and the misses
     # are needed there only (the sparse products read nothing else)
     covered = np.unique(hat_rows)
+    # the knots' channels, and where each hat's sits among them (the speed checks)
+    knotted = np.unique(columns)
+    hat_place = np.searchsorted(knotted, hat_columns)
     place = np.zeros(n_frames, dtype=np.int64)
     place[covered] = np.arange(len(covered))
     for done in range(rounds):
@@ -511,8 +548,11 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             new = current.copy()
             new[changed] = errors_of(trial, changed)
             bad = (new.max(axis=1) > base_max + slack) | (new.mean(axis=1) > base_mean + slack)
-            if bad.any():
-                touching = np.logical_or.reduceat(bad[hat_rows], starts[:-1])
+            fast = _fast_rows(reduced[:, knotted], correction[:, knotted], trial[:, knotted],
+                              limits[:, knotted])
+            if bad.any() or fast.any():
+                touching = np.logical_or.reduceat(bad[hat_rows] | fast[hat_rows, hat_place],
+                                                  starts[:-1])
                 if not (touching & active).any():
                     break
                 active &= ~touching
@@ -528,6 +568,20 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         step = np.where(active, step, 0.0)
         for (c, r), d in zip(unknowns, step, strict=True):
             channels[c].knots[r] += float(d)
+
+
+def _fast_rows(reduced: np.ndarray, correction: np.ndarray, trial: np.ndarray,
+               limits: np.ndarray) -> np.ndarray:
+    """(F, C) bool: the rows on either side of a step where ``trial`` (F, C), a new
+    correction, moves a channel faster than ``limits`` (F - 1, C) allow and than
+    ``correction`` did (see :func:`_too_fast`)."""
+    before = np.abs(np.diff(reduced + correction, axis=0))
+    after = np.abs(np.diff(reduced + trial, axis=0))
+    fast = after > np.maximum(before, limits) * (1.0 + 1e-9) + 1e-12
+    rows = np.zeros(reduced.shape, dtype=bool)
+    rows[:-1] |= fast
+    rows[1:] |= fast
+    return rows
 
 
 def _damped_step(a: sparse.csr_matrix, rhs: np.ndarray) -> np.ndarray | None:
@@ -603,14 +657,64 @@ def _movers(clip: Clip, animated: np.ndarray) -> list[tuple[np.ndarray, np.ndarr
     return out
 
 
+def speed_limits(channels: np.ndarray) -> np.ndarray:
+    """(F - 1, C) float64: the largest step from frame f to f + 1 a correction may give each
+    channel (:data:`SPEED_MARGIN` times the capture's largest step within
+    :data:`SPEED_REACH` frames; channel units a frame).
+
+    Parameters
+    ----------
+    channels : (F, C) float64
+        The capture's channels (unwrapped: a wrap is no step).
+    """
+    from scipy.ndimage import maximum_filter1d
+
+    steps = np.abs(np.diff(channels, axis=0))
+    if not len(steps):
+        return steps
+    return SPEED_MARGIN * maximum_filter1d(steps, 2 * SPEED_REACH + 1, axis=0, mode="nearest")
+
+
+def _too_fast(reduced: np.ndarray, correction: np.ndarray, limits: np.ndarray,
+              first: np.ndarray, counts: np.ndarray, columns: np.ndarray,
+              values: np.ndarray) -> np.ndarray:
+    """(n,) bool: which of n changes to the correction step faster than ``limits`` allow.
+
+    Change i gives channel ``columns[i]`` the correction ``values`` (its ``counts[i]`` values
+    in turn, all changes' laid end to end) on rows ``first[i]`` on; its steps are checked
+    from the row before to the row after. A step may be as fast as it was before the change
+    (the pose keys' own curve may be faster than the capture).
+    """
+    n_frames = reduced.shape[0]
+    lo = np.maximum(first - 1, 0)
+    hi = np.minimum(first + counts, n_frames - 1)
+    spans = hi - lo + 1
+    begins = np.cumsum(spans) - spans
+    rows = np.repeat(lo - begins, spans) + np.arange(int(spans.sum()))
+    cols = np.repeat(columns, spans)
+    before = reduced[rows, cols] + correction[rows, cols]
+    after = before.copy()
+    inner = np.repeat(begins + first - lo - np.cumsum(counts) + counts, counts) \
+        + np.arange(int(counts.sum()))
+    after[inner] = reduced[rows[inner], cols[inner]] + values
+    # (a span's last row may be the range's: its step, to the next span, is no step)
+    limit = np.maximum(np.abs(np.diff(before)),
+                       limits[np.minimum(rows[:-1], n_frames - 2), cols[:-1]])
+    fast = np.abs(np.diff(after)) > limit * (1.0 + 1e-9) + 1e-12
+    fast[begins[1:] - 1] = False  # (the step from one change's rows to the next's)
+    return np.logical_or.reduceat(np.append(fast, False), begins)
+
+
 def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                     correction: np.ndarray,
                     residual: np.ndarray, target: np.ndarray, channels: dict[int, _Channel],
                     movers_of: tuple[np.ndarray, np.ndarray], worst: int, errors: np.ndarray,
                     base_max: np.ndarray,
-                    base_mean: np.ndarray, slack: float, left: int):  # noqa: ANN202
+                    base_mean: np.ndarray, slack: float, left: int,
+                    limits: np.ndarray):  # noqa: ANN202
     """The best accepted candidate at frame ``worst`` (None if none improves it):
-    ``(channel, knots, lo, hi, column, new errors (hi - lo + 1, n_nodes), cost)``."""
+    ``(channel, knots, lo, hi, column, new errors (hi - lo + 1, n_nodes), cost)``;
+    ``limits`` are :func:`speed_limits` of the capture."""
     from sp_core._subtree_kernels import joint_normals, row_errors
 
     n_frames = reduced.shape[0]
@@ -757,6 +861,10 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         target, rows, errors)
     worse = np.logical_or.reduceat((moved_max > base_max[rows] + slack)
                                    | (moved_mean > base_mean[rows] + slack), offsets)
+    fast = _too_fast(reduced, correction, limits, np.array(in_take), counts,
+                     np.array(channel_of), np.concatenate(values))
+    changes_of = np.array([len(changes) for changes, _cost in candidates])
+    worse |= np.logical_or.reduceat(fast, np.cumsum(changes_of) - changes_of)
     at_worst = offsets + worst - ranges[:, 0]
     kept = np.flatnonzero(~worse & (moved_max[at_worst] < current_max[at_worst]))
     best, best_score = None, 0.0

@@ -786,3 +786,105 @@ def test_apply_after_the_keys_were_edited_asks_for_a_new_analysis(scene):
     assert scene.state() == before
     session.analyze()
     session.apply()
+
+
+def test_the_pushed_down_original_keeps_its_blend_type_and_influence(scene):
+    """An additive layer at half weight over an NLA base, active when Apply pushed it down,
+    became a full-strength replace strip (30 units off on the sample's scale outside the
+    analysed range); Blender's own Push Down keeps the animation data's blending."""
+    obj = bpy.data.objects[scene.object_name]
+    data = obj.animation_data
+    base = data.action
+    track = data.nla_tracks.new()
+    track.strips.new(base.name, int(base.frame_range[0]), base)
+    data.action = None
+    offset = bpy.data.actions.new("Offset")
+    data.action = offset
+    bone = obj.pose.bones[0]
+    for frame, height in ((FIRST, 0.0), (FIRST + FRAMES - 1, 3.0)):
+        bone.location = (0.0, 0.0, height)
+        bone.keyframe_insert("location", frame=frame)
+    data.action_blend_type, data.action_influence = "ADD", 0.5
+    data.action_extrapolation = "HOLD_FORWARD"
+    nodes = [b.name for b in obj.pose.bones]
+    outside = np.array([FIRST - 5, FIRST + FRAMES + 5])
+    before = scene.positions(nodes, outside)
+    session = Session(scene.host)
+    session.analyze()
+    session.set_k(6)
+    session.apply()
+    pushed = data.nla_tracks["Offset (original)"].strips[0]
+    assert (pushed.blend_type, pushed.extrapolation) == ("ADD", "HOLD_FORWARD")
+    assert pushed.influence == pytest.approx(0.5)
+    np.testing.assert_allclose(scene.positions(nodes, outside), before, atol=1e-5)
+    session.remove()
+    assert data.action == offset and data.action_blend_type == "ADD"
+    np.testing.assert_allclose(scene.positions(nodes, outside), before, atol=1e-5)
+
+
+def test_a_linked_armature_is_refused_and_an_overrides_remove_needs_no_object_property(
+        scene, tmp_path):
+    """Apply onto a linked armature said it applied, and saving dropped the layer; a library
+    override's object loses its own properties on saving, which left the original off on
+    Remove (the layer's action, a local one, records where the original went too)."""
+    obj = bpy.data.objects[scene.object_name]
+    name = obj.name
+    library = tmp_path / "library.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(library))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    with bpy.data.libraries.load(str(library), link=True) as (source, target):
+        target.objects = [name]
+    linked = target.objects[0]
+    bpy.context.scene.collection.objects.link(linked)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = FIRST, FIRST + FRAMES - 1
+    host = BlenderHost(linked.name)
+    session = Session(host)
+    session.analyze()
+    session.set_k(5)
+    with pytest.raises(HostError, match="is linked from .*make a library override"):
+        session.apply()
+    assert not len(linked.animation_data.nla_tracks)
+    # an override: what saving it leaves of the object's own properties is none
+    override = linked.override_create(remap_local_usages=True)
+    session = Session(BlenderHost(override.name))
+    session.analyze()
+    session.set_k(5)
+    original = override.animation_data.action
+    session.apply()
+    for key in [k for k in override.keys() if k.startswith("salient_poses")]:
+        del override[key]
+    session.remove()
+    assert override.animation_data.action == original
+    assert not len(override.animation_data.nla_tracks)
+
+
+def test_apply_and_remove_reach_the_analysed_armature_past_an_active_mesh(scene):
+    """With a mesh active in a scene of two armatures Apply, Remove and Suggested K were
+    greyed out, though Apply writes onto the armature analysed; an undo left the sidebar
+    saying what it had taken back."""
+    import blender_addon
+    from blender_addon import ui
+
+    alice = bpy.data.objects[scene.object_name]
+    bpy.ops.object.armature_add()
+    bpy.ops.mesh.primitive_cube_add()
+    blender_addon.register()
+    try:
+        bpy.context.view_layer.objects.active = alice
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        bpy.ops.object.select_all(action="DESELECT")
+        bpy.context.view_layer.objects.active = bpy.data.objects["Cube"]
+        assert bpy.ops.salient_poses.apply.poll() and bpy.ops.salient_poses.remove.poll()
+        assert bpy.ops.salient_poses.suggested_k.poll()
+        assert not bpy.ops.salient_poses.convert_to_euler.poll()
+        assert bpy.ops.salient_poses.apply() == {"FINISHED"}
+        assert ui.STATE.message.startswith("Applied")
+        bpy.ops.ed.undo()
+        assert ui.STATE.message == ""
+        assert bpy.ops.salient_poses.apply() == {"FINISHED"}
+        assert bpy.ops.salient_poses.remove() == {"FINISHED"}
+        assert ui.STATE.message.startswith("Removed")
+        alice = bpy.data.objects[scene.object_name]  # (undo replaced Blender's data)
+        assert not len(alice.animation_data.nla_tracks)
+    finally:
+        blender_addon.unregister()

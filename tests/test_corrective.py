@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sp_core.corrective as corrective
-from sp_core.corrective import _Channel, _hat, _shapes, budget_keys, correct
+from sp_core.corrective import _Channel, _hat, _shapes, budget_keys, correct, speed_limits
 from sp_core.errors import OptionError
 from sp_core.options import Options, coerce, corrective_plan
 from sp_core.reduction import reduce
@@ -44,7 +44,17 @@ def check_never_worse(clip, frames, budget, space="channel", stop_mm=None):
     assert corrected.metrics.keys == corrected.metrics.pose_keys + keys.n_keys
     # the pose keys are untouched by the corrective stage
     np.testing.assert_array_equal(corrected.reduced, pose.reduced)
+    check_no_pops(part, pose.reduced, corrected.corrected)
     return pose, corrected
+
+
+def check_no_pops(part, reduced, corrected):
+    """No channel of ``corrected`` steps from a frame to the next faster than the capture
+    allows there (:func:`speed_limits`) or than the pose keys' ``reduced`` curve did."""
+    limits = speed_limits(part.unwrapped().channels)
+    before = np.abs(np.diff(reduced, axis=0))
+    after = np.abs(np.diff(corrected, axis=0))
+    assert np.all(after <= np.maximum(before, limits) * (1.0 + 1e-9) + 1e-9)
 
 
 def test_corrective_keys_on_real_mocap_never_worsen_a_frame_and_cut_the_max(sample_clip):
@@ -310,6 +320,50 @@ def test_a_candidates_hat_and_key_cost_equal_those_of_the_whole_channel(data):
         np.testing.assert_array_equal(hat, whole)
         assert cost == len(state.written(knots)) - state.written_count
         assert (lo, hi) == state.span([*shape, worst])
+
+
+@given(st.data())
+def test_the_keys_written_give_the_correction_of_every_point(data):
+    """A host interpolates the keys written linearly and holds the first and last: the keys
+    :meth:`_Channel.needed` leaves (no zero knot, no zero key next to zeros only) must give
+    the interpolation of every point of the channel on every row."""
+    n = data.draw(st.integers(2, 60), label="frames")
+    anchors = np.unique([0, n - 1, *data.draw(st.lists(st.integers(0, n - 1), max_size=8))])
+    state = _Channel(anchors)
+    rows = data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=8), label="knots")
+    state.knots = {r: data.draw(st.sampled_from([0.0, -1.5, 0.25, 2.0]), label="value")
+                   for r in rows}
+    points, values = state.points(state.knots)
+    whole = np.interp(np.arange(n), points, values)
+    needed = state.needed(state.knots)
+    at = np.searchsorted(points, needed)
+    if len(needed):
+        np.testing.assert_array_equal(np.interp(np.arange(n), needed, values[at]), whole)
+    else:
+        assert not np.any(whole)
+    # nothing written that the host would show without it
+    assert len(needed) <= len(state.written(state.knots))
+    for i in at:
+        neighbours = values[max(i - 1, 0):i + 2]
+        assert np.any(neighbours != 0.0)
+
+
+def test_corrective_keys_do_not_pop_the_channels_above_a_joint(sample_clip):
+    """The sample's optimal keyframes at K = 47 (the default tolerance's K before the limit),
+    the default corrective plan: with the position checks alone the stage brought the right
+    elbow in by turning the chest 8.2 degrees in one frame (its capture moves 0.56 at most)
+    and 60 channel steps were more than twice as fast as the capture's around them; now no
+    channel steps faster than the capture allows there or than the pose keys did."""
+    session = Session(StandaloneHost(sample_clip), Options().replace(keys=47))
+    session.analyze()
+    frames = session.space.keyframes(47)
+    budget, stop = corrective_plan(Options())
+    corrected = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=stop)
+    part = sample_clip.sub_range(int(frames[0]), int(frames[-1]))
+    check_no_pops(part, corrected.reduced, corrected.corrected)
+    chest = sample_clip.channel_names.index("Chest.Zrotation")
+    layer = corrected.corrected - corrected.reduced
+    assert np.abs(np.diff(layer[795:825, chest])).max() < 1.0
 
 
 def meets_20_mm_at(sample_clip, k):

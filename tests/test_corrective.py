@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sp_core.corrective as corrective
-from sp_core.corrective import _Channel, _hat, _shapes, budget_keys, correct, speed_limits
+from sp_core.corrective import _Channel, _hat, _shapes, budget_keys, correct
 from sp_core.errors import OptionError
 from sp_core.options import Options, coerce, corrective_plan
 from sp_core.reduction import reduce
@@ -49,9 +49,13 @@ def check_never_worse(clip, frames, budget, space="channel", stop_mm=None):
 
 
 def check_no_pops(part, reduced, corrected):
-    """No channel of ``corrected`` steps from a frame to the next faster than the capture
-    allows there (:func:`speed_limits`) or than the pose keys' ``reduced`` curve did."""
-    limits = speed_limits(part.unwrapped().channels)
+    """No channel of ``corrected`` steps from a frame to the next faster than twice the
+    capture's fastest step within two frames of it, or than the pose keys' ``reduced`` curve
+    did (the documented limit, computed here on its own)."""
+    steps = np.abs(np.diff(part.unwrapped().channels, axis=0))
+    padded = np.concatenate([np.repeat(steps[:1], 2, axis=0), steps,
+                             np.repeat(steps[-1:], 2, axis=0)])
+    limits = 2.0 * np.lib.stride_tricks.sliding_window_view(padded, 5, axis=0).max(axis=-1)
     before = np.abs(np.diff(reduced, axis=0))
     after = np.abs(np.diff(corrected, axis=0))
     assert np.all(after <= np.maximum(before, limits) * (1.0 + 1e-9) + 1e-9)
@@ -349,21 +353,19 @@ def test_the_keys_written_give_the_correction_of_every_point(data):
 
 
 def test_corrective_keys_do_not_pop_the_channels_above_a_joint(sample_clip):
-    """The sample's optimal keyframes at K = 47 (the default tolerance's K before the limit),
-    the default corrective plan: with the position checks alone the stage brought the right
-    elbow in by turning the chest 8.2 degrees in one frame (its capture moves 0.56 at most)
-    and 60 channel steps were more than twice as fast as the capture's around them; now no
-    channel steps faster than the capture allows there or than the pose keys did."""
-    session = Session(StandaloneHost(sample_clip), Options().replace(keys=47))
+    """The sample's optimal keyframes at K = 49 (the default tolerance's K without the speed
+    limit), the default corrective plan: with the position checks alone 24 channel steps were
+    more than twice as fast as the capture's around them, by up to 63 degrees (with the world
+    fit's earlier anchor the chest turned 8.2 degrees in one frame to bring an elbow in, where
+    the capture's chest moves 0.56 at most); now no channel steps faster than the capture
+    allows there or than the pose keys did."""
+    session = Session(StandaloneHost(sample_clip), Options().replace(keys=49))
     session.analyze()
-    frames = session.space.keyframes(47)
+    frames = session.space.keyframes(49)
     budget, stop = corrective_plan(Options())
     corrected = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=stop)
     part = sample_clip.sub_range(int(frames[0]), int(frames[-1]))
     check_no_pops(part, corrected.reduced, corrected.corrected)
-    chest = sample_clip.channel_names.index("Chest.Zrotation")
-    layer = corrected.corrected - corrected.reduced
-    assert np.abs(np.diff(layer[795:825, chest])).max() < 1.0
 
 
 def meets_20_mm_at(sample_clip, k):
@@ -385,11 +387,11 @@ def meets_20_mm_at(sample_clip, k):
 
 def test_the_greedy_search_starts_again_after_the_polish_until_the_max_is_met(
         sample_clip, monkeypatch):
-    """The sample at K = 37 (world fit), the default tolerance's max of 20 mm: one greedy
-    search and its polish leave a joint about 27 mm off; starting the greedy search again from
+    """The sample at K = 48 (world fit), the default tolerance's max of 20 mm: one greedy
+    search and its polish leave a joint about 28 mm off; starting the greedy search again from
     what the polish left, with no frame given up, meets 20 mm, and still no frame is worse than
     with the pose keys alone."""
-    frames, budget, again = meets_20_mm_at(sample_clip, 37)
+    frames, budget, again = meets_20_mm_at(sample_clip, 48)
     monkeypatch.setattr(corrective, "CYCLES", 1)
     once = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=20.0)
     assert once.metrics.max_mm > 25.0
@@ -397,11 +399,11 @@ def test_the_greedy_search_starts_again_after_the_polish_until_the_max_is_met(
 
 
 def test_damped_joint_steps_reach_what_the_undamped_one_overshoots(sample_clip, monkeypatch):
-    """The sample at K = 28 (world fit), a max of 20 mm: no single channel lowers the worst
+    """The sample at K = 51 (world fit), a max of 20 mm: no single channel lowers the worst
     joints without raising their frame's mean, and the undamped joint step of the channels
-    that move them overshoots (the right elbow stays about 31 mm off); the damped joint steps
-    meet 20 mm there, and no frame is worse than with the pose keys alone."""
-    frames, budget, _damped = meets_20_mm_at(sample_clip, 28)
+    that move them overshoots (a joint stays about 32 mm off); the damped joint steps meet
+    20 mm there, and no frame is worse than with the pose keys alone."""
+    frames, budget, _damped = meets_20_mm_at(sample_clip, 51)
     monkeypatch.setattr(corrective, "JOINT_DAMPING", (0.0,))
     undamped = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=20.0)
     assert undamped.metrics.max_mm > 25.0

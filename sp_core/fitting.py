@@ -65,9 +65,11 @@ RIDGE = 1e-9
 #: the fit bought position error with channels the capture holds still: on the sample at
 #: K = 47 the right ankle's Z rotation swung by up to 18.5 degrees where the capture stays
 #: within 1.2, the chest by 9.4, and 7 channels left the capture's range by more than 5 degrees
-#: (1 with the channel fit); at 0.1, 3.8 and 0.9 degrees and 1 channel, for a pose-key mean of
-#: 2.25 mm instead of 2.04 (the channel fit: 2.61).
-ANCHOR = 0.1
+#: (1 with the channel fit); at 0.05, 6.4 and 0.9 degrees and 2 channels, for a pose-key mean
+#: of 2.19 mm instead of 2.04 (the channel fit: 2.61). 0.1 (3.8, 0.9, 1; 2.25 mm) took the
+#: mean at equal key budgets to 0.50-0.51x Blender's Decimate on the stop take (issue 22's
+#: bound: 0.5x); 0.05 keeps every case within it.
+ANCHOR = 0.05
 #: Shortest reach the anchor weighs a rotation with, as a fraction of the character's height: a
 #: joint's rotation moves the flesh around it, not only the joints below it. With the bones'
 #: own reach a twist about a short end bone (a toe, a thumb, a wrist) moves no joint and cost

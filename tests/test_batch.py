@@ -603,3 +603,26 @@ def test_an_audit_of_the_batchs_machine_readable_outputs(takes, tmp_path, capsys
     assert row["mean_mm"] == row["max_mm"] == "" and row["status"] == "ok"
     metrics = json.loads((single / "one.keys.json").read_text())["metrics"]
     assert metrics["mean_mm"] is None and metrics["mean"] > 0
+
+
+# ------------------------------------------------------------------ audit of the batch (2)
+def test_batches_sharing_a_cluster_get_their_own_results(takes, tmp_path):
+    """Dask gives a submission whose key it holds already the task it has: with keys
+    ``take-0``... a batch on a cluster another batch used at the same time got that batch's
+    rows (and wrote no file)."""
+    from distributed import Client, LocalCluster
+
+    other_row = {"clip": "/elsewhere/other.bvh", "status": "ok", "keys": 99}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None, host="127.0.0.1", protocol="tcp") as cluster, \
+            Client(cluster) as other:
+        # the other batch's first take, held by its client while this batch runs
+        held = other.submit(dict, other_row, key="take-0", pure=False)
+        assert held.result() == other_row
+        out = tmp_path / "out"
+        assert main(["batch", str(takes / "take1.bvh"), "--out", str(out), *BASE,
+                     "--scheduler", cluster.scheduler_address]) == 0
+        held.release()
+    row = rows(out)["take1.bvh"]
+    assert row["clip"] == str(takes / "take1.bvh") and row["keys"] == 12
+    assert (out / "take1.reduced.bvh").exists()

@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -257,7 +258,11 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone, client: Any = Non
             client = stack.enter_context(Client(cluster))
         else:
             client = stack.enter_context(client or connect(scheduler))
-        futures = {client.submit(reduce_one, job, pure=False, key=f"take-{i}"): job
+        # keys unique to this run: Dask hands a submission whose key it holds already the
+        # task it has, so ``take-{i}`` gave two batches on one cluster each other's results
+        # and a resume the result of an interrupted run with other options
+        token = uuid.uuid4().hex
+        futures = {client.submit(reduce_one, job, pure=False, key=f"take-{token}-{i}"): job
                    for i, job in enumerate(jobs)}
         done = threading.Event()
         if not count:

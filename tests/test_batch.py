@@ -626,3 +626,29 @@ def test_batches_sharing_a_cluster_get_their_own_results(takes, tmp_path):
     row = rows(out)["take1.bvh"]
     assert row["clip"] == str(takes / "take1.bvh") and row["keys"] == 12
     assert (out / "take1.reduced.bvh").exists()
+
+
+def test_a_take_that_fails_on_a_rerun_keeps_no_outputs_of_the_earlier_run(takes, tmp_path,
+                                                                         capsys):
+    """Run 2 with other options fails one take: its run-1 files stayed in --out beside run 2's,
+    the manifest listing them under run 2's options."""
+    folder = tmp_path / "mocap"
+    folder.mkdir()
+    (folder / "walk.bvh").write_bytes((takes / "take0.bvh").read_bytes())
+    write_bvh(read_bvh(takes / "take1.bvh").sub_range(0, 99), folder / "short.bvh")
+    out = tmp_path / "out"
+    args = ["batch", str(folder), "--out", str(out), *BASE, "--workers", "1"]
+    assert main(args) == 0
+    assert (out / "short.keys.json").exists() and (out / "short.reduced.bvh").exists()
+    assert main([*args, "--range", "0:150"]) == 1  # short has 100 frames
+    assert not (out / "short.keys.json").exists() and not (out / "short.reduced.bvh").exists()
+    assert (out / "walk.keys.json").exists() and (folder / "short.bvh").exists()
+    summary = rows(out)
+    assert summary["short.bvh"]["status"].startswith("failed")
+    assert summary["short.bvh"]["keys_json"] == summary["short.bvh"]["reduced_bvh"] == ""
+    entry = json.loads((out / "manifest.json").read_text())["takes"][str(folder / "short.bvh")]
+    assert (entry["status"], entry["outputs"]) == ("failed", [])
+    # the next run keeps the take's name and needs no --overwrite
+    capsys.readouterr()
+    assert main(args) == 0
+    assert rows(out)["short.bvh"]["keys_json"] == str(out / "short.keys.json")

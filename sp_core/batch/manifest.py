@@ -99,7 +99,17 @@ class Manifest:
                 if output.endswith(".keys.json") and _same(Path(output).parent) == folder \
                         and _same(output) not in self._shared:
                     named[name] = Path(output).name[: -len(".keys.json")]
+            # a failed take lists no outputs but keeps its name (see :meth:`record`)
+            stem = entry.get("stem")
+            if not entry["outputs"] and isinstance(stem, str) and \
+                    _same(entry.get("folder", "")) == folder:
+                named[name] = stem
         return named
+
+    def outputs_of(self, path: str) -> list[str]:
+        """The outputs recorded for the take of input ``path`` (none if it has no record)."""
+        entry = self.entries.get(_same(path))
+        return list(entry["outputs"]) if entry is not None else []
 
     def done(self, job: Job, sha: str) -> dict[str, Any] | None:
         """The recorded summary row if ``job`` is done for this input and these options."""
@@ -124,10 +134,22 @@ class Manifest:
         self.save()
 
     def record(self, job: Job, row: dict[str, object]) -> None:
-        """Record a finished job's status and summary row, and save."""
+        """Record a finished job's status and summary row, and save.
+
+        A failed take lists no outputs (the batch removed those of earlier runs: files made
+        with other options or input bytes must not look like this run's); the name its
+        outputs had is kept, so a re-run gives them the same name.
+        """
         entry = self.entries[_same(job.input)]
         entry["status"] = "ok" if row.get("status") == "ok" else "failed"
         entry["row"] = row
+        if entry["status"] == "failed":
+            for output in entry["outputs"]:
+                if output.endswith(".keys.json"):
+                    entry["stem"] = Path(output).name[: -len(".keys.json")]
+                    entry["folder"] = str(Path(output).parent)
+            entry["outputs"] = []
+            self._owned = set(self._claims())
         self.save()
 
     def save(self) -> None:

@@ -341,6 +341,19 @@ def _folder_lock(out: Path) -> Iterator[None]:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+def _discard(paths: list[str], out: Path, keep: set[str]) -> None:
+    """Remove the files ``paths`` that are in ``out`` itself and are none of ``keep`` (inputs,
+    other takes' outputs; compared by the file, however named); a file that cannot be
+    removed stays (the manifest no longer lists it as the take's)."""
+    folder = os.path.realpath(out)
+    kept = {file_identity(p) for p in keep} - {None}
+    for path in dict.fromkeys(paths):
+        if os.path.realpath(os.path.dirname(path)) != folder or file_identity(path) in kept:
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
 def _with_outputs(job: Job, row: dict[str, object]) -> dict[str, object]:
     """``row`` with the take's files (two clips of one name: STEM_2...; none for a take that
     wrote none: a failed or interrupted one)."""
@@ -386,6 +399,12 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
     if todo and batch.scheduler is not None and not batch.scheduler.startswith("local:"):
         client = connect(batch.scheduler)  # (an address with no scheduler changes nothing)
     remove_stale_partials(out)
+    # what each take to run had in the folder before: a take that fails removes the files an
+    # earlier run made for it (other options or input bytes; the summary listed them as the
+    # take's), and those of this run, not the user's files an --overwrite run did not replace
+    previous = {job.input: manifest.outputs_of(job.input) for job in todo}
+    before = {path: file_identity(path) for job in todo for _, path in job.outputs()}
+    inputs = {*(job.input for job in jobs), *([preset] if preset else [])}
     manifest.plan(todo, sums)
     if take_note is not None:
         print(take_note, file=sys.stderr)
@@ -394,6 +413,11 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
 
     def finished(job: Job, row: dict[str, object]) -> None:
         rows[job.input] = row
+        if row["status"] != "ok":
+            own = [p for _, p in job.outputs()]
+            written = [p for p in own if file_identity(p) not in (None, before[p])]
+            others = {p for other in jobs if other is not job for _, p in other.outputs()}
+            _discard([*previous[job.input], *written], out, inputs | others)
         manifest.record(job, row)
         reporter.done(_with_outputs(job, row))  # (a log's take event: the summary's row)
 

@@ -652,3 +652,23 @@ def test_a_take_that_fails_on_a_rerun_keeps_no_outputs_of_the_earlier_run(takes,
     capsys.readouterr()
     assert main(args) == 0
     assert rows(out)["short.bvh"]["keys_json"] == str(out / "short.keys.json")
+
+
+def test_takes_in_a_linked_folder_are_taken_once_and_a_link_cycle_ends(takes, tmp_path):
+    """A shoot folder linking in another day's folder: its takes were left out without a word
+    (``Path.rglob`` does not follow links to folders)."""
+    from sp_core.batch.run import collect_inputs
+
+    day2 = tmp_path / "day2"
+    day2.mkdir()
+    for name in ("run.bvh", "walk.bvh"):
+        (day2 / name).write_bytes((takes / "take0.bvh").read_bytes() + name.encode())
+    shoot = tmp_path / "shoot"
+    shoot.mkdir()
+    (shoot / "own.bvh").write_bytes((takes / "take1.bvh").read_bytes())
+    (shoot / "linked_day").symlink_to(day2)
+    (shoot / "same_day").symlink_to(day2)  # the same folder twice: its takes once
+    (day2 / "loop").symlink_to(shoot)  # a cycle
+    assert collect_inputs([str(shoot)]) == [shoot / "linked_day" / "run.bvh",
+                                            shoot / "linked_day" / "walk.bvh",
+                                            shoot / "own.bvh"]

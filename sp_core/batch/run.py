@@ -77,7 +77,7 @@ def collect_inputs(inputs: list[str], out: Path | None = None) -> list[Path]:
         if not path.is_dir():
             found.append(path)
             continue
-        for candidate in sorted(path.rglob("*")):
+        for candidate in _walk(path):
             real = Path(os.path.realpath(candidate))
             if not supported(candidate) or candidate.name.lower().endswith(OUTPUT_SUFFIXES) \
                     or any(part.startswith(".") for part in candidate.relative_to(path).parts):
@@ -95,6 +95,24 @@ def collect_inputs(inputs: list[str], out: Path | None = None) -> list[Path]:
             seen.add(identity)
             unique.append(path)
     return unique
+
+
+def _walk(folder: Path) -> list[Path]:
+    """Every file under ``folder`` (sorted), through links to folders too: a shoot's folder
+    often links in another day's (``Path.rglob`` does not follow them, and those takes were
+    left out without a word). A folder reached again (a link to a folder above it, two links
+    to one folder) is walked once, so a link cycle ends."""
+    files = []
+    seen: set[str] = set()
+    for top, folders, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(top)
+        if real in seen:
+            folders[:] = []
+            continue
+        seen.add(real)
+        folders.sort()
+        files += [Path(top, name) for name in names]
+    return sorted(files)
 
 
 def batch_jobs(paths: list[Path], out: Path, options: Options,

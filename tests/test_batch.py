@@ -672,3 +672,31 @@ def test_takes_in_a_linked_folder_are_taken_once_and_a_link_cycle_ends(takes, tm
     assert collect_inputs([str(shoot)]) == [shoot / "linked_day" / "run.bvh",
                                             shoot / "linked_day" / "walk.bvh",
                                             shoot / "own.bvh"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes (POSIX)")
+def test_a_named_pipe_and_an_overlong_output_name_fail_their_takes_only(takes, tmp_path):
+    """A named pipe called ``*.bvh`` blocked the batch before any take (read for its
+    checksum); a take whose output name would be over 255 bytes refused the whole batch with
+    a bare "File name too long"."""
+    folder = tmp_path / "mocap"
+    folder.mkdir()
+    (folder / "ok.bvh").write_bytes((takes / "take0.bvh").read_bytes())
+    long_take = folder / ("L" * 245 + ".bvh")
+    long_take.write_bytes((takes / "take1.bvh").read_bytes())
+    os.mkfifo(folder / "pipe.bvh")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "sp_core.cli", "batch", str(folder), "--out",
+                           str(out), *BASE, "--workers", "1"],
+                          capture_output=True, text=True, timeout=60)  # (it blocked for ever)
+    assert done.returncode == 1, done.stderr
+    summary = rows(out)
+    assert summary["ok.bvh"]["status"] == "ok"
+    assert summary["pipe.bvh"]["status"] == (
+        f"failed: {folder / 'pipe.bvh'} is not a regular file (a named pipe); a take is read "
+        "from a file")
+    assert summary[long_take.name]["status"].startswith(f"failed: {long_take}: its output name ")
+    assert "would be 257 bytes, more than the 255 a file name may have in" in \
+        summary[long_take.name]["status"]
+    assert f"failed: {folder / 'pipe.bvh'} is not a regular file" in done.stderr
+    assert "2 failed" in done.stdout

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -359,6 +360,40 @@ def _folder_lock(out: Path) -> Iterator[None]:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+#: What a take's input is when it is not a regular file (by ``stat.S_IFMT``).
+_NOT_FILES = {stat.S_IFIFO: "a named pipe", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device",
+              stat.S_IFBLK: "a device", stat.S_IFDIR: "a folder"}
+
+
+def _cannot_run(job: Job, out: Path) -> str | None:
+    """Why ``job`` cannot run (its failed status, naming its input), or None.
+
+    An input that is not a regular file (a named pipe called ``take.bvh`` blocked the batch
+    before any take, reading it for its checksum), and an output name longer than the file
+    system allows (a 245-character take name: the whole batch was refused with a bare
+    "File name too long").
+    """
+    try:
+        mode = os.stat(job.input).st_mode
+    except OSError:
+        mode = None  # (unreadable: its take says why when it reads it)
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = _NOT_FILES.get(stat.S_IFMT(mode), "not a file")
+        return (f"failed: {job.input} is not a regular file ({kind}); a take is read from a "
+                "file")
+    try:
+        limit = os.pathconf(out, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - not POSIX
+        limit = 255
+    for _flag, path in job.outputs():
+        size = len(os.fsencode(os.path.basename(path)))
+        if size > limit:
+            return (f"failed: {job.input}: its output name {os.path.basename(path)[:24]}... "
+                    f"would be {size} bytes, more than the {limit} a file name may have in "
+                    f"{out}; rename the input")
+    return None
+
+
 def _discard(paths: list[str], out: Path, keep: set[str]) -> None:
     """Remove the files ``paths`` that are in ``out`` itself and are none of ``keep`` (inputs,
     other takes' outputs; compared by the file, however named); a file that cannot be
@@ -385,26 +420,31 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
     """:func:`run_batch` once its folder is made and locked."""
     batch = options.batch
     jobs = batch_jobs(paths, out, options, manifest)
+    # takes that cannot run fail alone, before any reading (a named pipe blocks its reader)
+    refused = {job.input: reason for job in jobs
+               if (reason := _cannot_run(job, out)) is not None}
     sums: dict[str, str] = {}
     for job in jobs:
         try:
-            sums[job.input] = checksum(job.input)
+            sums[job.input] = "not read" if job.input in refused else checksum(job.input)
         except OSError as exc:
             sums[job.input] = f"unreadable: {exc.strerror}"
-    earlier = {job.input: manifest.done(job, sums[job.input]) for job in jobs}
+    earlier = {job.input: None if job.input in refused else manifest.done(job, sums[job.input])
+               for job in jobs}
     todo = [job for job in jobs if earlier[job.input] is None]
+    runnable = [job for job in todo if job.input not in refused]
     # an input named like an output (any take's: walk.reduced.bvh beside walk.bvh), a symlink
     # into out: refused up front, one guard for the outputs of every take that will run (no
     # flag of its own names a take's output: --out holds them all; the batch replaces its own
     # files itself, and a take done earlier writes nothing: a rerun whose glob now names an
     # output as an input goes on)
     guard = OutputGuard([*map(str, paths), *([preset] if preset else [])], overwrite=True)
-    for job in todo:
+    for job in runnable:
         for _flag, path in job.outputs():
             guard.claim(path, "output")
     # (after: an input in the way is refused as such, not offered --overwrite)
     ours = manifest.path.exists() and manifest.unreadable is None
-    foreign = [p for job in jobs for _, p in job.outputs()
+    foreign = [p for job in jobs if job.input not in refused for _, p in job.outputs()
                if Path(p).exists() and not manifest.owns(p)]
     # a summary is the batch's own where its manifest is (a folder of someone else's)
     foreign += [str(out / name) for name in OWN_FILES
@@ -414,7 +454,7 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
                           f"(e.g. {foreign[0]}); add --overwrite to replace them or choose "
                           "another --out")
     client = None
-    if todo and batch.scheduler is not None and not batch.scheduler.startswith("local:"):
+    if runnable and batch.scheduler is not None and not batch.scheduler.startswith("local:"):
         client = connect(batch.scheduler)  # (an address with no scheduler changes nothing)
     remove_stale_partials(out)
     # what each take to run had in the folder before: a take that fails removes the files an
@@ -439,15 +479,18 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
         manifest.record(job, row)
         reporter.done(_with_outputs(job, row))  # (a log's take event: the summary's row)
 
+    for job in todo:
+        if job.input in refused:
+            finished(job, {"clip": job.input, "status": refused[job.input]})
     interrupted = terminated = False
     try:
         with _terminate_as_interrupt():
-            if not todo:
-                pass  # every take done earlier: no pool, no cluster
+            if not runnable:
+                pass  # every take done earlier or refused: no pool, no cluster
             elif batch.scheduler is None:
-                run_local(todo, workers, finished)
+                run_local(runnable, workers, finished)
             else:
-                run_dask(todo, batch.scheduler, finished, client)
+                run_dask(runnable, batch.scheduler, finished, client)
     except Terminated:
         interrupted = terminated = True
     except KeyboardInterrupt:

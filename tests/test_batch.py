@@ -3,6 +3,7 @@ one bad take never stops the others (issue 21)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -700,3 +701,48 @@ def test_a_named_pipe_and_an_overlong_output_name_fail_their_takes_only(takes, t
         summary[long_take.name]["status"]
     assert f"failed: {folder / 'pipe.bvh'} is not a regular file" in done.stderr
     assert "2 failed" in done.stdout
+
+
+def _slow_take(job):
+    """A take of a second (the Dask worker of the test below runs in the test's process)."""
+    time.sleep(1.0)
+    return {"clip": job.input, "status": "ok"}
+
+
+def test_a_scheduler_lost_mid_batch_is_said_once_and_leaves_the_takes_pending(
+        takes, tmp_path, capsys, monkeypatch):
+    """A scheduler that died mid-batch failed every take not done ("worker lost ...
+    scheduler-connection-lost") with Dask's traceback: a resume would not know they never ran."""
+    import threading
+
+    from distributed import Client, LocalCluster
+
+    from sp_core.batch import executors, run
+
+    monkeypatch.setattr(executors, "reduce_one", _slow_take)
+    # the client tries to reconnect for its timeout (20 s) before Dask cancels the futures
+    monkeypatch.setattr(run, "connect", lambda address: Client(address, timeout="1s"))
+    inputs = [str(takes / f"take{i}.bvh") for i in range(4)]
+    out = tmp_path / "out"
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                           dashboard_address=None, host="127.0.0.1", protocol="tcp")
+    dies = threading.Timer(1.5, lambda: cluster.sync(cluster.scheduler.close))
+    dies.start()
+    try:
+        code = main(["batch", *inputs, "--out", str(out), *BASE, "--scheduler",
+                     cluster.scheduler_address])
+    finally:
+        dies.cancel()
+        with contextlib.suppress(Exception):  # (its scheduler gone, it waits 30 s by default)
+            cluster.close(timeout=1)
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "failed:" not in err
+    assert err.count(f"the connection to the Dask scheduler at {cluster.scheduler_address} "
+                     "was lost: ") == 1
+    statuses = [r["status"] for r in rows(out).values()]
+    assert "not run: scheduler lost" in statuses
+    assert set(statuses) <= {"ok", "not run: scheduler lost"}
+    manifest = json.loads((out / "manifest.json").read_text())["takes"]
+    assert {e["status"] for e in manifest.values()} <= {"ok", "pending"}
+    assert "pending" in {e["status"] for e in manifest.values()}

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sp_core.batch.executors import connect, cores, run_dask, run_local
+from sp_core.batch.executors import SchedulerLost, connect, cores, run_dask, run_local
 from sp_core.batch.manifest import MANIFEST, Manifest, checksum
 from sp_core.batch.take import reduce_one, reduction_row  # noqa: F401 - re-exported
 from sp_core.errors import OptionError
@@ -482,7 +482,7 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
     for job in todo:
         if job.input in refused:
             finished(job, {"clip": job.input, "status": refused[job.input]})
-    interrupted = terminated = False
+    interrupted = terminated = lost = False
     try:
         with _terminate_as_interrupt():
             if not runnable:
@@ -491,6 +491,8 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
                 run_local(runnable, workers, finished)
             else:
                 run_dask(runnable, batch.scheduler, finished, client)
+    except SchedulerLost:
+        lost = True  # the takes not done stay pending in the manifest: a re-run does them
     except Terminated:
         interrupted = terminated = True
     except KeyboardInterrupt:
@@ -503,7 +505,8 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
         if earlier[job.input] is not None:
             row = {**earlier[job.input], "resumed": True}
         else:
-            row = rows.get(job.input, {"clip": job.input, "status": "not run: interrupted"})
+            row = rows.get(job.input, {"clip": job.input, "status": "not run: scheduler lost"
+                                       if lost else "not run: interrupted"})
         summary.append(_with_outputs(job, row))
     write_summary(out, summary, {"skipped": len(jobs) - len(todo), "interrupted": interrupted,
                                  "scheduler": batch.scheduler or f"local pool of {workers}"})
@@ -517,7 +520,7 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
               f"{'SIGTERM' if terminated else 'Ctrl-C'}; summary in {out / 'summary.csv'}",
               file=sys.stderr)
         return 143 if terminated else 130
-    if not reporter.json_log:  # (also when the log's reader went: the failures are said)
+    if not reporter.json_log or lost:  # (also when the log's reader went: failures are said)
         for row in summary:  # which take and why, where the user looks (the CSV has them too)
             status = str(row["status"])
             if status.startswith("failed"):
@@ -525,6 +528,12 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
                 clip = str(row["clip"])
                 print(f"failed: {reason if clip in reason else f'{clip}: {reason}'}",
                       file=sys.stderr)
+        if lost:
+            print(f"the connection to the Dask scheduler at {batch.scheduler} was lost: "
+                  f"{done} of {len(jobs)} takes reduced, {len(jobs) - done - failed} not run "
+                  f"(run the command again to do them); summary in {out / 'summary.csv'}",
+                  file=sys.stderr)
+            return 1
         skipped = len(jobs) - len(todo)
         print(f"{done} of {len(jobs)} takes reduced"
               + (f" ({skipped} done earlier, skipped)" if skipped else "")

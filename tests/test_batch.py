@@ -746,3 +746,28 @@ def test_a_scheduler_lost_mid_batch_is_said_once_and_leaves_the_takes_pending(
     manifest = json.loads((out / "manifest.json").read_text())["takes"]
     assert {e["status"] for e in manifest.values()} <= {"ok", "pending"}
     assert "pending" in {e["status"] for e in manifest.values()}
+
+
+def test_outputs_record_the_tool_version_and_another_versions_takes_are_redone(
+        takes, tmp_path, capsys):
+    """Nothing said which version made a folder's files, and a resume trusted the takes of
+    any version."""
+    from sp_core import version
+
+    out = tmp_path / "out"
+    args = ["batch", str(takes / "take0.bvh"), "--out", str(out), *BASE, "--workers", "1"]
+    assert main(args) == 0
+    record = json.loads((out / "manifest.json").read_text())
+    assert record["tool_version"] == version() != "unknown"
+    assert json.loads((out / "summary.json").read_text())["tool_version"] == version()
+    (entry,) = record["takes"].values()
+    entry["tool_version"] = "0.0.1"  # what an older installation recorded
+    (out / "manifest.json").write_text(json.dumps(record))
+    capsys.readouterr()
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (f"note: {out / 'manifest.json'} records takes made by salient-poses "
+                            f"0.0.1, not {version()}: they are redone\n")
+    assert "1 of 1 takes reduced;" in captured.out
+    assert main(args) == 0  # done by this version now
+    assert "(1 done earlier, skipped)" in capsys.readouterr().out

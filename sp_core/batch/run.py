@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sp_core import version
 from sp_core.batch.executors import SchedulerLost, connect, cores, run_dask, run_local
 from sp_core.batch.manifest import MANIFEST, Manifest, checksum
 from sp_core.batch.take import reduce_one, reduction_row  # noqa: F401 - re-exported
@@ -432,6 +433,11 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
     earlier = {job.input: None if job.input in refused else manifest.done(job, sums[job.input])
                for job in jobs}
     todo = [job for job in jobs if earlier[job.input] is None]
+    others = {manifest.version_of(job.input) for job in todo} - {None, version()}
+    if others:
+        print(f"note: {manifest.path} records takes made by salient-poses "
+              f"{', '.join(sorted(map(str, others)))}, not {version()}: they are redone",
+              file=sys.stderr)
     runnable = [job for job in todo if job.input not in refused]
     # an input named like an output (any take's: walk.reduced.bvh beside walk.bvh), a symlink
     # into out: refused up front, one guard for the outputs of every take that will run (no
@@ -509,7 +515,8 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
                                        if lost else "not run: interrupted"})
         summary.append(_with_outputs(job, row))
     write_summary(out, summary, {"skipped": len(jobs) - len(todo), "interrupted": interrupted,
-                                 "scheduler": batch.scheduler or f"local pool of {workers}"})
+                                 "scheduler": batch.scheduler or f"local pool of {workers}",
+                                 "tool_version": version()})
     done = sum(row["status"] == "ok" for row in summary)
     failed = sum(str(row["status"]).startswith("failed") for row in summary)
     if reporter.json_log:

@@ -771,3 +771,26 @@ def test_outputs_record_the_tool_version_and_another_versions_takes_are_redone(
     assert "1 of 1 takes reduced;" in captured.out
     assert main(args) == 0  # done by this version now
     assert "(1 done earlier, skipped)" in capsys.readouterr().out
+
+
+def test_a_batch_refused_after_making_its_folder_leaves_no_folder(takes, tmp_path, capsys,
+                                                                  monkeypatch):
+    """An unreachable scheduler is found only once the folder is made and locked: the batch
+    left an empty folder holding its ``.salient-poses.lock``."""
+    from sp_core.batch import run
+    from sp_core.errors import OptionError
+
+    def unreachable(address):
+        raise OptionError(f"--scheduler {address}: no Dask scheduler there")
+
+    monkeypatch.setattr(run, "connect", unreachable)
+    out = tmp_path / "new" / "out"
+    assert main(["batch", str(takes / "take0.bvh"), "--out", str(out), *BASE, "--scheduler",
+                 "tcp://127.0.0.1:1"]) == 2
+    assert "no Dask scheduler there" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    # a folder that was there stays, as it was
+    (tmp_path / "mine").mkdir()
+    assert main(["batch", str(takes / "take0.bvh"), "--out", str(tmp_path / "mine"), *BASE,
+                 "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    assert (tmp_path / "mine").is_dir()

@@ -322,14 +322,25 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
         raise OutputError(f"{manifest.path} is not this tool's batch manifest or is damaged "
                           f"({manifest.unreadable}); add --overwrite to start the batch afresh "
                           "there or choose another --out")
+    made = [folder for folder in (out, *out.parents) if not folder.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot make --out {out}: {exc.strerror or exc}") from None
-    with _folder_lock(out):
-        # (read again under the lock: a batch that held it may have written it since)
-        manifest = Manifest(out)
-        return _run_locked(paths, out, options, preset, manifest, take_note, workers)
+    try:
+        with _folder_lock(out):
+            # (read again under the lock: a batch that held it may have written it since)
+            manifest = Manifest(out)
+            return _run_locked(paths, out, options, preset, manifest, take_note, workers)
+    except Exception:
+        # refused before writing anything (no scheduler at the address...): the folders this
+        # batch made go again, rather than an empty one holding only the lock file
+        if made and {p.name for p in out.iterdir()} <= {LOCK}:
+            with contextlib.suppress(OSError):
+                (out / LOCK).unlink(missing_ok=True)
+                for folder in made:  # (deepest first)
+                    folder.rmdir()
+        raise
 
 
 @contextlib.contextmanager

@@ -8,6 +8,18 @@ import tempfile
 from sp_core.threads import passive_waiting
 
 
+def version() -> str:
+    """This installation's version of salient-poses (its package metadata), or ``"unknown"``
+    when it runs from a bare checkout that was never installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("salient-poses")
+    except PackageNotFoundError:  # pragma: no cover - a bare checkout
+        return "unknown"
+
+
 def _user_cache() -> str:
     """Where numba keeps a user's kernels when it cannot write next to the modules (its
     ``appdirs.user_cache_dir("numba")``, by platform)."""

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from sp_core import version
 from sp_core.clip import Clip
 from sp_core.errors import SalientPosesError, said
 from sp_core.io.atomic import OutputError, OutputGuard, atomic_open, sigint_handler, write_text
@@ -52,15 +53,6 @@ SAMPLE_CLIP = Path(__file__).resolve().parents[1] / "examples" / "cmu_131_01.bvh
 
 class UsageError(SalientPosesError):
     """A bad command-line request (missing sample, no display...)."""
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("salient-poses")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        return "unknown"
 
 
 def clip_info(clip: Clip, source: str) -> dict[str, Any]:
@@ -565,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG, parents=[debug_flag(False)],
         description="Salient Poses: optimal keyframe selection and reduction for motion capture.")
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                 parser_class=_Parser)
     for name, (short, long) in DESCRIPTIONS.items():

@@ -3,6 +3,7 @@ one bad take never stops the others (issue 21)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -603,3 +604,193 @@ def test_an_audit_of_the_batchs_machine_readable_outputs(takes, tmp_path, capsys
     assert row["mean_mm"] == row["max_mm"] == "" and row["status"] == "ok"
     metrics = json.loads((single / "one.keys.json").read_text())["metrics"]
     assert metrics["mean_mm"] is None and metrics["mean"] > 0
+
+
+# ------------------------------------------------------------------ audit of the batch (2)
+def test_batches_sharing_a_cluster_get_their_own_results(takes, tmp_path):
+    """Dask gives a submission whose key it holds already the task it has: with keys
+    ``take-0``... a batch on a cluster another batch used at the same time got that batch's
+    rows (and wrote no file)."""
+    from distributed import Client, LocalCluster
+
+    other_row = {"clip": "/elsewhere/other.bvh", "status": "ok", "keys": 99}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None, host="127.0.0.1", protocol="tcp") as cluster, \
+            Client(cluster) as other:
+        # the other batch's first take, held by its client while this batch runs
+        held = other.submit(dict, other_row, key="take-0", pure=False)
+        assert held.result() == other_row
+        out = tmp_path / "out"
+        assert main(["batch", str(takes / "take1.bvh"), "--out", str(out), *BASE,
+                     "--scheduler", cluster.scheduler_address]) == 0
+        held.release()
+    row = rows(out)["take1.bvh"]
+    assert row["clip"] == str(takes / "take1.bvh") and row["keys"] == 12
+    assert (out / "take1.reduced.bvh").exists()
+
+
+def test_a_take_that_fails_on_a_rerun_keeps_no_outputs_of_the_earlier_run(takes, tmp_path,
+                                                                         capsys):
+    """Run 2 with other options fails one take: its run-1 files stayed in --out beside run 2's,
+    the manifest listing them under run 2's options."""
+    folder = tmp_path / "mocap"
+    folder.mkdir()
+    (folder / "walk.bvh").write_bytes((takes / "take0.bvh").read_bytes())
+    write_bvh(read_bvh(takes / "take1.bvh").sub_range(0, 99), folder / "short.bvh")
+    out = tmp_path / "out"
+    args = ["batch", str(folder), "--out", str(out), *BASE, "--workers", "1"]
+    assert main(args) == 0
+    assert (out / "short.keys.json").exists() and (out / "short.reduced.bvh").exists()
+    assert main([*args, "--range", "0:150"]) == 1  # short has 100 frames
+    assert not (out / "short.keys.json").exists() and not (out / "short.reduced.bvh").exists()
+    assert (out / "walk.keys.json").exists() and (folder / "short.bvh").exists()
+    summary = rows(out)
+    assert summary["short.bvh"]["status"].startswith("failed")
+    assert summary["short.bvh"]["keys_json"] == summary["short.bvh"]["reduced_bvh"] == ""
+    entry = json.loads((out / "manifest.json").read_text())["takes"][str(folder / "short.bvh")]
+    assert (entry["status"], entry["outputs"]) == ("failed", [])
+    # the next run keeps the take's name and needs no --overwrite
+    capsys.readouterr()
+    assert main(args) == 0
+    assert rows(out)["short.bvh"]["keys_json"] == str(out / "short.keys.json")
+
+
+def test_takes_in_a_linked_folder_are_taken_once_and_a_link_cycle_ends(takes, tmp_path):
+    """A shoot folder linking in another day's folder: its takes were left out without a word
+    (``Path.rglob`` does not follow links to folders)."""
+    from sp_core.batch.run import collect_inputs
+
+    day2 = tmp_path / "day2"
+    day2.mkdir()
+    for name in ("run.bvh", "walk.bvh"):
+        (day2 / name).write_bytes((takes / "take0.bvh").read_bytes() + name.encode())
+    shoot = tmp_path / "shoot"
+    shoot.mkdir()
+    (shoot / "own.bvh").write_bytes((takes / "take1.bvh").read_bytes())
+    (shoot / "linked_day").symlink_to(day2)
+    (shoot / "same_day").symlink_to(day2)  # the same folder twice: its takes once
+    (day2 / "loop").symlink_to(shoot)  # a cycle
+    assert collect_inputs([str(shoot)]) == [shoot / "linked_day" / "run.bvh",
+                                            shoot / "linked_day" / "walk.bvh",
+                                            shoot / "own.bvh"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes (POSIX)")
+def test_a_named_pipe_and_an_overlong_output_name_fail_their_takes_only(takes, tmp_path):
+    """A named pipe called ``*.bvh`` blocked the batch before any take (read for its
+    checksum); a take whose output name would be over 255 bytes refused the whole batch with
+    a bare "File name too long"."""
+    folder = tmp_path / "mocap"
+    folder.mkdir()
+    (folder / "ok.bvh").write_bytes((takes / "take0.bvh").read_bytes())
+    long_take = folder / ("L" * 245 + ".bvh")
+    long_take.write_bytes((takes / "take1.bvh").read_bytes())
+    os.mkfifo(folder / "pipe.bvh")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "sp_core.cli", "batch", str(folder), "--out",
+                           str(out), *BASE, "--workers", "1"],
+                          capture_output=True, text=True, timeout=60)  # (it blocked for ever)
+    assert done.returncode == 1, done.stderr
+    summary = rows(out)
+    assert summary["ok.bvh"]["status"] == "ok"
+    assert summary["pipe.bvh"]["status"] == (
+        f"failed: {folder / 'pipe.bvh'} is not a regular file (a named pipe); a take is read "
+        "from a file")
+    assert summary[long_take.name]["status"].startswith(f"failed: {long_take}: its output name ")
+    assert "would be 257 bytes, more than the 255 a file name may have in" in \
+        summary[long_take.name]["status"]
+    assert f"failed: {folder / 'pipe.bvh'} is not a regular file" in done.stderr
+    assert "2 failed" in done.stdout
+
+
+def _slow_take(job):
+    """A take of a second (the Dask worker of the test below runs in the test's process)."""
+    time.sleep(1.0)
+    return {"clip": job.input, "status": "ok"}
+
+
+def test_a_scheduler_lost_mid_batch_is_said_once_and_leaves_the_takes_pending(
+        takes, tmp_path, capsys, monkeypatch):
+    """A scheduler that died mid-batch failed every take not done ("worker lost ...
+    scheduler-connection-lost") with Dask's traceback: a resume would not know they never ran."""
+    import threading
+
+    from distributed import Client, LocalCluster
+
+    from sp_core.batch import executors, run
+
+    monkeypatch.setattr(executors, "reduce_one", _slow_take)
+    # the client tries to reconnect for its timeout (20 s) before Dask cancels the futures
+    monkeypatch.setattr(run, "connect", lambda address: Client(address, timeout="1s"))
+    inputs = [str(takes / f"take{i}.bvh") for i in range(4)]
+    out = tmp_path / "out"
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                           dashboard_address=None, host="127.0.0.1", protocol="tcp")
+    dies = threading.Timer(1.5, lambda: cluster.sync(cluster.scheduler.close))
+    dies.start()
+    try:
+        code = main(["batch", *inputs, "--out", str(out), *BASE, "--scheduler",
+                     cluster.scheduler_address])
+    finally:
+        dies.cancel()
+        with contextlib.suppress(Exception):  # (its scheduler gone, it waits 30 s by default)
+            cluster.close(timeout=1)
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "failed:" not in err
+    assert err.count(f"the connection to the Dask scheduler at {cluster.scheduler_address} "
+                     "was lost: ") == 1
+    statuses = [r["status"] for r in rows(out).values()]
+    assert "not run: scheduler lost" in statuses
+    assert set(statuses) <= {"ok", "not run: scheduler lost"}
+    manifest = json.loads((out / "manifest.json").read_text())["takes"]
+    assert {e["status"] for e in manifest.values()} <= {"ok", "pending"}
+    assert "pending" in {e["status"] for e in manifest.values()}
+
+
+def test_outputs_record_the_tool_version_and_another_versions_takes_are_redone(
+        takes, tmp_path, capsys):
+    """Nothing said which version made a folder's files, and a resume trusted the takes of
+    any version."""
+    from sp_core import version
+
+    out = tmp_path / "out"
+    args = ["batch", str(takes / "take0.bvh"), "--out", str(out), *BASE, "--workers", "1"]
+    assert main(args) == 0
+    record = json.loads((out / "manifest.json").read_text())
+    assert record["tool_version"] == version() != "unknown"
+    assert json.loads((out / "summary.json").read_text())["tool_version"] == version()
+    (entry,) = record["takes"].values()
+    entry["tool_version"] = "0.0.1"  # what an older installation recorded
+    (out / "manifest.json").write_text(json.dumps(record))
+    capsys.readouterr()
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (f"note: {out / 'manifest.json'} records takes made by salient-poses "
+                            f"0.0.1, not {version()}: they are redone\n")
+    assert "1 of 1 takes reduced;" in captured.out
+    assert main(args) == 0  # done by this version now
+    assert "(1 done earlier, skipped)" in capsys.readouterr().out
+
+
+def test_a_batch_refused_after_making_its_folder_leaves_no_folder(takes, tmp_path, capsys,
+                                                                  monkeypatch):
+    """An unreachable scheduler is found only once the folder is made and locked: the batch
+    left an empty folder holding its ``.salient-poses.lock``."""
+    from sp_core.batch import run
+    from sp_core.errors import OptionError
+
+    def unreachable(address):
+        raise OptionError(f"--scheduler {address}: no Dask scheduler there")
+
+    monkeypatch.setattr(run, "connect", unreachable)
+    out = tmp_path / "new" / "out"
+    assert main(["batch", str(takes / "take0.bvh"), "--out", str(out), *BASE, "--scheduler",
+                 "tcp://127.0.0.1:1"]) == 2
+    assert "no Dask scheduler there" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    # a folder that was there stays, as it was
+    (tmp_path / "mine").mkdir()
+    assert main(["batch", str(takes / "take0.bvh"), "--out", str(tmp_path / "mine"), *BASE,
+                 "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    assert (tmp_path / "mine").is_dir()

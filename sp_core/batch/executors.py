@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -212,14 +213,28 @@ def _pool_round(jobs: list[Job], workers: int, context: Any, threads: int, budge
     return unfinished, [job for i, job in enumerate(jobs) if started[i] and i not in finished]
 
 
+class SchedulerLost(Exception):
+    """The batch lost its connection to the Dask scheduler: Dask cancels every future, so the
+    takes not done have not failed, they were not run (the batch leaves them pending)."""
+
+
 def _collect(completed: Iterable[Any], futures: dict[Any, Job], on_done: OnDone,
              lost: str) -> None:
-    """Hand each finished future's row to ``on_done``; a worker that died fails its take only."""
+    """Hand each finished future's row to ``on_done``; a worker that died fails its take only.
+
+    Raises
+    ------
+    SchedulerLost
+        The connection to the scheduler is gone (each take not done reported it as a lost
+        worker, with Dask's message).
+    """
     for future in completed:
         job = futures[future]
         try:
             row = future.result()
         except Exception as exc:  # noqa: BLE001 - one lost worker must not stop the batch
+            if getattr(exc, "reason", None) == "scheduler-connection-lost":
+                raise SchedulerLost from None
             row = {"clip": job.input, "status": f"failed: {lost} ({type(exc).__name__}: {exc})"}
         on_done(job, row)
 
@@ -257,7 +272,11 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone, client: Any = Non
             client = stack.enter_context(Client(cluster))
         else:
             client = stack.enter_context(client or connect(scheduler))
-        futures = {client.submit(reduce_one, job, pure=False, key=f"take-{i}"): job
+        # keys unique to this run: Dask hands a submission whose key it holds already the
+        # task it has, so ``take-{i}`` gave two batches on one cluster each other's results
+        # and a resume the result of an interrupted run with other options
+        token = uuid.uuid4().hex
+        futures = {client.submit(reduce_one, job, pure=False, key=f"take-{token}-{i}"): job
                    for i, job in enumerate(jobs)}
         done = threading.Event()
         if not count:
@@ -265,11 +284,30 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone, client: Any = Non
                              daemon=True, name="salient-poses-dask-workers").start()
         try:
             _collect(dask_completed(list(futures)), futures, on_done, "worker lost")
+        except SchedulerLost:
+            # closing the client ends its attempts to reconnect, which Dask logs with a
+            # traceback; the batch says what happened in one line
+            stack.enter_context(_quiet_logger("distributed.client"))
+            raise
         except BaseException:
             client.cancel(list(futures), force=True)
             raise
         finally:
             done.set()
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str) -> Iterator[None]:
+    """Nothing from the logger ``name`` inside the block."""
+    import logging
+
+    logger = logging.getLogger(name)
+    disabled = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
 
 
 #: Seconds a cluster may have no worker before the batch says it is waiting for one.

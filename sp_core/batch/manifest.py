@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from sp_core import version
 from sp_core.io.atomic import write_text
 from sp_core.jobs import Job
 
@@ -56,17 +57,23 @@ class Manifest:
     unreadable : str or None
         Why an existing ``manifest.json`` could not be read as a batch's (damaged, another
         version, another program's file); None if it was read or there is none.
+    tool_version : str or None
+        The version of salient-poses that wrote the manifest last (None: one from before the
+        manifest recorded it). Each take records the version that planned it, and counts as
+        done only for that version.
     """
 
     def __init__(self, out: Path) -> None:
         self.path = out / MANIFEST
         self.entries: dict[str, dict[str, Any]] = {}
         self.unreadable: str | None = None
+        self.tool_version: str | None = version()
         if self.path.exists():
             try:
                 record = json.loads(self.path.read_text(encoding="utf-8"))
                 if record.get("version") != VERSION:
                     raise ValueError(f"not a version {VERSION} batch manifest")
+                self.tool_version = record.get("tool_version")
                 self.entries = {_same(name): entry for name, entry in record["takes"].items()}
                 if not all(FIELDS <= set(entry) for entry in self.entries.values()):
                     raise ValueError("a take's record is incomplete")
@@ -99,13 +106,31 @@ class Manifest:
                 if output.endswith(".keys.json") and _same(Path(output).parent) == folder \
                         and _same(output) not in self._shared:
                     named[name] = Path(output).name[: -len(".keys.json")]
+            # a failed take lists no outputs but keeps its name (see :meth:`record`)
+            stem = entry.get("stem")
+            if not entry["outputs"] and isinstance(stem, str) and \
+                    _same(entry.get("folder", "")) == folder:
+                named[name] = stem
         return named
+
+    def version_of(self, path: str) -> str | None:
+        """The version of salient-poses that planned the take of input ``path`` (``"unknown"``:
+        one that did not record it); None if the take has no record."""
+        entry = self.entries.get(_same(path))
+        return None if entry is None else str(entry.get("tool_version") or "unknown")
+
+    def outputs_of(self, path: str) -> list[str]:
+        """The outputs recorded for the take of input ``path`` (none if it has no record)."""
+        entry = self.entries.get(_same(path))
+        return list(entry["outputs"]) if entry is not None else []
 
     def done(self, job: Job, sha: str) -> dict[str, Any] | None:
         """The recorded summary row if ``job`` is done for this input and these options."""
         entry = self.entries.get(_same(job.input))
+        # another version may reduce the same input and options to other files
         if entry is None or entry["status"] != "ok" or entry["checksum"] != sha or \
-                entry["options"] != job.options.digest():
+                entry["options"] != job.options.digest() or \
+                entry.get("tool_version") != version():
             return None
         if sorted(map(_same, entry["outputs"])) != sorted(_same(p) for _, p in job.outputs()) \
                 or not all(Path(p).exists() for p in entry["outputs"]) \
@@ -119,17 +144,32 @@ class Manifest:
             self.entries[_same(job.input)] = {"checksum": sums[job.input],
                                               "options": job.options.digest(),
                                               "outputs": [p for _, p in job.outputs()],
-                                              "status": "pending", "row": {}}
+                                              "status": "pending", "row": {},
+                                              "tool_version": version()}
         self._owned = set(self._claims())
         self.save()
 
     def record(self, job: Job, row: dict[str, object]) -> None:
-        """Record a finished job's status and summary row, and save."""
+        """Record a finished job's status and summary row, and save.
+
+        A failed take lists no outputs (the batch removed those of earlier runs: files made
+        with other options or input bytes must not look like this run's); the name its
+        outputs had is kept, so a re-run gives them the same name.
+        """
         entry = self.entries[_same(job.input)]
         entry["status"] = "ok" if row.get("status") == "ok" else "failed"
         entry["row"] = row
+        if entry["status"] == "failed":
+            for output in entry["outputs"]:
+                if output.endswith(".keys.json"):
+                    entry["stem"] = Path(output).name[: -len(".keys.json")]
+                    entry["folder"] = str(Path(output).parent)
+            entry["outputs"] = []
+            self._owned = set(self._claims())
         self.save()
 
     def save(self) -> None:
-        write_text(self.path, json.dumps({"version": VERSION, "takes": self.entries},
-                                         indent=1) + "\n")
+        # (what it records from now on is this version's work)
+        self.tool_version = version()
+        write_text(self.path, json.dumps({"version": VERSION, "tool_version": self.tool_version,
+                                          "takes": self.entries}, indent=1) + "\n")

@@ -15,13 +15,15 @@ import json
 import os
 import re
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sp_core.batch.executors import connect, cores, run_dask, run_local
+from sp_core import version
+from sp_core.batch.executors import SchedulerLost, connect, cores, run_dask, run_local
 from sp_core.batch.manifest import MANIFEST, Manifest, checksum
 from sp_core.batch.take import reduce_one, reduction_row  # noqa: F401 - re-exported
 from sp_core.errors import OptionError
@@ -77,7 +79,7 @@ def collect_inputs(inputs: list[str], out: Path | None = None) -> list[Path]:
         if not path.is_dir():
             found.append(path)
             continue
-        for candidate in sorted(path.rglob("*")):
+        for candidate in _walk(path):
             real = Path(os.path.realpath(candidate))
             if not supported(candidate) or candidate.name.lower().endswith(OUTPUT_SUFFIXES) \
                     or any(part.startswith(".") for part in candidate.relative_to(path).parts):
@@ -95,6 +97,24 @@ def collect_inputs(inputs: list[str], out: Path | None = None) -> list[Path]:
             seen.add(identity)
             unique.append(path)
     return unique
+
+
+def _walk(folder: Path) -> list[Path]:
+    """Every file under ``folder`` (sorted), through links to folders too: a shoot's folder
+    often links in another day's (``Path.rglob`` does not follow them, and those takes were
+    left out without a word). A folder reached again (a link to a folder above it, two links
+    to one folder) is walked once, so a link cycle ends."""
+    files = []
+    seen: set[str] = set()
+    for top, folders, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(top)
+        if real in seen:
+            folders[:] = []
+            continue
+        seen.add(real)
+        folders.sort()
+        files += [Path(top, name) for name in names]
+    return sorted(files)
 
 
 def batch_jobs(paths: list[Path], out: Path, options: Options,
@@ -302,14 +322,25 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
         raise OutputError(f"{manifest.path} is not this tool's batch manifest or is damaged "
                           f"({manifest.unreadable}); add --overwrite to start the batch afresh "
                           "there or choose another --out")
+    made = [folder for folder in (out, *out.parents) if not folder.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot make --out {out}: {exc.strerror or exc}") from None
-    with _folder_lock(out):
-        # (read again under the lock: a batch that held it may have written it since)
-        manifest = Manifest(out)
-        return _run_locked(paths, out, options, preset, manifest, take_note, workers)
+    try:
+        with _folder_lock(out):
+            # (read again under the lock: a batch that held it may have written it since)
+            manifest = Manifest(out)
+            return _run_locked(paths, out, options, preset, manifest, take_note, workers)
+    except Exception:
+        # refused before writing anything (no scheduler at the address...): the folders this
+        # batch made go again, rather than an empty one holding only the lock file
+        if made and {p.name for p in out.iterdir()} <= {LOCK}:
+            with contextlib.suppress(OSError):
+                (out / LOCK).unlink(missing_ok=True)
+                for folder in made:  # (deepest first)
+                    folder.rmdir()
+        raise
 
 
 @contextlib.contextmanager
@@ -341,6 +372,53 @@ def _folder_lock(out: Path) -> Iterator[None]:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+#: What a take's input is when it is not a regular file (by ``stat.S_IFMT``).
+_NOT_FILES = {stat.S_IFIFO: "a named pipe", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device",
+              stat.S_IFBLK: "a device", stat.S_IFDIR: "a folder"}
+
+
+def _cannot_run(job: Job, out: Path) -> str | None:
+    """Why ``job`` cannot run (its failed status, naming its input), or None.
+
+    An input that is not a regular file (a named pipe called ``take.bvh`` blocked the batch
+    before any take, reading it for its checksum), and an output name longer than the file
+    system allows (a 245-character take name: the whole batch was refused with a bare
+    "File name too long").
+    """
+    try:
+        mode = os.stat(job.input).st_mode
+    except OSError:
+        mode = None  # (unreadable: its take says why when it reads it)
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = _NOT_FILES.get(stat.S_IFMT(mode), "not a file")
+        return (f"failed: {job.input} is not a regular file ({kind}); a take is read from a "
+                "file")
+    try:
+        limit = os.pathconf(out, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - not POSIX
+        limit = 255
+    for _flag, path in job.outputs():
+        size = len(os.fsencode(os.path.basename(path)))
+        if size > limit:
+            return (f"failed: {job.input}: its output name {os.path.basename(path)[:24]}... "
+                    f"would be {size} bytes, more than the {limit} a file name may have in "
+                    f"{out}; rename the input")
+    return None
+
+
+def _discard(paths: list[str], out: Path, keep: set[str]) -> None:
+    """Remove the files ``paths`` that are in ``out`` itself and are none of ``keep`` (inputs,
+    other takes' outputs; compared by the file, however named); a file that cannot be
+    removed stays (the manifest no longer lists it as the take's)."""
+    folder = os.path.realpath(out)
+    kept = {file_identity(p) for p in keep} - {None}
+    for path in dict.fromkeys(paths):
+        if os.path.realpath(os.path.dirname(path)) != folder or file_identity(path) in kept:
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
 def _with_outputs(job: Job, row: dict[str, object]) -> dict[str, object]:
     """``row`` with the take's files (two clips of one name: STEM_2...; none for a take that
     wrote none: a failed or interrupted one)."""
@@ -354,26 +432,36 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
     """:func:`run_batch` once its folder is made and locked."""
     batch = options.batch
     jobs = batch_jobs(paths, out, options, manifest)
+    # takes that cannot run fail alone, before any reading (a named pipe blocks its reader)
+    refused = {job.input: reason for job in jobs
+               if (reason := _cannot_run(job, out)) is not None}
     sums: dict[str, str] = {}
     for job in jobs:
         try:
-            sums[job.input] = checksum(job.input)
+            sums[job.input] = "not read" if job.input in refused else checksum(job.input)
         except OSError as exc:
             sums[job.input] = f"unreadable: {exc.strerror}"
-    earlier = {job.input: manifest.done(job, sums[job.input]) for job in jobs}
+    earlier = {job.input: None if job.input in refused else manifest.done(job, sums[job.input])
+               for job in jobs}
     todo = [job for job in jobs if earlier[job.input] is None]
+    others = {manifest.version_of(job.input) for job in todo} - {None, version()}
+    if others:
+        print(f"note: {manifest.path} records takes made by salient-poses "
+              f"{', '.join(sorted(map(str, others)))}, not {version()}: they are redone",
+              file=sys.stderr)
+    runnable = [job for job in todo if job.input not in refused]
     # an input named like an output (any take's: walk.reduced.bvh beside walk.bvh), a symlink
     # into out: refused up front, one guard for the outputs of every take that will run (no
     # flag of its own names a take's output: --out holds them all; the batch replaces its own
     # files itself, and a take done earlier writes nothing: a rerun whose glob now names an
     # output as an input goes on)
     guard = OutputGuard([*map(str, paths), *([preset] if preset else [])], overwrite=True)
-    for job in todo:
+    for job in runnable:
         for _flag, path in job.outputs():
             guard.claim(path, "output")
     # (after: an input in the way is refused as such, not offered --overwrite)
     ours = manifest.path.exists() and manifest.unreadable is None
-    foreign = [p for job in jobs for _, p in job.outputs()
+    foreign = [p for job in jobs if job.input not in refused for _, p in job.outputs()
                if Path(p).exists() and not manifest.owns(p)]
     # a summary is the batch's own where its manifest is (a folder of someone else's)
     foreign += [str(out / name) for name in OWN_FILES
@@ -383,9 +471,15 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
                           f"(e.g. {foreign[0]}); add --overwrite to replace them or choose "
                           "another --out")
     client = None
-    if todo and batch.scheduler is not None and not batch.scheduler.startswith("local:"):
+    if runnable and batch.scheduler is not None and not batch.scheduler.startswith("local:"):
         client = connect(batch.scheduler)  # (an address with no scheduler changes nothing)
     remove_stale_partials(out)
+    # what each take to run had in the folder before: a take that fails removes the files an
+    # earlier run made for it (other options or input bytes; the summary listed them as the
+    # take's), and those of this run, not the user's files an --overwrite run did not replace
+    previous = {job.input: manifest.outputs_of(job.input) for job in todo}
+    before = {path: file_identity(path) for job in todo for _, path in job.outputs()}
+    inputs = {*(job.input for job in jobs), *([preset] if preset else [])}
     manifest.plan(todo, sums)
     if take_note is not None:
         print(take_note, file=sys.stderr)
@@ -394,18 +488,28 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
 
     def finished(job: Job, row: dict[str, object]) -> None:
         rows[job.input] = row
+        if row["status"] != "ok":
+            own = [p for _, p in job.outputs()]
+            written = [p for p in own if file_identity(p) not in (None, before[p])]
+            others = {p for other in jobs if other is not job for _, p in other.outputs()}
+            _discard([*previous[job.input], *written], out, inputs | others)
         manifest.record(job, row)
         reporter.done(_with_outputs(job, row))  # (a log's take event: the summary's row)
 
-    interrupted = terminated = False
+    for job in todo:
+        if job.input in refused:
+            finished(job, {"clip": job.input, "status": refused[job.input]})
+    interrupted = terminated = lost = False
     try:
         with _terminate_as_interrupt():
-            if not todo:
-                pass  # every take done earlier: no pool, no cluster
+            if not runnable:
+                pass  # every take done earlier or refused: no pool, no cluster
             elif batch.scheduler is None:
-                run_local(todo, workers, finished)
+                run_local(runnable, workers, finished)
             else:
-                run_dask(todo, batch.scheduler, finished, client)
+                run_dask(runnable, batch.scheduler, finished, client)
+    except SchedulerLost:
+        lost = True  # the takes not done stay pending in the manifest: a re-run does them
     except Terminated:
         interrupted = terminated = True
     except KeyboardInterrupt:
@@ -418,10 +522,12 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
         if earlier[job.input] is not None:
             row = {**earlier[job.input], "resumed": True}
         else:
-            row = rows.get(job.input, {"clip": job.input, "status": "not run: interrupted"})
+            row = rows.get(job.input, {"clip": job.input, "status": "not run: scheduler lost"
+                                       if lost else "not run: interrupted"})
         summary.append(_with_outputs(job, row))
     write_summary(out, summary, {"skipped": len(jobs) - len(todo), "interrupted": interrupted,
-                                 "scheduler": batch.scheduler or f"local pool of {workers}"})
+                                 "scheduler": batch.scheduler or f"local pool of {workers}",
+                                 "tool_version": version()})
     done = sum(row["status"] == "ok" for row in summary)
     failed = sum(str(row["status"]).startswith("failed") for row in summary)
     if reporter.json_log:
@@ -432,7 +538,7 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
               f"{'SIGTERM' if terminated else 'Ctrl-C'}; summary in {out / 'summary.csv'}",
               file=sys.stderr)
         return 143 if terminated else 130
-    if not reporter.json_log:  # (also when the log's reader went: the failures are said)
+    if not reporter.json_log or lost:  # (also when the log's reader went: failures are said)
         for row in summary:  # which take and why, where the user looks (the CSV has them too)
             status = str(row["status"])
             if status.startswith("failed"):
@@ -440,6 +546,12 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
                 clip = str(row["clip"])
                 print(f"failed: {reason if clip in reason else f'{clip}: {reason}'}",
                       file=sys.stderr)
+        if lost:
+            print(f"the connection to the Dask scheduler at {batch.scheduler} was lost: "
+                  f"{done} of {len(jobs)} takes reduced, {len(jobs) - done - failed} not run "
+                  f"(run the command again to do them); summary in {out / 'summary.csv'}",
+                  file=sys.stderr)
+            return 1
         skipped = len(jobs) - len(todo)
         print(f"{done} of {len(jobs)} takes reduced"
               + (f" ({skipped} done earlier, skipped)" if skipped else "")

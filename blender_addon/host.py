@@ -520,7 +520,10 @@ class BlenderHost:
             self.notes.append(
                 f"{names[n]} is {miss[f, n]:.4g} scene units away from where its channels put "
                 f"it at frame {first + f} (constraints, drivers or scale?): the analysis uses "
-                "Blender's positions, the fit the channels")
+                "Blender's positions, the fit the channels, and the errors shown leave out "
+                "what a constraint does again to the keys after Apply; on constrained bones "
+                "Fit space 'channel' keeps the keys to the channels, which Blender then "
+                "constrains as it did the capture")
             clip = _with_positions(clip, blender)
         span = _keyed_span(obj)
         if span is not None and (last < span[0] or first > span[1]):  # no key in the range

@@ -943,6 +943,10 @@ def _restore_original(obj: Any, pushed: tuple[str | None, str | None] = (None, N
         return (f"kept {data.action.name!r}, the active action made after Apply, and left the "
                 f"original {action.name if action else '(none)'!r} on NLA track "
                 f"{track.name!r} under it")
+    # the blending it had, which its strip kept (the animation data's may have changed since)
+    data.action_blend_type = strip.blend_type
+    data.action_extrapolation = strip.extrapolation
+    data.action_influence = strip.influence if strip.use_animated_influence else 1.0
     data.nla_tracks.remove(track)
     data.action = action
     if slot is not None and hasattr(data, "action_slot"):

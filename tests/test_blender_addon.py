@@ -817,8 +817,12 @@ def test_the_pushed_down_original_keeps_its_blend_type_and_influence(scene):
     assert (pushed.blend_type, pushed.extrapolation) == ("ADD", "HOLD_FORWARD")
     assert pushed.influence == pytest.approx(0.5)
     np.testing.assert_allclose(scene.positions(nodes, outside), before, atol=1e-5)
+    # changed meanwhile (a script, with no action active): Remove brings back the blending
+    # the original had, which its strip kept
+    data.action_blend_type, data.action_influence = "REPLACE", 1.0
     session.remove()
     assert data.action == offset and data.action_blend_type == "ADD"
+    assert data.action_influence == pytest.approx(0.5)
     np.testing.assert_allclose(scene.positions(nodes, outside), before, atol=1e-5)
 
 

@@ -63,9 +63,10 @@ STAGES = (0.05, 0.35, 0.60)
 #: The fit stages 1 and 2 bound and predict with: the channel fit the world fit starts from
 #: (:func:`~sp_core.reduction.reduce`'s ``start_only``).
 START = "start"
-#: The real fit's mean over its start's, assumed before the first real fit: 0.63-0.89 on the
-#: shared takes near their default K (it is replaced by the latest measured one).
-RATIO_PRIOR = 0.75
+#: The real fit's mean over its start's, assumed before the first real fit: 0.71-0.89 on the
+#: shared takes near their default K with the world fit's anchor at 0.05 (0.63-0.89 at 0.01,
+#: with a prior of 0.75, which put the sample's first try at K = 47, two below its K now).
+RATIO_PRIOR = 0.82
 #: d log(mean) / d log(K) of the real fit assumed while one K is fitted (the mean falls about
 #: as K^-2 near the default K on the shared takes); measured ones are kept within
 #: [2, 1/4] times it.

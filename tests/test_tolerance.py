@@ -299,7 +299,8 @@ def test_stage_2_ends_at_a_near_miss_that_meets_with_the_corrective_keys():
     first_check = events.index(("check", k))
     assert events[first_check - 1] == ("fit", k)  # checked as soon as it was fitted
     assert len(events) == first_check + 1, events  # nothing after it
-    assert [e for e in events if e[0] == "fit"] == [("fit", 256), ("fit", k)]
+    fits = [j for kind, j in events if kind == "fit"]  # the first try, which meets; then k
+    assert len(fits) == 2 and fits[1] == k and real[fits[0]] <= 2.0 < real[k]
 
 
 def test_a_mean_missed_by_a_little_in_stage_3_is_followed_by_the_next_k_not_a_tenth():
@@ -325,8 +326,8 @@ def test_past_the_world_fits_flops_limit_the_first_real_fit_is_where_the_start_f
     """A long take whose world fit reduce skips (over its flops limit) is fitted in channel
     space, whose mean is about its start fit's (72,000 frames: 1.987 mm at K = 3,875 against
     1.984 at 3,876): the first real fit is where the start fits' power law meets the mean, not
-    a quarter lower as for a world fit (a fit wasted on a take where one costs seconds), and two
-    real fits end the search."""
+    lower as for a world fit (over :data:`RATIO_PRIOR`: a fit wasted on a take where one costs
+    seconds), and two real fits end the search."""
     ks = np.arange(5001)
     start = dict(zip(ks.tolist(), (2.0 * (np.maximum(ks, 1) / 3876.0) ** -2.0).tolist(),
                      strict=True))
@@ -353,7 +354,7 @@ def test_past_the_world_fits_flops_limit_the_first_real_fit_is_where_the_start_f
     assert abs(search.tried[0] - 3876) <= 3, search.tried
     assert search.fits <= 2 and full[k][0] <= 2.0 and real[k] <= 2.0 * 1.03
     world, _k = searches[False]
-    assert world.tried[0] < 0.9 * 3876 and world.fits >= search.fits  # as for a world fit
+    assert world.tried[0] < 0.95 * 3876 and world.fits >= search.fits  # as for a world fit
 
 
 def test_the_search_knows_where_reduce_fits_in_channel_space_instead(sample_clip, monkeypatch):

@@ -82,27 +82,21 @@ CYCLES = 5
 STEP = 1e-4
 #: Slack of the "never worse" check, relative to the clip's size (rounding of FK).
 SLACK = 1e-9
-#: How fast a corrected channel may move from one frame to the next: at most this many times
-#: the fastest step the capture makes on that channel within :data:`SPEED_REACH` frames (or
-#: :data:`SPEED_FLOOR` of its fastest anywhere, if more), or as fast as it moved before the
-#: change. The position checks alone let a correction buy a
-#: joint's position with a pop of the channels that move it: on the sample's default
-#: reduction the chest turned 8.2 degrees in one frame to bring an elbow in (the capture's
-#: chest moves at most 0.56 degrees a frame), and with weighted tangents the right wrist
-#: twisted 82 degrees in one frame and back (the capture's wrist: 0.8 there, 17 at most).
-#: With 1.5, 2 and 3 (and the world fit's anchor of 0.01) the sample's default reduction
-#: met the tolerance at K = 50, 49 and 49 (at 47 without a limit, with 60 steps more than 0.5
-#: degrees faster than twice the capture's); 2 was the tightest at 49.
+#: How fast a corrected channel may move from one frame to the next: no faster than the
+#: capture moves that channel anywhere, or, near the capture's own fast moments, this many times
+#: its fastest step within :data:`SPEED_REACH` frames; or as fast as it moved before the change.
+#: The position checks alone let a correction buy a joint's position with a pop of the
+#: channels that move it: on the sample's default reduction the chest turned 8.2 degrees in
+#: one frame to bring an elbow in (the capture's chest moves 0.56 degrees a frame at most), and
+#: with weighted tangents the right wrist twisted 82 degrees in one frame and back (the
+#: capture's wrist: 17 at most). The limit of the capture's own speed anywhere keeps small
+#: corrections possible where the capture is still: with twice the local speed alone, a
+#: 5,000-frame take needed K = 281 instead of 249 to meet the default tolerance (47 s instead
+#: of 10) and the 90-frame stop take at 20 % keys kept a 9.4 mm error (1.34x Decimate's max).
 SPEED_MARGIN = 2.0
 #: Frames each side of a step over which the capture's fastest step is taken (its own flips
 #: and snaps, a frame or two long, may be followed).
 SPEED_REACH = 2
-#: The least a channel may step a frame, as a fraction of the capture's fastest step on it
-#: anywhere: where the capture is still the limit alone left no room to correct a slow bump
-#: of the pose keys' curve (the 90-frame stop take at 20 % keys kept a 9.4 mm error that 1.0
-#: mm of corrections remove; a chest whose capture moves 0.56 degrees a frame at most may
-#: still step no more than 0.11).
-SPEED_FLOOR = 0.1
 
 
 @dataclass(frozen=True)
@@ -666,9 +660,8 @@ def _movers(clip: Clip, animated: np.ndarray) -> list[tuple[np.ndarray, np.ndarr
 
 def speed_limits(channels: np.ndarray) -> np.ndarray:
     """(F - 1, C) float64: the largest step from frame f to f + 1 a correction may give each
-    channel (:data:`SPEED_MARGIN` times the capture's largest step within
-    :data:`SPEED_REACH` frames, or :data:`SPEED_FLOOR` of its largest anywhere if more;
-    channel units a frame).
+    channel (the capture's largest step on it anywhere, or :data:`SPEED_MARGIN` times its
+    largest step within :data:`SPEED_REACH` frames if more; channel units a frame).
 
     Parameters
     ----------
@@ -681,7 +674,7 @@ def speed_limits(channels: np.ndarray) -> np.ndarray:
     if not len(steps):
         return steps
     local = maximum_filter1d(steps, 2 * SPEED_REACH + 1, axis=0, mode="nearest")
-    return SPEED_MARGIN * np.maximum(local, SPEED_FLOOR * steps.max(axis=0))
+    return np.maximum(SPEED_MARGIN * local, steps.max(axis=0))
 
 
 def _too_fast(reduced: np.ndarray, correction: np.ndarray, limits: np.ndarray,

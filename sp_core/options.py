@@ -818,8 +818,10 @@ def check_given(options: Options, given: Iterable[str],
     """Refuse options ``given`` explicitly (a command line's flags) that the other options
     leave with nothing to do: an analysis option with ``frames`` (no analysis runs),
     ``smoothness`` without the smooth tangents, the world fit's ``world_iterations`` and
-    ``objective`` with the channel fit. :func:`check` does not refuse these: a panel's stored
-    settings keep such values for when they apply again.
+    ``objective`` with the channel fit, the local pool's ``workers`` with a ``scheduler``
+    (a preset's ``workers`` under a ``--scheduler`` flag is the default again). :func:`check`
+    does not refuse these: a panel's stored settings keep such values for when they apply
+    again.
     """
     labels = labels or {}
     given = set(given)
@@ -842,6 +844,10 @@ def check_given(options: Options, given: Iterable[str],
             if other in given:
                 raise OptionError(f"{name(other)} applies to the world fit only; drop it or "
                                   f"fit in world space ({name('space')} world)")
+    if "workers" in given and options.batch.scheduler is not None:
+        raise OptionError(f"{name('workers')} sizes the local process pool; with "
+                          f"{name('scheduler')} the cluster's workers run the takes (local:N "
+                          "starts N); drop one of them")
 
 
 # ------------------------------------------------------------------------------- the K rule

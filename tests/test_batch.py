@@ -3,6 +3,7 @@ one bad take never stops the others (issue 21)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -15,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from sp_core.cli import main
+from sp_core.errors import OptionError
 from sp_core.io.atomic import PARTIAL
 from sp_core.io.bvh import read_bvh, write_bvh
+from sp_core.options import command_line_options
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -183,11 +186,16 @@ def test_a_finished_batch_run_again_on_a_pool_has_nothing_to_do(takes, tmp_path,
 
 
 def test_memory_per_worker_is_checked_before_work(takes, tmp_path, capsys):
-    assert main(["batch", str(takes / "take0.bvh"), "--out", str(tmp_path / "o"),
-                 "--workers", "64", "--memory-gib", "4"]) == 2
+    """Each worker may use --memory-gib; no more workers start than there are takes, so
+    those are counted (64 workers for one take were refused as needing 256 GiB)."""
+    inputs = [str(takes / f"take{i}.bvh") for i in range(4)]
+    assert main(["batch", *inputs, "--out", str(tmp_path / "o"),
+                 "--workers", "64", "--memory-gib", "64"]) == 2
     err = capsys.readouterr().err
-    assert "64 workers x --memory-gib 4 = 256.0 GiB, more than 80% of this machine's" in err
+    assert "4 workers x --memory-gib 64 = 256.0 GiB, more than 80% of this machine's" in err
     assert not (tmp_path / "o").exists()
+    assert main(["batch", inputs[0], "--out", str(tmp_path / "one"), *BASE,
+                 "--workers", "64", "--memory-gib", "4"]) == 0
     assert main(["batch", str(takes / "take0.bvh"), "--out", str(tmp_path / "o"),
                  "--scheduler", "local:0"]) == 2
     assert "--scheduler local:N needs N >= 1 worker processes, got local:0" in \
@@ -794,3 +802,49 @@ def test_a_batch_refused_after_making_its_folder_leaves_no_folder(takes, tmp_pat
     assert main(["batch", str(takes / "take0.bvh"), "--out", str(tmp_path / "mine"), *BASE,
                  "--scheduler", "tcp://127.0.0.1:1"]) == 2
     assert (tmp_path / "mine").is_dir()
+
+
+def test_a_local_cluster_starts_no_more_workers_than_takes_and_leaves_port_8787_alone(
+        takes, tmp_path, monkeypatch):
+    """`local:4` with one take started four worker processes (the pool starts none without a
+    take), and the cluster's scheduler took port 8787 for its HTTP server though the
+    dashboard is off (a busy 8787 printed a warning on every batch)."""
+    import socket
+
+    import distributed
+
+    started = {}
+    real = distributed.LocalCluster
+
+    class Recorded(real):
+        def __init__(self, *args, **kwargs):
+            started.update(kwargs)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "LocalCluster", Recorded)
+    with socket.socket() as busy:  # 8787 in use, as by another Dask on the node
+        try:
+            busy.bind(("127.0.0.1", 8787))
+            busy.listen()
+        except OSError:
+            pass  # (already in use: the same situation)
+        out = tmp_path / "out"
+        assert main(["batch", str(takes / "take0.bvh"), "--out", str(out), *BASE,
+                     "--scheduler", "local:4"]) == 0
+    assert started["n_workers"] == 1
+    assert started["scheduler_kwargs"]["dashboard_address"] == ":0"
+
+
+def test_a_presets_workers_gives_way_to_a_scheduler_flag(takes, tmp_path):
+    """A shared preset with `[batch] workers = 1` and `--scheduler local:1` on the command line
+    was refused, naming a --workers the user never typed; the flag overrides the preset, as
+    elsewhere, and a preset holding both is refused naming the preset."""
+    preset = tmp_path / "farm.toml"
+    preset.write_text("[batch]\nworkers = 1\n")
+    out = tmp_path / "out"
+    assert main(["batch", str(takes / "take0.bvh"), "--out", str(out), *BASE,
+                 "--preset", str(preset), "--scheduler", "local:1"]) == 0
+    both = tmp_path / "both.toml"
+    both.write_text('[batch]\nworkers = 1\nscheduler = "local:1"\n')
+    with pytest.raises(OptionError, match=f"preset {both}: workers sizes the local process"):
+        command_line_options(argparse.Namespace(), [], both)

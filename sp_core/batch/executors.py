@@ -262,13 +262,20 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone, client: Any = Non
         from sp_core.errors import OptionError
 
         raise OptionError(f"--scheduler needs dask.distributed: {exc}") from None
-    count = int(scheduler.partition(":")[2]) if scheduler.startswith("local:") else 0
+    # no more workers than takes (as the pool), each with its share of the cores
+    count = min(int(scheduler.partition(":")[2]), max(len(jobs), 1)) \
+        if scheduler.startswith("local:") else 0
     with contextlib.ExitStack() as stack:
         if count:
             stack.enter_context(worker_threads(count))  # for the workers the cluster starts
+            # dashboard_address=None turns the dashboard off, but the scheduler's HTTP server
+            # (health, metrics) still took port 8787, with a warning when it was in use
+            # (distributed's Scheduler.__init__: start_http_server(..., default_port=8787)):
+            # any free port for it
             cluster = stack.enter_context(LocalCluster(
                 n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None,
-                host="127.0.0.1", silence_logs=40))
+                scheduler_kwargs={"dashboard_address": ":0"}, host="127.0.0.1",
+                silence_logs=40))
             client = stack.enter_context(Client(cluster))
         else:
             client = stack.enter_context(client or connect(scheduler))

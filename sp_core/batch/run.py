@@ -315,8 +315,10 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file; give a folder")
     take_note = _take_note(paths, options.input.take)
-    _check_memory(options, workers if batch.scheduler is None or
-                  batch.scheduler.startswith("local:") else 1)
+    # (no more workers start than there are takes: 12 workers for 2 takes were refused as
+    # needing 24 GiB)
+    _check_memory(options, min(workers if batch.scheduler is None or
+                               batch.scheduler.startswith("local:") else 1, len(paths)))
     manifest = Manifest(out)
     if manifest.unreadable is not None and not options.output.overwrite:
         raise OutputError(f"{manifest.path} is not this tool's batch manifest or is damaged "

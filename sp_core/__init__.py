@@ -1,5 +1,6 @@
 """Salient Poses engine (host-independent)."""
 
+import functools
 import os
 import stat
 import sys
@@ -8,6 +9,7 @@ import tempfile
 from sp_core.threads import passive_waiting
 
 
+@functools.cache  # (the package metadata is read from disk; a batch asks per take)
 def version() -> str:
     """This installation's version of salient-poses (its package metadata), or ``"unknown"``
     when it runs from a bare checkout that was never installed."""

@@ -167,6 +167,14 @@ def budget_keys(budget: str | None, original_keys: int) -> int:
                          f"percentage in [0, 100] such as 2%, got {budget!r}")
 
 
+def _with_neighbours(marked: np.ndarray) -> np.ndarray:
+    """(n,) bool: ``marked`` (n,) bool and the entries next to a marked one."""
+    near = marked.copy()
+    near[1:] |= marked[:-1]
+    near[:-1] |= marked[1:]
+    return near
+
+
 class _Channel:
     """Knots of one channel and the keys they cost.
 
@@ -208,10 +216,7 @@ class _Channel:
         rows = np.union1d(self.anchors, at)
         is_knot = np.zeros(len(rows), dtype=bool)
         is_knot[np.searchsorted(rows, at)] = True
-        near = is_knot.copy()
-        near[1:] |= is_knot[:-1]
-        near[:-1] |= is_knot[1:]
-        return rows[near]
+        return rows[_with_neighbours(is_knot)]
 
     def needed(self, knots: dict[int, float]) -> np.ndarray:
         """Rows of the keys a host needs to show the correction: the knots whose value is not
@@ -219,11 +224,7 @@ class _Channel:
         these, or beyond the first or last of them, where the host holds a zero key's value).
         """
         rows, values = self.points(knots)
-        live = values != 0.0
-        near = live.copy()
-        near[1:] |= live[:-1]
-        near[:-1] |= live[1:]
-        return rows[near]
+        return rows[_with_neighbours(values != 0.0)]
 
     def span(self, new_rows: list[int]) -> tuple[int, int]:
         """Rows lo..hi (inclusive) whose correction changes when ``new_rows`` get knots."""
@@ -576,13 +577,18 @@ def _fast_rows(reduced: np.ndarray, correction: np.ndarray, trial: np.ndarray,
     """(F, C) bool: the rows on either side of a step where ``trial`` (F, C), a new
     correction, moves a channel faster than ``limits`` (F - 1, C) allow and than
     ``correction`` did (see :func:`_too_fast`)."""
-    before = np.abs(np.diff(reduced + correction, axis=0))
-    after = np.abs(np.diff(reduced + trial, axis=0))
-    fast = after > np.maximum(before, limits) * (1.0 + 1e-9) + 1e-12
+    fast = _faster(np.diff(reduced + trial, axis=0), np.diff(reduced + correction, axis=0),
+                   limits)
     rows = np.zeros(reduced.shape, dtype=bool)
     rows[:-1] |= fast
     rows[1:] |= fast
     return rows
+
+
+def _faster(after: np.ndarray, before: np.ndarray, limits: np.ndarray) -> np.ndarray:
+    """Where steps ``after`` are faster than both ``limits`` and the steps ``before`` (any
+    matching shapes; a relative 1e-9 and an absolute 1e-12 of rounding allowed)."""
+    return np.abs(after) > np.maximum(np.abs(before), limits) * (1.0 + 1e-9) + 1e-12
 
 
 def _damped_step(a: sparse.csr_matrix, rhs: np.ndarray) -> np.ndarray | None:
@@ -700,9 +706,8 @@ def _too_fast(reduced: np.ndarray, correction: np.ndarray, limits: np.ndarray,
         + np.arange(int(counts.sum()))
     after[inner] = reduced[rows[inner], cols[inner]] + values
     # (a span's last row may be the range's: its step, to the next span, is no step)
-    limit = np.maximum(np.abs(np.diff(before)),
-                       limits[np.minimum(rows[:-1], n_frames - 2), cols[:-1]])
-    fast = np.abs(np.diff(after)) > limit * (1.0 + 1e-9) + 1e-12
+    fast = _faster(np.diff(after), np.diff(before),
+                   limits[np.minimum(rows[:-1], n_frames - 2), cols[:-1]])
     fast[begins[1:] - 1] = False  # (the step from one change's rows to the next's)
     return np.logical_or.reduceat(np.append(fast, False), begins)
 

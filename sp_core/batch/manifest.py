@@ -45,7 +45,9 @@ class Manifest:
     """Load, query and update ``out/manifest.json`` (written atomically after every change).
 
     Takes are recorded by their input's resolved path and compared by resolved paths, so a
-    re-run that names the inputs or ``--out`` another way still finds its takes.
+    re-run that names the inputs or ``--out`` another way still finds its takes. Each take
+    records the version of salient-poses that planned it, and counts as done only for that
+    version; the file records the version that wrote it last.
 
     Parameters
     ----------
@@ -57,23 +59,17 @@ class Manifest:
     unreadable : str or None
         Why an existing ``manifest.json`` could not be read as a batch's (damaged, another
         version, another program's file); None if it was read or there is none.
-    tool_version : str or None
-        The version of salient-poses that wrote the manifest last (None: one from before the
-        manifest recorded it). Each take records the version that planned it, and counts as
-        done only for that version.
     """
 
     def __init__(self, out: Path) -> None:
         self.path = out / MANIFEST
         self.entries: dict[str, dict[str, Any]] = {}
         self.unreadable: str | None = None
-        self.tool_version: str | None = version()
         if self.path.exists():
             try:
                 record = json.loads(self.path.read_text(encoding="utf-8"))
                 if record.get("version") != VERSION:
                     raise ValueError(f"not a version {VERSION} batch manifest")
-                self.tool_version = record.get("tool_version")
                 self.entries = {_same(name): entry for name, entry in record["takes"].items()}
                 if not all(FIELDS <= set(entry) for entry in self.entries.values()):
                     raise ValueError("a take's record is incomplete")
@@ -169,7 +165,5 @@ class Manifest:
         self.save()
 
     def save(self) -> None:
-        # (what it records from now on is this version's work)
-        self.tool_version = version()
-        write_text(self.path, json.dumps({"version": VERSION, "tool_version": self.tool_version,
+        write_text(self.path, json.dumps({"version": VERSION, "tool_version": version(),
                                           "takes": self.entries}, indent=1) + "\n")

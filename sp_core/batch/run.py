@@ -482,6 +482,7 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
     previous = {job.input: manifest.outputs_of(job.input) for job in todo}
     before = {path: file_identity(path) for job in todo for _, path in job.outputs()}
     inputs = {*(job.input for job in jobs), *([preset] if preset else [])}
+    every_output = {path for job in jobs for _, path in job.outputs()}
     manifest.plan(todo, sums)
     if take_note is not None:
         print(take_note, file=sys.stderr)
@@ -493,8 +494,8 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
         if row["status"] != "ok":
             own = [p for _, p in job.outputs()]
             written = [p for p in own if file_identity(p) not in (None, before[p])]
-            others = {p for other in jobs if other is not job for _, p in other.outputs()}
-            _discard([*previous[job.input], *written], out, inputs | others)
+            _discard([*previous[job.input], *written], out,
+                     inputs | (every_output - set(own)))  # (the other takes' outputs)
         manifest.record(job, row)
         reporter.done(_with_outputs(job, row))  # (a log's take event: the summary's row)
 

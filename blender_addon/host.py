@@ -17,7 +17,8 @@ docs/blender.md):
   the original pose bones, NLA included) and of the evaluated object's bone ``head``/``tail``
   (constraints included): a handful of calls per frame, none per channel per frame. The
   engine's forward kinematics of the channels is checked against Blender's own head positions
-  on every frame read; a mismatch (constraints, drivers, scale) becomes a note.
+  on every frame read; a mismatch (constraints, scale) becomes a note, and the analysis keeps
+  to the channels' own motion, which is what Apply writes and Blender constrains again.
 - **Writing**: the armature's active action is pushed down onto an NLA track of its own (as
   Blender's *Push Down* does; the action itself is never edited); each layer is a **new action
   on a new NLA track** above it, one strip over the reduced range: Replace blending for the
@@ -519,12 +520,10 @@ class BlenderHost:
             f, n = np.unravel_index(int(np.argmax(miss)), miss.shape)
             self.notes.append(
                 f"{names[n]} is {miss[f, n]:.4g} scene units away from where its channels put "
-                f"it at frame {first + f} (constraints, drivers or scale?): the analysis uses "
-                "Blender's positions, the fit the channels, and the errors shown leave out "
-                "what a constraint does again to the keys after Apply; on constrained bones "
-                "Fit space 'channel' keeps the keys to the channels, which Blender then "
-                "constrains as it did the capture")
-            clip = _with_positions(clip, blender)
+                f"it at frame {first + f} (constraints or scale?): the analysis fits and "
+                "measures the channels' own motion, which Blender constrains and scales again "
+                "after Apply as it does the original's; the errors shown are of that motion, "
+                "not of the positions Blender shows")
         span = _keyed_span(obj)
         if span is not None and (last < span[0] or first > span[1]):  # no key in the range
             self.notes.append(Note(
@@ -1040,10 +1039,3 @@ def _height(obj: Any, world: np.ndarray) -> float | None:
     up = (np.asarray(points, dtype=np.float64) @ world[:3, :3].T)[:, 2]
     extent = float(np.ptp(up)) if len(up) else 0.0
     return extent if extent > 1e-9 else None
-
-
-def _with_positions(clip: Clip, positions: np.ndarray) -> Clip:
-    """``clip`` whose analysis sees ``positions`` (what Blender shows) instead of its FK."""
-    clip._positions = positions  # noqa: SLF001 - the clip's own cache, same shape and frames
-    positions.flags.writeable = False
-    return clip

@@ -157,6 +157,7 @@ class Clip:
                 self.orients = _readonly(orients.copy())
         self._index_channels()
         self._positions: np.ndarray | None = None
+        self._unwrapped: Clip | None = None
         self._channels = self._checked_channels(channels)
         self.raw_channels = (self._channels if raw_channels is None
                              else self._checked_channels(raw_channels))
@@ -268,7 +269,7 @@ class Clip:
             raise ClipError(f"new channel values have {checked.shape[0]} frames, the clip has "
                             f"{self.n_frames}; make a new Clip to change the length")
         self._channels = checked
-        self._positions = None
+        self._positions = self._unwrapped = None
 
     @property
     def n_frames(self) -> int:
@@ -696,7 +697,11 @@ class Clip:
         """This clip with continuous rotation curves (see :func:`sp_core.euler.unwrap_euler`).
 
         Every frame keeps its pose; :attr:`raw_channels` keeps the values before unwrapping.
+        Made once per clip (until :attr:`channels` changes): a tolerance's search reduces the
+        same range a dozen times.
         """
+        if self._unwrapped is not None:
+            return self._unwrapped
         values = self._channels.copy()
         for cols in self._rotation_index:
             if len(cols):
@@ -704,6 +709,7 @@ class Clip:
         unwrapped = self._derived(channels=values, raw_channels=self.raw_channels)
         if self._positions is not None and np.array_equal(values, self._channels):
             unwrapped._positions = self._positions  # nothing wrapped: the same positions
+        self._unwrapped = unwrapped
         return unwrapped
 
     def __repr__(self) -> str:

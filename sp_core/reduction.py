@@ -236,7 +236,7 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
     # the world fit's share of the progress; the corrective stage (if any) takes the rest
     fitting_share = 0.5 if correcting else 1.0
     report = (lambda f, m: None) if progress is None else progress
-    original = clip.sub_range(int(keys[0]), int(keys[-1]))
+    original = _spanned(clip, int(keys[0]), int(keys[-1]))
     found = original.not_a_number()
     if found is not None:  # (named as the analysis names it: which channel, which frame)
         raise ReductionError(f"{found[0]}; fix that key")
@@ -313,6 +313,15 @@ def reduce(clip: Clip, frames: Iterable[int], tangents: str = "unified",
                             lambda f, m: progress(fitting_share + (1 - fitting_share) * f, m))
 
 
+def _spanned(clip: Clip, first: int, last: int) -> Clip:
+    """Frames ``first``..``last`` of ``clip``: the clip itself if that is all of it, so that
+    what it made once (its positions, its unwrapped curves) serves every reduction of a
+    tolerance's search."""
+    if (first, last) == (clip.first_frame, clip.last_frame):
+        return clip
+    return clip.sub_range(first, last)
+
+
 @single_threaded_blas()
 def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
                      stop_mm: float | None = None,
@@ -338,7 +347,7 @@ def with_corrections(clip: Clip, reduction: Reduction, budget: str | int | None,
     started = time.perf_counter()
     scale = _scale(clip)[0]
     frames = reduction.curves.frames
-    original = clip.sub_range(int(frames[0]), int(frames[-1]))
+    original = _spanned(clip, int(frames[0]), int(frames[-1]))
     work = original.unwrapped()  # the values the curves were fitted on
     animated = reduction.curves.animated
     # (no millimetres, no stop in them: a tolerance's max would be read as scene units)

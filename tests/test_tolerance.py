@@ -15,7 +15,15 @@ from sp_core.options import DEFAULT_TOLERANCE, Options, corrective_plan
 from sp_core.reduction import reduce
 from sp_core.session import AnalysisCancelled, CancelToken, Session
 from sp_core.standalone import StandaloneHost
-from sp_core.tolerance import START, TRIES_BELOW, ToleranceSearch, resolution
+from sp_core.tolerance import (
+    BOUND_PRECISION,
+    FORESIGHT,
+    SLOPE_PRIOR,
+    START,
+    TRIES_BELOW,
+    ToleranceSearch,
+    resolution,
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -165,6 +173,20 @@ def test_the_predicted_search_ends_on_a_k_that_meets_above_one_that_misses(top, 
         assert len(tried) == len(set(tried))  # no K fitted twice
     if noise == 0.0 and low < first < top:
         assert search.fits <= 8
+    # stage 1's bound: the same tries, ended early, on a K that meets at or above that K
+    bound, bounded = search._guided(low, top, START, first, 0.0, 1.0, near=BOUND_PRECISION)
+    assert bounded == tried[:len(bounded)] and k <= bound <= top and start[bound] <= 2.0
+
+
+def test_stage_1_ends_once_its_power_law_puts_the_tolerance_next_to_its_bound():
+    """The sample's start fits (mean mm): the power law through K = 61 and 53 puts the
+    tolerance at 52, within BOUND_PRECISION of 53, so stage 1 bounds K by 53 without fitting
+    52 (which misses); stage 2's first try comes from the widest pair (32 and 53) either
+    way."""
+    search = _Scripted({}, {32: 7.100, 61: 1.400, 53: 1.931, 52: 2.473})
+    assert search._guided(2, 497, START, 32, 0.0, 1.0, near=BOUND_PRECISION) == \
+        (53, [32, 61, 53])
+    assert search._guided(2, 497, START, 32, 0.0, 1.0) == (53, [32, 61, 53, 52])
 
 
 class _Checked(_Scripted):
@@ -189,14 +211,17 @@ class _Checked(_Scripted):
         return self
 
 
-def _one_at_a_time(real, full, k, low):
+def _one_at_a_time(real, full, k, low, fitted):
     """Stage 4 as it was: the K below ``k`` one at a time (two at most) while the pose-key
     mean lowered by the corrective keys' share at the K above is within the tolerance and
-    the reduction meets it."""
+    the reduction meets it; a K not ``fitted`` before ends the walk where the power law of
+    SLOPE_PRIOR through the K above puts that lowered mean more than FORESIGHT over it."""
     for _ in range(TRIES_BELOW):
         share = full[k][0] / real[k]
         below = k - 1
+        foreseen = real[k] * (below / k) ** SLOPE_PRIOR * share
         if share >= 1.0 or below < low or real[below] * share > 2.0 \
+                or (below not in fitted and foreseen > 2.0 * (1.0 + FORESIGHT)) \
                 or full[below][0] > 2.0 or full[below][1] > 20.0:
             return k
         k = below
@@ -240,7 +265,7 @@ def test_the_k_below_meets_and_is_no_larger_than_one_at_a_time(pose, shares, kno
     k = search._below(13, 10, lambda: (0.0, 1.0))
     assert 13 - TRIES_BELOW <= k <= 13
     assert k == 13 or (full[k][0] <= 2.0 and full[k][1] <= 20.0 and k in search.checks)
-    assert k <= _one_at_a_time(real, full, 13, 10)
+    assert k <= _one_at_a_time(real, full, 13, 10, before)
     assert len(search.checks) == len(set(search.checks))
     # the lowest K fitted before that the corrective keys' share at 13 (below 1: they
     # lowered the mean) predicts to meet is checked first; if it meets, no K between it and
@@ -253,6 +278,26 @@ def test_the_k_below_meets_and_is_no_larger_than_one_at_a_time(pose, shares, kno
         if full[lowest][0] <= 2.0 and full[lowest][1] <= 20.0:
             assert k <= lowest
             assert not {k for k, _ in search._pose} - before & set(range(lowest + 1, 13))
+
+
+def test_stage_4_fits_no_k_below_foreseen_to_miss():
+    """Means of the sample at the 1 mm tolerance: 66 meets with the corrective keys lowering
+    its mean by 4.9 %; the power law puts 65's pose keys, so lowered, 1.4 % inside the
+    tolerance: fitted and checked, it meets; 64's 2.0 % over (more than FORESIGHT): not
+    fitted. At the default tolerance, 48 below 49 is foreseen 1.2 % over: not fitted."""
+    real = {64: 1.063, 65: 1.040, 66: 1.0058}
+    full = {64: (1.010, 9.9), 65: (0.9889, 9.99), 66: (0.9565, 9.9)}
+    search = _Checked(real, full)
+    search.tolerance = (1.0, 10.0)
+    search.pose_error(66, "world")
+    search.error(66, 0.0, 1.0)
+    assert search._below(66, 2, lambda: (0.0, 1.0)) == 65
+    assert search.checks == [66, 65] and search.fits == 2  # 64 never fitted
+    search = _Checked({48: 2.080, 49: 2.012}, {48: (2.007, 19.0), 49: (1.942, 19.9)})
+    search.pose_error(49, "world")
+    search.error(49, 0.0, 1.0)
+    assert search._below(49, 2, lambda: (0.0, 1.0)) == 49
+    assert search.fits == 1 and search.checks == [49]
 
 
 def test_on_a_long_take_no_k_below_is_fitted_for_stage_4():

@@ -98,12 +98,6 @@ PRECISION = 0.01
 #: fit only found the K missing (on the sample at the default tolerance: K = 48, foreseen
 #: 1.2 % over, fitted 0.4 % over, a quarter of the default reduce's time).
 FORESIGHT = 0.01
-#: Stage 1 ends once the power law through its last two fits puts the tolerance less than
-#: this share of K below the smallest K found to meet it: that K bounds stage 2 (a looser
-#: bound costs stage 2 nothing, its tries are predicted), and stage 2's first try comes from
-#: the widest pair of fits, which the fit closing the bracket does not change (on the sample:
-#: a fourth start fit, at K = 52 below 53).
-BOUND_PRECISION = 0.05
 #: Pose-key reductions in the real fit kept for the checks (the latest ones: the checks
 #: follow the search closely; each holds two dense (frames, channels) arrays).
 KEPT_FITS = 4
@@ -240,18 +234,15 @@ class ToleranceSearch:
         return high
 
     def _guided(self, low: int, high: int, fit_space: str, first: int, start: float,
-                stop: float, settles: Callable[[int], bool] | None = None,
-                near: float = 0.0) -> tuple[int, list[int]]:
+                stop: float, settles: Callable[[int], bool] | None = None
+                ) -> tuple[int, list[int]]:
         """The smallest K in [low, high] whose pose-key mean with the fit in ``fit_space`` is
         within the tolerance, given that it is at ``high``, found by trying ``first``, then
         where a power law through the latest two K tried puts the tolerance (see the module
         docstring); the K returned meets the mean and ``K - 1`` (if at least ``low``) does
         not, as a bisection's would (or, from K = 200 on, a K within :data:`PRECISION` of K
         below it does not). ``settles(k)``, optional, is asked of every K that misses: if it
-        holds, the search ends there and returns that K. With ``near``, it also ends when
-        the power law puts the tolerance less than that share of K below the K that meets,
-        and returns the K that meets (a bound, not the smallest K: stage 1's, whose last fit
-        would only have told the K below from it). Returns that K and the K tried, in
+        holds, the search ends there and returns that K. Returns that K and the K tried, in
         order."""
         mean_mm = self.tolerance[0]
 
@@ -279,8 +270,6 @@ class ToleranceSearch:
                 guess = (failed + 1 + passed) // 2
             else:
                 guess = power_law([(j, mean(j)) for j in tried[-2:]], mean_mm)
-                if near and guess >= passed - near * passed:
-                    break
         return passed, tried
 
     def smallest_k(self, mean_mm: float, max_mm: float) -> int:
@@ -308,7 +297,7 @@ class ToleranceSearch:
         first = high
         if guided:
             bound, tried = self._guided(low, high, START, round(math.sqrt(low * high)), 0.0,
-                                        one, near=BOUND_PRECISION)
+                                        one)
             # (the search assumed the start fit meets the mean at `high`: true unless it
             # ended there)
             bounded = bound < high or pose_ok(high, START)

@@ -16,7 +16,6 @@ from sp_core.reduction import reduce
 from sp_core.session import AnalysisCancelled, CancelToken, Session
 from sp_core.standalone import StandaloneHost
 from sp_core.tolerance import (
-    BOUND_PRECISION,
     FORESIGHT,
     SLOPE_PRIOR,
     START,
@@ -173,20 +172,6 @@ def test_the_predicted_search_ends_on_a_k_that_meets_above_one_that_misses(top, 
         assert len(tried) == len(set(tried))  # no K fitted twice
     if noise == 0.0 and low < first < top:
         assert search.fits <= 8
-    # stage 1's bound: the same tries, ended early, on a K that meets at or above that K
-    bound, bounded = search._guided(low, top, START, first, 0.0, 1.0, near=BOUND_PRECISION)
-    assert bounded == tried[:len(bounded)] and k <= bound <= top and start[bound] <= 2.0
-
-
-def test_stage_1_ends_once_its_power_law_puts_the_tolerance_next_to_its_bound():
-    """The sample's start fits (mean mm): the power law through K = 61 and 53 puts the
-    tolerance at 52, within BOUND_PRECISION of 53, so stage 1 bounds K by 53 without fitting
-    52 (which misses); stage 2's first try comes from the widest pair (32 and 53) either
-    way."""
-    search = _Scripted({}, {32: 7.100, 61: 1.400, 53: 1.931, 52: 2.473})
-    assert search._guided(2, 497, START, 32, 0.0, 1.0, near=BOUND_PRECISION) == \
-        (53, [32, 61, 53])
-    assert search._guided(2, 497, START, 32, 0.0, 1.0) == (53, [32, 61, 53, 52])
 
 
 class _Checked(_Scripted):

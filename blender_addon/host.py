@@ -86,6 +86,8 @@ HANDLE_TYPES = {"unified": "ALIGNED", "weighted": "ALIGNED", "broken": "FREE", "
 #: 1e-6 of the height on long chains, and of the distance travelled: a one-bone armature of
 #: 0.1 units whose root travels 60 units was 3e-6 units off).
 FK_TOLERANCE = 1e-5
+#: A pose bone's scale this far from 1 (single-precision values) is said in a note.
+SCALE_TOLERANCE = 1e-4
 
 
 def tail_name(bone: str, bones: Any) -> str:
@@ -314,34 +316,39 @@ class BlenderHost:
 
     def _read_channels(self, obj: Any, frames: Sequence[int], points: bool = False,
                        carriers: Sequence[str] = ()
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray,
+                                  np.ndarray | None]:
         """Per frame: locations (n, n_bones, 3), Euler rotations in radians (n, n_bones, 3),
-        with ``points`` heads and tails (n, 2 n_bones, 3), and the armature-space pose matrices
-        of the ``carriers`` bones (n, n_carriers, 4, 4), all from one frame_set."""
+        with ``points`` heads and tails (n, 2 n_bones, 3), the armature-space pose matrices
+        of the ``carriers`` bones (n, n_carriers, 4, 4), and with ``points`` the pose bones'
+        scales (n, n_bones, 3), all from one frame_set."""
         bones = obj.pose.bones
         n = len(bones)
         location = np.empty((len(frames), n * 3), dtype=np.float32)
         rotation = np.empty((len(frames), n * 3), dtype=np.float32)
         heads = np.empty((len(frames), 2 * n, 3)) if points else None
+        scale = np.empty((len(frames), n * 3), dtype=np.float32) if points else None
         carried = np.empty((len(frames), len(carriers), 4, 4))
         for i in self._frames(frames):
             bones.foreach_get("location", location[i])
             bones.foreach_get("rotation_euler", rotation[i])
-            if heads is not None:
+            if heads is not None and scale is not None:
                 heads[i] = self._read_points(obj)
+                bones.foreach_get("scale", scale[i])
             if carriers:
                 evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones
                 for j, name in enumerate(carriers):
                     carried[i, j] = np.array(evaluated[name].matrix)
         return (location.reshape(-1, n, 3).astype(np.float64),
-                rotation.reshape(-1, n, 3).astype(np.float64), heads, carried)
+                rotation.reshape(-1, n, 3).astype(np.float64), heads, carried,
+                None if scale is None else scale.reshape(-1, n, 3).astype(np.float64))
 
     def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
         """Composite values (NLA included) in engine units: degrees for rotations."""
         with host_step(f"reading {len(channels)} channels"):
             obj = self.object()
             order = {b.name: i for i, b in enumerate(obj.pose.bones)}
-            location, rotation, _, _ = self._read_channels(obj, range(first, last + 1))
+            location, rotation, _, _, _ = self._read_channels(obj, range(first, last + 1))
             out = np.empty((last - first + 1, len(channels)))
             for c, channel in enumerate(channels):
                 bone, prop, index = channel_target(channel)
@@ -444,9 +451,9 @@ class BlenderHost:
                                 "(a new action, the original is kept): " + ", ".join(wrong))
         with host_step(f"reading the animation over frames {first}..{last}"):
             frames = list(range(first, last + 1))
-            location, rotation, points, carried = self._read_channels(
+            location, rotation, points, carried, scale = self._read_channels(
                 obj, frames, points=True, carriers=carriers)
-            assert points is not None
+            assert points is not None and scale is not None
         names: list[str] = []
         parents: list[int] = []
         offsets: list[np.ndarray] = []
@@ -524,6 +531,13 @@ class BlenderHost:
                 "measures the channels' own motion, which Blender constrains and scales again "
                 "after Apply as it does the original's; the errors shown are of that motion, "
                 "not of the positions Blender shows")
+        scaled = _scaled(obj, [name for name, _ in nodes], scale, order)
+        if scaled:
+            self.notes.append(
+                "Blender scales the pose of " + ", ".join(
+                    f"{name} ({factor:.3g}x)" for name, factor in scaled) + ": the analysis "
+                "measures the bones below at their rest size, so their errors play that many "
+                "times as large as shown")
         span = _keyed_span(obj)
         if span is not None and (last < span[0] or first > span[1]):  # no key in the range
             self.notes.append(Note(
@@ -1013,6 +1027,24 @@ def _left_alone(pose_bone: Any, prop: str, index: int) -> str | None:
         return CONNECTED
     lock = pose_bone.lock_location if prop == "location" else pose_bone.lock_rotation
     return "locked" if lock[index] else None
+
+
+def _scaled(obj: Any, nodes: Sequence[str], scale: np.ndarray, order: Mapping[str, int]
+            ) -> list[tuple[str, float]]:
+    """The bones among ``nodes`` and above them whose pose scale (``scale``, per frame and
+    bone, as read) leaves 1 on some frame, each with its largest factor (a shrink as its
+    inverse is larger): Blender scales what is below them, the engine's kinematics does not."""
+    bones = obj.data.bones
+    named = dict.fromkeys(nodes)
+    for name in nodes:
+        named.update(dict.fromkeys(a.name for a in bones[name].parent_recursive))
+    found = []
+    for name in named:
+        factors = np.abs(scale[:, order[name]])
+        if factors.size and np.abs(factors - 1.0).max() > SCALE_TOLERANCE:
+            grow, shrink = float(factors.max()), float(factors.min())
+            found.append((name, grow if grow * shrink >= 1.0 else shrink))
+    return found
 
 
 def _keyed_span(obj: Any) -> tuple[int, int] | None:

@@ -793,22 +793,30 @@ def check(options: Options, labels: Mapping[str, str] | None = None) -> None:
         raise OptionError(f"{name('leading')} is used only with {name('layered')}; add "
                           f"{name('layered')} or drop {name('leading')}")
     if analysis.layered and keys.tolerance not in (None, DEFAULT_TOLERANCE):
-        raise OptionError(f"{name('tolerance')} does not apply with {name('layered')} (keyposes "
-                          f"and breakdowns have their own rules; {name('keys')} or "
-                          f"{name('ratio')} sets the keyposes); drop one of them")
+        raise _not_layered("tolerance", name)
     if analysis.layered:
         defaults = AnalysisOptions()
-        for other in ("pins", "cost", "cost_options", "compose", "max_span", "max_keys",
-                      "time_scale"):
+        for other in _NOT_LAYERED:
             if getattr(analysis, other) != getattr(defaults, other):
-                raise OptionError(f"{name(other)} is not supported with {name('layered')} "
-                                  "(keyposes and breakdowns use their own costs and no "
-                                  "constraints); drop one of them")
+                raise _not_layered(other, name)
     if analysis.max_keys is not None and keys.keys is not None and keys.keys > analysis.max_keys:
         raise OptionError(f"{name('keys')} {keys.keys} is more than {name('max_keys')} "
                           f"{analysis.max_keys}; raise {name('max_keys')} or ask for fewer keys")
 
 
+#: Analysis options the layered mode has no use for.
+_NOT_LAYERED = ("pins", "cost", "cost_options", "compose", "max_span", "max_keys", "time_scale")
+
+
+def _not_layered(option: str, name: Callable[[str], str]) -> OptionError:
+    """The refusal of ``option`` (a tolerance, or one of :data:`_NOT_LAYERED`) with the
+    layered mode; ``name`` labels options (flags on a command line)."""
+    if option == "tolerance":
+        return OptionError(f"{name('tolerance')} does not apply with {name('layered')} "
+                           f"(keyposes and breakdowns have their own rules; {name('keys')} or "
+                           f"{name('ratio')} sets the keyposes); drop one of them")
+    return OptionError(f"{name(option)} is not supported with {name('layered')} (keyposes and "
+                       "breakdowns use their own costs and no constraints); drop one of them")
 #: Analysis options that act with ``frames`` too (the hierarchy read); the rest choose keys.
 _READ_WITH_FRAMES = frozenset({"roots"})
 
@@ -818,7 +826,8 @@ def check_given(options: Options, given: Iterable[str],
     """Refuse options ``given`` explicitly (a command line's flags) that the other options
     leave with nothing to do: an analysis option with ``frames`` (no analysis runs),
     ``smoothness`` without the smooth tangents, the world fit's ``world_iterations`` and
-    ``objective`` with the channel fit, the local pool's ``workers`` with a ``scheduler``
+    ``objective`` with the channel fit, the layered mode's unused analysis options and
+    tolerance (even at their defaults), the local pool's ``workers`` with a ``scheduler``
     (a preset's ``workers`` under a ``--scheduler`` flag is the default again). :func:`check`
     does not refuse these: a panel's stored settings keep such values for when they apply
     again.
@@ -835,6 +844,12 @@ def check_given(options: Options, given: Iterable[str],
         if unused:
             raise OptionError(f"{name('frames')} gives the keys itself: {name(unused[0])} "
                               "cannot apply; drop one of them")
+    if options.analysis.layered:  # (check() refuses the values other than the defaults)
+        if "tolerance" in given and options.keys.tolerance is not None:
+            raise _not_layered("tolerance", name)
+        for other in _NOT_LAYERED:
+            if other in given:
+                raise _not_layered(other, name)
     fit = options.fit
     if "smoothness" in given and fit.tangents != "smooth":
         raise OptionError(f"{name('smoothness')} applies to the smooth tangents only "

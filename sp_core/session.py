@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from sp_core.clip import Clip
-from sp_core.errors import OptionError, SalientPosesError, SelectionError
+from sp_core.errors import Note, OptionError, SalientPosesError, SelectionError
 from sp_core.falloff import PoseGraph, clip_graph, pose_edit, propagate
 from sp_core.host import Host, LayerHandle, SparseLayers, host_step
 from sp_core.layered import LayeredSelection, TwoPassSpace, layered_selection
@@ -398,11 +398,14 @@ class Session:
             except AnalysisCancelled:
                 self._emit("analysis_cancelled")
                 raise
-            except SelectionError:
+            except SelectionError as exc:
                 if made_with.keys.tolerance != DEFAULT_TOLERANCE:
                     raise
                 # the default tolerance out of reach: the threshold rule, as said in the notes
-                notes.append("the default tolerance cannot be met; K is the suggested K")
+                # (with what keeps it out of reach: a max_keys or weights of the user's, as
+                # often as the take itself)
+                notes.append(Note("the default tolerance cannot be met, so K is the suggested "
+                                  f"K: {exc}", options=exc.options))
                 wanted = int(space.suggestions(options.accuracy,
                                                options.significance)["threshold"])
         automatic = None

@@ -484,6 +484,11 @@ def _longer(clip, times: int):
      "--pins is not supported with --layered"),
     (["--layered", "--leading", "Head", "--cost", "line-max"],
      "--cost is not supported with --layered"),
+    # typed, a default is as unused as any other value (both were run without a word)
+    (["--layered", "--leading", "Head", "--cost", "line-sse"],
+     "--cost is not supported with --layered"),
+    (["--layered", "--leading", "Head", "--tolerance", "2,20"],
+     "--tolerance does not apply with --layered"),
     (["--world-iterations", "-1"], "--world-iterations must be a whole number in [1, 100]"),
     (["--time-scale", "nan"], "--time-scale must be a number in [0, 1e+06], got nan"),
 ])

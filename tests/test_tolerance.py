@@ -49,6 +49,22 @@ def test_the_default_k_is_the_smallest_within_the_tolerance(name):
     assert session.known_reduction() is session.reduce()
 
 
+def test_the_default_tolerance_out_of_reach_says_what_keeps_it_there():
+    """With max_keys 8 the default tolerance is out of reach (K = 13 meets it): K is the
+    suggested K, and the note says that max_keys is why (it said the tolerance "cannot be
+    met", as if the take were the cause)."""
+    clip = read_bvh(DATA / "cmu_131_01_240.bvh")
+    session = Session(StandaloneHost(clip), Options().replace(max_keys=8, space="channel"))
+    session.analyze()
+    assert session.tolerance_k is None
+    assert session.k == session.space.suggestions()["threshold"]
+    note = next(n for n in session.notes if n.startswith("the default tolerance"))
+    assert note.startswith("the default tolerance cannot be met, so K is the suggested K: no "
+                           "K up to 8 keeps the error within mean 2 mm and max 20 mm (K = 8 ")
+    assert note.endswith("; raise max_keys or loosen tolerance")
+    assert set(note.options) == {"max_keys", "tolerance"}
+
+
 def test_search_progress_rises_to_the_end_and_cancel_stops_it_inside_a_fit():
     clip = read_bvh(DATA / "cmu_131_01_240.bvh")
     seen: list[tuple[float, str]] = []

@@ -20,7 +20,7 @@ import numpy as np
 from sp_core.clip import Clip
 from sp_core.errors import OptionError
 from sp_core.host import Host, LayerHandle
-from sp_core.io.atomic import OutputGuard, atomic_open, write_text
+from sp_core.io.atomic import OutputGuard, atomic_open, output_set, write_text
 from sp_core.io.readers import read_clip
 from sp_core.options import Options, applied, build, key_choice
 from sp_core.reduction import Reduction, constant_channels
@@ -247,7 +247,14 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
 
 
 def write_outputs(result: Result, motion: Clip) -> list[str]:
-    """Write the files ``result.job`` asks for (atomically); returns their paths."""
+    """Write the files ``result.job`` asks for (atomically, and as one set: all of them
+    replace the old ones at the end, see :func:`~sp_core.io.atomic.output_set`); returns their
+    paths."""
+    with output_set():
+        return _write_outputs(result, motion)
+
+
+def _write_outputs(result: Result, motion: Clip) -> list[str]:
     job, out = result.job, result.job.options.output
     written = []
     if job.command == "analyze":

@@ -26,6 +26,7 @@ from sp_core.cli import main
 from sp_core.errors import OptionError, ReductionError, SelectionError
 from sp_core.io.atomic import PARTIAL, OutputError, atomic_open
 from sp_core.io.bvh import read_bvh, write_bvh
+from sp_core.options import Options
 from sp_core.session import Session
 from sp_core.standalone import StandaloneHost
 
@@ -244,6 +245,35 @@ def test_a_failed_write_keeps_the_old_file(tmp_path):
     with pytest.raises(OutputError, match=f"cannot write {tmp_path / 'no' / 'x'}: folder"):
         with atomic_open(tmp_path / "no" / "x"):
             pass
+
+
+def test_an_interrupted_write_keeps_the_whole_old_set_of_outputs(short_clip, tmp_path,
+                                                                  monkeypatch):
+    """Ctrl-C while ``reduce --overwrite`` writes its three outputs: every old file stays (the
+    keys JSON was new and the BVH and residual old, a set that belongs to no run), and no
+    temporary is left; then a run that ends replaces all three."""
+    import sp_core.io.keys as keys
+    from sp_core.jobs import Job, run_job
+
+    paths = {name: tmp_path / f"out.{name}" for name in ("json", "bvh", "npy")}
+    for path in paths.values():
+        path.write_text("old\n")
+    options = Options().replace(keys=6, space="channel", json=str(paths["json"]),
+                                bvh=str(paths["bvh"]), residual=str(paths["npy"]),
+                                overwrite=True)
+    real = keys.write_reduced_bvh
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(keys, "write_reduced_bvh", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_job(Job(str(short_clip), options))
+    assert sorted(tmp_path.iterdir()) == sorted(paths.values())
+    assert all(path.read_text() == "old\n" for path in paths.values())
+    monkeypatch.setattr(keys, "write_reduced_bvh", real)
+    run_job(Job(str(short_clip), options))
+    assert sorted(tmp_path.iterdir()) == sorted(paths.values())
+    assert not any(path.read_bytes() == b"old\n" for path in paths.values())
 
 
 def test_a_batch_on_a_full_disk_leaves_no_partial_summary(short_clip, tmp_path, monkeypatch):

@@ -5,6 +5,8 @@ temporary file in the target's folder, flushed to disk, then renamed over the ta
 step. A crash, a kill or a full disk therefore leaves either the old file or the complete new
 one under the target's name, never a truncated file that looks complete. A SIGKILL can leave
 the hidden temporary (``.NAME.<pid>.partial``); the next write of the same target removes it.
+Inside :func:`output_set` the renames wait for the end of the block, so the several files of
+one command replace the old ones together: an interruption before then leaves every old file.
 A symlink is followed (the file it points to is replaced; the link stays), and a target that
 is not a regular file (``/dev/null``, ``/dev/stdout``, a named pipe) is written in place:
 renaming a file over it would replace the device or pipe itself.
@@ -76,6 +78,50 @@ def sigint_handler(handler: Any) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+#: Per thread: the (temporary, target) renames an :func:`output_set` holds back.
+_HELD = threading.local()
+
+
+@contextlib.contextmanager
+def output_set() -> Iterator[None]:
+    """Files written with :func:`atomic_open` inside the block replace their targets together,
+    when the block ends: one command's outputs (keys JSON, BVH, residual) are then all new or
+    all old. Ctrl-C while they are written leaves every old file (it left the first output new
+    and the others old); an error removes the temporaries. The renames themselves are not
+    interrupted (Ctrl-C is held for those microseconds, and acted on after them).
+    """
+    held: list[tuple[Path, Path]] = []
+    outer = getattr(_HELD, "renames", None)
+    _HELD.renames = held
+    try:
+        # (Ctrl-C as an exception for the whole block, not between two of its files only:
+        # the temporaries written so far are removed)
+        with sigint_handler(signal.default_int_handler):
+            yield
+    except BaseException:
+        for temporary, _target in held:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+        raise
+    finally:
+        _HELD.renames = outer
+    if outer is not None:  # (a set inside a set: the outer one renames)
+        outer.extend(held)
+        return
+    pressed: list[object] = []
+    with sigint_handler(lambda *_args: pressed.append(True)):
+        for temporary, target in held:
+            try:
+                os.replace(temporary, target)
+            except OSError as exc:
+                for left, _target in held:
+                    with contextlib.suppress(OSError):
+                        left.unlink()
+                raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
+    if pressed:
+        raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any
                 ) -> Iterator[IO[Any]]:
@@ -116,7 +162,11 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any
                 yield handle
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(temporary, target)
+            held = getattr(_HELD, "renames", None)
+            if held is None:
+                os.replace(temporary, target)
+            else:
+                held.append((temporary, target))
         except OSError as exc:
             with contextlib.suppress(OSError):
                 temporary.unlink()

@@ -508,7 +508,14 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
 
 # ------------------------------------------------------------------------------------ parser
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (exit status 2), like every other error of the tool."""
+    """argparse with one-line errors (exit status 2), like every other error of the tool, and
+    no abbreviated flags: ``--tol`` was taken as ``--tolerance`` and ``batch --json OUT`` as
+    ``--json-log`` (then OUT was an "unrecognized argument"), and a flag added later would turn
+    a working abbreviation into an error or into another flag."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -592,10 +599,25 @@ def _joined_negatives(argv: Sequence[str]) -> list[str]:
     return joined
 
 
+def _unrecognized(command: str, extra: Sequence[str]) -> str:
+    """The error for words no flag of ``command`` takes; a flag of other commands is said to
+    be theirs (``batch --json``: batch writes each clip's JSON into ``--out``)."""
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    flag = next((word.partition("=")[0] for word in extra if word.startswith("--")), None)
+    owners = [name for name, names in COMMAND_OPTIONS.items()
+              if flag in {flag_of(n) for n in names}]
+    if flag and owners:
+        message += f"; {flag} is an option of {', '.join(owners)}, not of {command}"
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``salient-poses``; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(_joined_negatives(sys.argv[1:] if argv is None else argv))
+    args, extra = parser.parse_known_args(
+        _joined_negatives(sys.argv[1:] if argv is None else argv))
+    if extra:
+        parser.error(_unrecognized(args.command, extra))
     func = COMMANDS[args.command]
     try:
         options = options_from(args)

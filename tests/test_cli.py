@@ -501,3 +501,25 @@ def test_analyze_layered_suggests_the_automatic_choice_only_when_it_made_one(sam
     said = capsys.readouterr().out
     assert "three-layer" not in said
     assert "Suggested  the keypose space's threshold rule K = 10" in said
+
+
+SHORT_CLIP = Path(__file__).parent / "data" / "cmu_131_01_240.bvh"
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["reduce", "CLIP", "--keys", "4", "--tol", "2,20"], "unrecognized arguments: --tol 2,20"),
+    (["reduce", "CLIP", "--keys", "4", "--over"], "unrecognized arguments: --over"),
+    (["batch", "CLIP", "--out", "OUT", "--keys", "4", "--json", "foo.json"],
+     "unrecognized arguments: --json foo.json; --json is an option of info, analyze, reduce, "
+     "not of batch"),
+])
+def test_abbreviated_flags_are_refused(tmp_path, capsys, args, said):
+    # (argparse took --tol for --tolerance, and batch's --json for --json-log, then refused
+    # the file name that followed as an extra argument)
+    args = [str(SHORT_CLIP) if a == "CLIP" else str(tmp_path) if a == "OUT" else a
+            for a in args]
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and said in err and err.count("\n") == 1
+    assert not list(tmp_path.iterdir())

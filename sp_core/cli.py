@@ -26,7 +26,7 @@ import numpy as np
 
 from sp_core import version
 from sp_core.clip import Clip
-from sp_core.errors import SalientPosesError, said
+from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.io.atomic import OutputError, OutputGuard, atomic_open, sigint_handler, write_text
 from sp_core.jobs import (
     Job,
@@ -140,6 +140,13 @@ def options_from(args: argparse.Namespace) -> Options:
     """The options of a parsed command line: defaults, then ``--preset``, then the flags
     (:func:`~sp_core.options.command_line_options`)."""
     preset = getattr(args, "preset", None)
+    # (as the schema's paths: an unset variable is not "no preset", nor the current folder)
+    if preset == "":
+        raise OptionError("--preset must be a file name, got an empty path")
+    if getattr(args, "clip", None) == "" or "" in getattr(args, "inputs", ()):
+        what = "CLIP must be a file name" if args.command != "batch" \
+            else "INPUT must be a file or folder name"
+        raise OptionError(f"{what}, got an empty path")
     options = command_line_options(args, COMMAND_OPTIONS[args.command], preset)
     if preset:  # the preset is an input too: no output may replace it
         guard = OutputGuard([preset])

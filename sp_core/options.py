@@ -450,8 +450,10 @@ def coerce(name: str, value: Any, label: str | None = None) -> Any:
         raise OptionError(f"unknown option {name!r}; options are {', '.join(sorted(specs))}")
     spec = specs[name][1]
     label = label or name
+    # (an empty path is refused, not "none": `--bvh "$OUT"` with OUT unset wrote nothing and
+    # exited 0)
     if value is None or (isinstance(value, str) and value == "" and spec.nullable
-                         and spec.kind not in ("str",)):
+                         and spec.kind not in ("str", "path")):
         if spec.nullable:
             return None
         raise OptionError(f"{label} needs a value")
@@ -535,8 +537,10 @@ def _choice(spec: Spec, label: str, value: Any) -> str:
 
 def _path(spec: Spec, label: str, value: Any) -> str:
     kind = "folder" if spec.metavar == "DIR" else "file"
-    if not isinstance(value, (str, Path)) or not str(value):
+    if not isinstance(value, (str, Path)):
         raise _fail(label, f"a {kind} name", value)
+    if not str(value):
+        raise _fail(label, f"a {kind} name", "an empty path")
     text = str(value)
     if text == "-" and not spec.stdout:
         raise _fail(label, f"a {kind} name ('-', standard output, is for the JSON only)", text)

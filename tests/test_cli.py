@@ -523,3 +523,30 @@ def test_abbreviated_flags_are_refused(tmp_path, capsys, args, said):
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and said in err and err.count("\n") == 1
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["reduce", "CLIP", "--keys", "4", "--bvh", ""], "--bvh must be a file name"),
+    (["reduce", "CLIP", "--keys", "4", "--json", ""], "--json must be a file name"),
+    (["reduce", "CLIP", "--keys", "4", "--residual", ""], "--residual must be a file name"),
+    (["reduce", "CLIP", "--keys", "4", "--preset", ""], "--preset must be a file name"),
+    (["analyze", "CLIP", "--plot", ""], "--plot must be a file name"),
+    (["info", "CLIP", "--positions", ""], "--positions must be a file name"),
+    (["propagate", "CLIP", "--frame", "10", "--edit", "", "--bvh", "OUT/m.bvh"],
+     "--edit must be a file name"),
+    (["propagate", "CLIP", "--frame", "10", "--edit", "e.json", "--bvh", ""],
+     "--bvh must be a file name"),
+    (["batch", "CLIP", "--keys", "4", "--out", ""], "--out must be a folder name"),
+    (["demo", "--out", ""], "--out must be a folder name"),
+    (["info", ""], "CLIP must be a file name"),
+    (["batch", "", "--keys", "4", "--out", "OUT"], "INPUT must be a file or folder name"),
+])
+def test_an_empty_path_is_refused_not_taken_for_no_file(tmp_path, capsys, monkeypatch, args,
+                                                          said):
+    # (`--bvh "$OUT"` with OUT unset said "Nothing written" and exited 0)
+    monkeypatch.chdir(tmp_path)
+    args = [str(SHORT_CLIP) if a == "CLIP" else a.replace("OUT", str(tmp_path)) for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err == f"salient-poses: error: {said}, got an empty path\n"
+    assert not list(tmp_path.iterdir())

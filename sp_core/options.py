@@ -222,8 +222,9 @@ class KeyOptions:
 
     keys: int | None = option(None, "int", "the optimal K keyframes (first and last included)",
                               low=2, nullable=True, metavar="K")
-    ratio: float | None = option(None, "float", "K = round(R x frames of the range), e.g. 0.05",
-                                 low=0.0, high=1.0, low_open=True, nullable=True, metavar="R")
+    ratio: float | None = option(None, "float", "K = R x frames of the range rounded half up, "
+                                 "e.g. 0.05", low=0.0, high=1.0, low_open=True, nullable=True,
+                                 metavar="R")
     suggested: bool = option(False, "bool", "the suggested K of the threshold rule (the "
                              "error graph's cliffs are offered either way)")
     tolerance: tuple[float, float] | None = option(
@@ -893,7 +894,8 @@ def k_for(options: Options, first: int, last: int) -> int | None:
     """The K the options ask for on host frames ``first..last`` (None: the suggested K, known
     after the analysis).
 
-    ``keys`` is taken as given; ``ratio`` gives ``max(2, round(ratio × frames))``. Either must
+    ``keys`` is taken as given; ``ratio`` gives ``max(2, round(ratio × frames))``, rounded half
+    up (0.05 of 90 frames, 4.5, is 5). Either must
     fit the range: at least 2 plus the pins inside it, at most its candidate frames.
 
     Raises
@@ -906,7 +908,10 @@ def k_for(options: Options, first: int, last: int) -> int | None:
     if keys.keys is not None:
         wanted, label = keys.keys, "keys"
     elif keys.ratio is not None:
-        wanted, label = max(2, round(keys.ratio * n)), "ratio"
+        # half up, as the docs' round() reads (Python's round() takes 4.5 to 4); the product
+        # is first rounded to 9 decimals so that 0.07 x 50 (3.5000000000000004) and a ratio
+        # whose binary value lies just below the half (2.4999999999999996) round as written
+        wanted, label = max(2, math.floor(round(keys.ratio * n, 9) + 0.5)), "ratio"
     else:
         return None
     if analysis.layered:

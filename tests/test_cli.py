@@ -550,3 +550,14 @@ def test_an_empty_path_is_refused_not_taken_for_no_file(tmp_path, capsys, monkey
     err = capsys.readouterr().err
     assert err == f"salient-poses: error: {said}, got an empty path\n"
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("ratio", "last", "said"), [
+    ("0.05", 89, "ratio 0.05 of 90 frames: K = 5"),  # 4.5: half up (round() gave 4)
+    ("0.07", 49, "ratio 0.07 of 50 frames: K = 4"),  # 3.5000000000000004 in binary
+    ("0.05", 88, "ratio 0.05 of 89 frames: K = 4"),  # 4.45
+])
+def test_a_ratio_rounds_half_up(capsys, ratio, last, said):
+    assert main(["reduce", str(SHORT_CLIP), "--ratio", ratio, "--range", f"0:{last}",
+                 "--space", "channel"]) == 0
+    assert f"Keys       {said}\n" in capsys.readouterr().out

@@ -198,9 +198,14 @@ def test_analyze_bad_options_exit_2(sample_path, args, message, capsys):
      "--max-keys or --max-span"),
     (["--max-keys", "5", "--pins", "10,20,30,40,50,60"],  # (it named a --max-span never given)
      "no selection of at most 5 keys has the 6 pinned frames; raise --max-keys"),
+    # (it said "or add it to candidates", which no front offers)
     (["--stride", "4", "--pins", "3"],
-     "pinned frame 3 is not a candidate frame (--stride 4); pin a candidate frame or add it to "
-     "candidates"),
+     "pinned frame 3 is not a candidate frame at --stride 4 (frames divisible by 4, the first "
+     "and the last); pin 0 or 4, or lower --stride (1 makes every frame a candidate)"),
+    (["--first-frame", "1001", "--stride", "4", "--pins", "1050"],
+     "pinned frame 1050 is not a candidate frame at --stride 4 (frames divisible by 4, the "
+     "first and the last); pin 1048 or 1052, or lower --stride (1 makes every frame a "
+     "candidate)"),
 ])
 def test_engine_errors_name_the_options_by_their_flags(sample_path, args, message, capsys):
     # the engine names options by their field names, as its Python API takes them; the
@@ -212,6 +217,8 @@ def test_engine_errors_name_the_options_by_their_flags(sample_path, args, messag
     assert capsys.readouterr().err == f"salient-poses: error: {message}\n"
     with pytest.raises(SelectionError, match="raise max_span or lower stride$"):
         SelectionSpace(np.zeros((30, 3)), stride=10, max_span=5)
+    with pytest.raises(SelectionError, match="pin one of them or add it to candidates$"):
+        SelectionSpace(np.zeros((30, 3)), candidates=[0, 10, 20], pins=[5])
 
 
 def test_a_long_takes_note_names_the_flags(sample_path, capsys):

@@ -392,6 +392,50 @@ def cmd_batch(args: argparse.Namespace, options: Options) -> int:
     return run_batch(args.inputs, options, getattr(args, "preset", None))
 
 
+def _edit_offsets(path: str, clip: Clip, source: str) -> np.ndarray:
+    """The offsets of an ``--edit`` file, one per channel of ``clip`` (zero where none is
+    given).
+
+    Raises
+    ------
+    UsageError
+        The file cannot be read or is not ``{"offsets": {"Node.Attribute": number, ...}}`` with
+        channels of the clip; the message names the file and the channel or value at fault
+        (it showed Python's own words: "'NoNode.Zrotation' is not in list").
+    """
+    shape = '{"offsets": {"Node.Xrotation": degrees, ...}}'
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not JSON ({exc.msg} at line {exc.lineno} column "
+                         f"{exc.colno}); expected {shape}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not JSON (not UTF-8 text); expected {shape}") from None
+    offsets = record.get("offsets") if isinstance(record, dict) else None
+    if not isinstance(offsets, dict):
+        raise UsageError(f"{path}: expected {shape}")
+    column = {name: i for i, name in enumerate(clip.channel_names)}
+    added = np.zeros(clip.n_channels)
+    for channel, value in offsets.items():
+        if channel not in column:
+            node = channel.rpartition(".")[0]
+            own = [name.rpartition(".")[2] for name in clip.channel_names
+                   if name.rpartition(".")[0] == node]
+            known = (f"node {node} has {', '.join(own)}" if own
+                     else f"no node {node!r}" if node
+                     else "channels are Node.Attribute")
+            raise UsageError(f"{path}: offsets: {channel!r} is not a channel of {source} "
+                             f"({known}; `{PROG} info {source} --tree` lists them)")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not np.isfinite(value):
+            raise UsageError(f"{path}: offsets: {channel} must be a number (degrees, scene "
+                             f"units for a position), got {json.dumps(value)}")
+        added[column[channel]] += float(value)
+    return added
+
+
 def _edited_pose(clip: Clip, args: argparse.Namespace, options: Options) -> np.ndarray:
     """The edited channel values at ``--frame``: offsets from ``--edit`` or a frame of
     ``--edited-bvh``."""
@@ -400,16 +444,7 @@ def _edited_pose(clip: Clip, args: argparse.Namespace, options: Options) -> np.n
         raise UsageError("give the edit with exactly one of --edit or --edited-bvh")
     edited = clip.channels[clip.frame_index(wand.frame)].copy()
     if wand.edit:
-        try:
-            record = json.loads(Path(wand.edit).read_text())
-            offsets = record["offsets"]
-            for channel, value in offsets.items():
-                edited[clip.channel_names.index(channel)] += float(value)
-        except OSError as exc:
-            raise UsageError(f"cannot read {wand.edit}: {exc.strerror}") from None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise UsageError(f"{wand.edit}: expected {{\"offsets\": {{\"Node.Xrotation\": "
-                             f"degrees, ...}}}} with channels of the clip ({exc})") from None
+        edited += _edit_offsets(wand.edit, clip, args.clip)
         return edited
     other = load_clip(wand.edited_bvh, options)
     if other.channel_names != clip.channel_names:

@@ -568,3 +568,32 @@ def test_a_ratio_rounds_half_up(capsys, ratio, last, said):
     assert main(["reduce", str(SHORT_CLIP), "--ratio", ratio, "--range", f"0:{last}",
                  "--space", "channel"]) == 0
     assert f"Keys       {said}\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("offsets", "said"), [
+    ('{"offsets": {"NoNode.Zrotation": 30}}',
+     "offsets: 'NoNode.Zrotation' is not a channel of CLIP (no node 'NoNode'; `salient-poses "
+     "info CLIP --tree` lists them)"),
+    ('{"offsets": {"RightShoulder.Wrotation": 3}}',
+     "offsets: 'RightShoulder.Wrotation' is not a channel of CLIP (node RightShoulder has "
+     "Zrotation, Xrotation, Yrotation; `salient-poses info CLIP --tree` lists them)"),
+    ('{"offsets": {"RightShoulder.Zrotation": "x"}}',
+     'offsets: RightShoulder.Zrotation must be a number (degrees, scene units for a '
+     'position), got "x"'),
+    ('{"offsets": {"RightShoulder.Zrotation": NaN}}',
+     "offsets: RightShoulder.Zrotation must be a number (degrees, scene units for a "
+     "position), got NaN"),
+    ("not json", 'not JSON (Expecting value at line 1 column 1); expected {"offsets": '
+                 '{"Node.Xrotation": degrees, ...}}'),
+    ("[1]", 'expected {"offsets": {"Node.Xrotation": degrees, ...}}'),
+])
+def test_a_bad_edit_names_the_channel_or_value(tmp_path, capsys, offsets, said):
+    # (it showed Python's words: "('NoNode.Zrotation' is not in list)", "(could not convert
+    # string to float: 'x')")
+    edit = tmp_path / "edit.json"
+    edit.write_text(offsets)
+    assert main(["propagate", str(SHORT_CLIP), "--frame", "100", "--edit", str(edit),
+                 "--bvh", str(tmp_path / "m.bvh")]) == 2
+    assert capsys.readouterr().err == \
+        f"salient-poses: error: {edit}: {said.replace('CLIP', str(SHORT_CLIP))}\n"
+    assert not (tmp_path / "m.bvh").exists()

@@ -827,6 +827,8 @@ def check_given(options: Options, given: Iterable[str],
     (a preset's ``workers`` under a ``--scheduler`` flag is the default again). :func:`check`
     does not refuse these: a panel's stored settings keep such values for when they apply
     again.
+    Of the outputs: ``linear`` without a ``plot``, and ``tree`` (printed with the summary) when
+    the JSON goes to standard output instead of the summary (the JSON holds the hierarchy).
     """
     labels = labels or {}
     given = set(given)
@@ -853,6 +855,14 @@ def check_given(options: Options, given: Iterable[str],
         raise OptionError(f"{name('workers')} sizes the local process pool; with "
                           f"{name('scheduler')} the cluster's workers run the takes (local:N "
                           "starts N); drop one of them")
+    out = options.output
+    if "linear" in given and out.plot is None:
+        raise OptionError(f"{name('linear')} sets the error axis of {name('plot')}, which is "
+                          f"not given; add {name('plot')} OUT.png or drop it")
+    if "tree" in given and out.json == "-":
+        raise OptionError(f"{name('tree')} prints the hierarchy with the summary, which "
+                          f"{name('json')} - replaces (its JSON holds the hierarchy: nodes and "
+                          "parents); drop one of them")
 
 
 # ------------------------------------------------------------------------------- the K rule

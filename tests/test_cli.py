@@ -597,3 +597,24 @@ def test_a_bad_edit_names_the_channel_or_value(tmp_path, capsys, offsets, said):
     assert capsys.readouterr().err == \
         f"salient-poses: error: {edit}: {said.replace('CLIP', str(SHORT_CLIP))}\n"
     assert not (tmp_path / "m.bvh").exists()
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["analyze", "CLIP", "--linear"],
+     "--linear sets the error axis of --plot, which is not given; add --plot OUT.png or drop "
+     "it"),
+    (["info", "CLIP", "--tree", "--json", "-"],
+     "--tree prints the hierarchy with the summary, which --json - replaces (its JSON holds the "
+     "hierarchy: nodes and parents); drop one of them"),
+])
+def test_output_flags_that_need_another_are_refused_not_dropped(capsys, args, said):
+    # (both ran with exit 0 and did nothing with the flag)
+    assert main([str(SHORT_CLIP) if a == "CLIP" else a for a in args]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"salient-poses: error: {said}\n" and captured.out == ""
+
+
+def test_info_tree_with_a_json_file_prints_the_tree(tmp_path, capsys):
+    assert main(["info", str(SHORT_CLIP), "--tree", "--json", str(tmp_path / "i.json")]) == 0
+    assert "RThumb_end  (End Site)" in capsys.readouterr().out
+    assert "RThumb_end" in json.loads((tmp_path / "i.json").read_text())["nodes"]

@@ -131,7 +131,7 @@ COMMAND_OPTIONS: dict[str, list[str]] = {
     "view": [*INPUT, "keys", "apply", "screenshot", "overwrite"],
     "propagate": [*INPUT, "frame", "edit", "edited_bvh", "sigma", "eigen", "mode",
                   "frame_range", "pose", "nodes", "time_scale", "bvh", "falloff", "overwrite"],
-    "demo": ["demo_out"],
+    "demo": ["demo_out", "overwrite"],
 }
 REQUIRED = {"batch": ["out"], "propagate": ["frame", "bvh"]}
 
@@ -502,6 +502,57 @@ def cmd_view(args: argparse.Namespace, options: Options) -> int:
                       screenshot=out.screenshot, apply=out.apply)
 
 
+#: The files the demo writes into its ``--out`` folder.
+DEMO_FILES = ("analysis.json", "error_vs_k.png", "reduced_keys.json", "reduced.bvh",
+              "before_after.png")
+#: The demo's record of what it wrote (SHA-256 of each file), in its ``--out`` folder: a file
+#: that still matches is its own, to rewrite on the next run without ``--overwrite``.
+DEMO_RECORD = ".salient-poses-demo.json"
+
+
+def _digest(path: Path) -> str | None:
+    """SHA-256 of the file at ``path`` (None if it cannot be read)."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _demo_record(out: Path) -> dict[str, str]:
+    """The demo's record in ``out`` (empty when missing or unreadable: then no file there is
+    taken for the demo's)."""
+    try:
+        record = json.loads((out / DEMO_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = record.get("files") if isinstance(record, dict) else None
+    return {k: v for k, v in files.items() if isinstance(v, str)} \
+        if isinstance(files, dict) else {}
+
+
+def _guard_demo_outputs(out: Path, overwrite: bool) -> None:
+    """Refuse, before any work, an existing file in ``out`` that the demo would replace and
+    did not write itself (its content no longer what the demo's record says), unless
+    ``overwrite``: ``demo --out DIR`` replaced the user's own DIR/reduced.bvh."""
+    record = _demo_record(out)
+    inputs = [str(SAMPLE_CLIP)]
+    own, others = OutputGuard(inputs, overwrite=True), OutputGuard(inputs, overwrite)
+    for name in DEMO_FILES:
+        path = out / name
+        ours = name in record and record[name] == _digest(path)
+        (own if ours else others).claim(path, "the demo's output")
+
+
+def _remember_demo_file(out: Path, name: str) -> None:
+    """Add ``out/name``, just written, to the demo's record (one at a time: a run stopped
+    half-way still knows the files it wrote)."""
+    record = _demo_record(out)
+    record[name] = _digest(out / name) or ""
+    write_text(out / DEMO_RECORD, json.dumps({"files": record}, indent=1) + "\n")
+
+
 def cmd_demo(args: argparse.Namespace, options: Options) -> int:
     if not SAMPLE_CLIP.exists():
         raise UsageError(f"the sample clip {SAMPLE_CLIP} is missing; run from a checkout of "
@@ -520,30 +571,34 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
         raise UsageError(f"cannot make --out {out}: {exc.strerror or exc}") from None
     if not os.access(out, os.W_OK):  # (up front: the demo's files are written after its work)
         raise UsageError(f"cannot write in --out {out}: the folder is not writable")
+    _guard_demo_outputs(out, options.output.overwrite)
     source = str(SAMPLE_CLIP.relative_to(SAMPLE_CLIP.parents[1]))
     clip = load_clip(str(SAMPLE_CLIP))
     print("Salient Poses demo: the bundled sample clip (CMU mocap, subject 131, trial 1)\n")
     print(format_summary(clip, source))
-    # the demo owns its output folder: it replaces its own files of an earlier run
+    # (the outputs were checked above: the jobs may replace them)
     analysed = run_job(Job(str(SAMPLE_CLIP), options.replace(
         json=str(out / "analysis.json"), overwrite=True), "analyze"), clip=clip)
+    _remember_demo_file(out, "analysis.json")
     print(_space_summary(analysed))
     assert analysed.space is not None
     _save_plot(analysed.space, str(out / "error_vs_k.png"), log=True,
                title=f"{clip.name}: {analysed.space.cost.name}, "
                      f"compose={analysed.space.compose}",
                unit=error_unit(options.analysis.pose, analysed.space.cost.squared))
+    _remember_demo_file(out, "error_vs_k.png")
     print("\nReducing to the smallest K within the default tolerance (unified tangents, "
           "world-space fit, corrective keys where needed)...")
     reduced = run_job(Job(str(SAMPLE_CLIP), options.replace(
         json=str(out / "reduced_keys.json"),
         bvh=str(out / "reduced.bvh"), overwrite=True), "reduce"), clip=clip)
+    for name in ("reduced_keys.json", "reduced.bvh"):
+        _remember_demo_file(out, name)
     print(_reduction_summary(reduced))
     assert reduced.reduction is not None
     save_curve_plot(clip, reduced.reduction, out / "before_after.png")
-    written = ", ".join(str(out / name) for name in (
-        "analysis.json", "error_vs_k.png", "reduced_keys.json", "reduced.bvh",
-        "before_after.png"))
+    _remember_demo_file(out, "before_after.png")
+    written = ", ".join(str(out / name) for name in DEMO_FILES)
     print(f"\nWrote {written}")
     return 0
 

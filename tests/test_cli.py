@@ -131,10 +131,11 @@ def test_debug_shows_the_traceback(tmp_path):
 
 def test_console_script_demo_and_help(tmp_path):
     script = Path(sys.executable).with_name("salient-poses")
-    result = subprocess.run([str(script), "demo", "--out", str(tmp_path)], capture_output=True,
-                            text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert "994" in result.stdout
+    for _ in range(2):  # the README's first command, twice: the demo rewrites its own files
+        result = subprocess.run([str(script), "demo"], capture_output=True, text=True,
+                                timeout=300, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "994" in result.stdout and (tmp_path / "demo_out" / "reduced.bvh").exists()
     for command in (["--help"], ["info", "--help"], ["demo", "--help"]):
         help_run = subprocess.run([str(script), *command], capture_output=True, text=True)
         assert help_run.returncode == 0 and "usage: salient-poses" in help_run.stdout
@@ -477,6 +478,30 @@ def test_a_skeleton_without_a_size_has_no_mm_tolerance(tmp_path, capsys, end_sit
     assert capsys.readouterr().err.endswith(
         "so a --tolerance in mm cannot be judged; choose K with --keys, --ratio or "
         "--suggested\n")
+
+
+def test_demo_replaces_only_its_own_files_without_overwrite(tmp_path, capsys):
+    """``demo --out DIR`` replaced the user's own DIR/reduced.bvh without a word."""
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "reduced.bvh").write_text("my precious take\n")
+    assert main(["demo", "--out", str(user)]) == 2
+    assert capsys.readouterr().err == (f"salient-poses: error: the demo's output "
+                                       f"{user / 'reduced.bvh'} exists; add --overwrite to "
+                                       "replace it\n")
+    assert [p.name for p in user.iterdir()] == ["reduced.bvh"]
+    assert (user / "reduced.bvh").read_text() == "my precious take\n"
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 0
+    assert main(["demo", "--out", str(out)]) == 0  # its own files of the earlier run
+    (out / "before_after.png").write_bytes(b"my edit")  # no longer the demo's
+    capsys.readouterr()
+    assert main(["demo", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.endswith(f"{out / 'before_after.png'} exists; add "
+                                            "--overwrite to replace it\n")
+    assert main(["demo", "--out", str(out), "--overwrite"]) == 0
+    assert (out / "before_after.png").read_bytes().startswith(b"\x89PNG")
+    assert main(["demo", "--out", str(out)]) == 0  # and it is the demo's again
 
 
 def test_demo_checks_its_folder_before_its_work(tmp_path, monkeypatch, capsys):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def build_parser() -> argparse.ArgumentParser:
     from sp_core.batch import add_host_batch_options
 
-    parser = argparse.ArgumentParser(prog="mayapy maya_plugin/batch.py",
+    parser = argparse.ArgumentParser(prog="mayapy maya_plugin/batch.py", allow_abbrev=False,
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("scenes", nargs="+", metavar="SCENE", help=".ma or .mb files")
     add_host_batch_options(parser)

@@ -28,7 +28,7 @@ from sp_core.options import Options
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mobupy -m mobu_plugin.batch",
+    parser = argparse.ArgumentParser(prog="mobupy -m mobu_plugin.batch", allow_abbrev=False,
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", metavar="FILE", help=".fbx files")
     add_host_batch_options(parser)

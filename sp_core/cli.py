@@ -26,7 +26,7 @@ import numpy as np
 
 from sp_core import version
 from sp_core.clip import Clip
-from sp_core.errors import SalientPosesError, said
+from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.io.atomic import OutputError, OutputGuard, atomic_open, sigint_handler, write_text
 from sp_core.jobs import (
     Job,
@@ -131,7 +131,7 @@ COMMAND_OPTIONS: dict[str, list[str]] = {
     "view": [*INPUT, "keys", "apply", "screenshot", "overwrite"],
     "propagate": [*INPUT, "frame", "edit", "edited_bvh", "sigma", "eigen", "mode",
                   "frame_range", "pose", "nodes", "time_scale", "bvh", "falloff", "overwrite"],
-    "demo": ["demo_out"],
+    "demo": ["demo_out", "overwrite"],
 }
 REQUIRED = {"batch": ["out"], "propagate": ["frame", "bvh"]}
 
@@ -140,6 +140,13 @@ def options_from(args: argparse.Namespace) -> Options:
     """The options of a parsed command line: defaults, then ``--preset``, then the flags
     (:func:`~sp_core.options.command_line_options`)."""
     preset = getattr(args, "preset", None)
+    # (as the schema's paths: an unset variable is not "no preset", nor the current folder)
+    if preset == "":
+        raise OptionError("--preset must be a file name, got an empty path")
+    if getattr(args, "clip", None) == "" or "" in getattr(args, "inputs", ()):
+        what = "CLIP must be a file name" if args.command != "batch" \
+            else "INPUT must be a file or folder name"
+        raise OptionError(f"{what}, got an empty path")
     options = command_line_options(args, COMMAND_OPTIONS[args.command], preset)
     if preset:  # the preset is an input too: no output may replace it
         guard = OutputGuard([preset])
@@ -385,6 +392,50 @@ def cmd_batch(args: argparse.Namespace, options: Options) -> int:
     return run_batch(args.inputs, options, getattr(args, "preset", None))
 
 
+def _edit_offsets(path: str, clip: Clip, source: str) -> np.ndarray:
+    """The offsets of an ``--edit`` file, one per channel of ``clip`` (zero where none is
+    given).
+
+    Raises
+    ------
+    UsageError
+        The file cannot be read or is not ``{"offsets": {"Node.Attribute": number, ...}}`` with
+        channels of the clip; the message names the file and the channel or value at fault
+        (it showed Python's own words: "'NoNode.Zrotation' is not in list").
+    """
+    shape = '{"offsets": {"Node.Xrotation": degrees, ...}}'
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not JSON ({exc.msg} at line {exc.lineno} column "
+                         f"{exc.colno}); expected {shape}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not JSON (not UTF-8 text); expected {shape}") from None
+    offsets = record.get("offsets") if isinstance(record, dict) else None
+    if not isinstance(offsets, dict):
+        raise UsageError(f"{path}: expected {shape}")
+    column = {name: i for i, name in enumerate(clip.channel_names)}
+    added = np.zeros(clip.n_channels)
+    for channel, value in offsets.items():
+        if channel not in column:
+            node = channel.rpartition(".")[0]
+            own = [name.rpartition(".")[2] for name in clip.channel_names
+                   if name.rpartition(".")[0] == node]
+            known = (f"node {node} has {', '.join(own)}" if own
+                     else f"no node {node!r}" if node
+                     else "channels are Node.Attribute")
+            raise UsageError(f"{path}: offsets: {channel!r} is not a channel of {source} "
+                             f"({known}; `{PROG} info {source} --tree` lists them)")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not np.isfinite(value):
+            raise UsageError(f"{path}: offsets: {channel} must be a number (degrees, scene "
+                             f"units for a position), got {json.dumps(value)}")
+        added[column[channel]] += float(value)
+    return added
+
+
 def _edited_pose(clip: Clip, args: argparse.Namespace, options: Options) -> np.ndarray:
     """The edited channel values at ``--frame``: offsets from ``--edit`` or a frame of
     ``--edited-bvh``."""
@@ -393,16 +444,7 @@ def _edited_pose(clip: Clip, args: argparse.Namespace, options: Options) -> np.n
         raise UsageError("give the edit with exactly one of --edit or --edited-bvh")
     edited = clip.channels[clip.frame_index(wand.frame)].copy()
     if wand.edit:
-        try:
-            record = json.loads(Path(wand.edit).read_text())
-            offsets = record["offsets"]
-            for channel, value in offsets.items():
-                edited[clip.channel_names.index(channel)] += float(value)
-        except OSError as exc:
-            raise UsageError(f"cannot read {wand.edit}: {exc.strerror}") from None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise UsageError(f"{wand.edit}: expected {{\"offsets\": {{\"Node.Xrotation\": "
-                             f"degrees, ...}}}} with channels of the clip ({exc})") from None
+        edited += _edit_offsets(wand.edit, clip, args.clip)
         return edited
     other = load_clip(wand.edited_bvh, options)
     if other.channel_names != clip.channel_names:
@@ -460,6 +502,57 @@ def cmd_view(args: argparse.Namespace, options: Options) -> int:
                       screenshot=out.screenshot, apply=out.apply)
 
 
+#: The files the demo writes into its ``--out`` folder.
+DEMO_FILES = ("analysis.json", "error_vs_k.png", "reduced_keys.json", "reduced.bvh",
+              "before_after.png")
+#: The demo's record of what it wrote (SHA-256 of each file), in its ``--out`` folder: a file
+#: that still matches is its own, to rewrite on the next run without ``--overwrite``.
+DEMO_RECORD = ".salient-poses-demo.json"
+
+
+def _digest(path: Path) -> str | None:
+    """SHA-256 of the file at ``path`` (None if it cannot be read)."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _demo_record(out: Path) -> dict[str, str]:
+    """The demo's record in ``out`` (empty when missing or unreadable: then no file there is
+    taken for the demo's)."""
+    try:
+        record = json.loads((out / DEMO_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = record.get("files") if isinstance(record, dict) else None
+    return {k: v for k, v in files.items() if isinstance(v, str)} \
+        if isinstance(files, dict) else {}
+
+
+def _guard_demo_outputs(out: Path, overwrite: bool) -> None:
+    """Refuse, before any work, an existing file in ``out`` that the demo would replace and
+    did not write itself (its content no longer what the demo's record says), unless
+    ``overwrite``: ``demo --out DIR`` replaced the user's own DIR/reduced.bvh."""
+    record = _demo_record(out)
+    inputs = [str(SAMPLE_CLIP)]
+    own, others = OutputGuard(inputs, overwrite=True), OutputGuard(inputs, overwrite)
+    for name in DEMO_FILES:
+        path = out / name
+        ours = name in record and record[name] == _digest(path)
+        (own if ours else others).claim(path, "the demo's output")
+
+
+def _remember_demo_file(out: Path, name: str) -> None:
+    """Add ``out/name``, just written, to the demo's record (one at a time: a run stopped
+    half-way still knows the files it wrote)."""
+    record = _demo_record(out)
+    record[name] = _digest(out / name) or ""
+    write_text(out / DEMO_RECORD, json.dumps({"files": record}, indent=1) + "\n")
+
+
 def cmd_demo(args: argparse.Namespace, options: Options) -> int:
     if not SAMPLE_CLIP.exists():
         raise UsageError(f"the sample clip {SAMPLE_CLIP} is missing; run from a checkout of "
@@ -478,37 +571,48 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
         raise UsageError(f"cannot make --out {out}: {exc.strerror or exc}") from None
     if not os.access(out, os.W_OK):  # (up front: the demo's files are written after its work)
         raise UsageError(f"cannot write in --out {out}: the folder is not writable")
+    _guard_demo_outputs(out, options.output.overwrite)
     source = str(SAMPLE_CLIP.relative_to(SAMPLE_CLIP.parents[1]))
     clip = load_clip(str(SAMPLE_CLIP))
     print("Salient Poses demo: the bundled sample clip (CMU mocap, subject 131, trial 1)\n")
     print(format_summary(clip, source))
-    # the demo owns its output folder: it replaces its own files of an earlier run
+    # (the outputs were checked above: the jobs may replace them)
     analysed = run_job(Job(str(SAMPLE_CLIP), options.replace(
         json=str(out / "analysis.json"), overwrite=True), "analyze"), clip=clip)
+    _remember_demo_file(out, "analysis.json")
     print(_space_summary(analysed))
     assert analysed.space is not None
     _save_plot(analysed.space, str(out / "error_vs_k.png"), log=True,
                title=f"{clip.name}: {analysed.space.cost.name}, "
                      f"compose={analysed.space.compose}",
                unit=error_unit(options.analysis.pose, analysed.space.cost.squared))
+    _remember_demo_file(out, "error_vs_k.png")
     print("\nReducing to the smallest K within the default tolerance (unified tangents, "
           "world-space fit, corrective keys where needed)...")
     reduced = run_job(Job(str(SAMPLE_CLIP), options.replace(
         json=str(out / "reduced_keys.json"),
         bvh=str(out / "reduced.bvh"), overwrite=True), "reduce"), clip=clip)
+    for name in ("reduced_keys.json", "reduced.bvh"):
+        _remember_demo_file(out, name)
     print(_reduction_summary(reduced))
     assert reduced.reduction is not None
     save_curve_plot(clip, reduced.reduction, out / "before_after.png")
-    written = ", ".join(str(out / name) for name in (
-        "analysis.json", "error_vs_k.png", "reduced_keys.json", "reduced.bvh",
-        "before_after.png"))
+    _remember_demo_file(out, "before_after.png")
+    written = ", ".join(str(out / name) for name in DEMO_FILES)
     print(f"\nWrote {written}")
     return 0
 
 
 # ------------------------------------------------------------------------------------ parser
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (exit status 2), like every other error of the tool."""
+    """argparse with one-line errors (exit status 2), like every other error of the tool, and
+    no abbreviated flags: ``--tol`` was taken as ``--tolerance`` and ``batch --json OUT`` as
+    ``--json-log`` (then OUT was an "unrecognized argument"), and a flag added later would turn
+    a working abbreviation into an error or into another flag."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -592,10 +696,25 @@ def _joined_negatives(argv: Sequence[str]) -> list[str]:
     return joined
 
 
+def _unrecognized(command: str, extra: Sequence[str]) -> str:
+    """The error for words no flag of ``command`` takes; a flag of other commands is said to
+    be theirs (``batch --json``: batch writes each clip's JSON into ``--out``)."""
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    flag = next((word.partition("=")[0] for word in extra if word.startswith("--")), None)
+    owners = [name for name, names in COMMAND_OPTIONS.items()
+              if flag in {flag_of(n) for n in names}]
+    if flag and owners:
+        message += f"; {flag} is an option of {', '.join(owners)}, not of {command}"
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``salient-poses``; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(_joined_negatives(sys.argv[1:] if argv is None else argv))
+    args, extra = parser.parse_known_args(
+        _joined_negatives(sys.argv[1:] if argv is None else argv))
+    if extra:
+        parser.error(_unrecognized(args.command, extra))
     func = COMMANDS[args.command]
     try:
         options = options_from(args)

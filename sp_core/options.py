@@ -222,8 +222,9 @@ class KeyOptions:
 
     keys: int | None = option(None, "int", "the optimal K keyframes (first and last included)",
                               low=2, nullable=True, metavar="K")
-    ratio: float | None = option(None, "float", "K = round(R x frames of the range), e.g. 0.05",
-                                 low=0.0, high=1.0, low_open=True, nullable=True, metavar="R")
+    ratio: float | None = option(None, "float", "K = R x frames of the range rounded half up, "
+                                 "e.g. 0.05", low=0.0, high=1.0, low_open=True, nullable=True,
+                                 metavar="R")
     suggested: bool = option(False, "bool", "the suggested K of the threshold rule (the "
                              "error graph's cliffs are offered either way)")
     tolerance: tuple[float, float] | None = option(
@@ -450,8 +451,10 @@ def coerce(name: str, value: Any, label: str | None = None) -> Any:
         raise OptionError(f"unknown option {name!r}; options are {', '.join(sorted(specs))}")
     spec = specs[name][1]
     label = label or name
+    # (an empty path is refused, not "none": `--bvh "$OUT"` with OUT unset wrote nothing and
+    # exited 0)
     if value is None or (isinstance(value, str) and value == "" and spec.nullable
-                         and spec.kind not in ("str",)):
+                         and spec.kind not in ("str", "path")):
         if spec.nullable:
             return None
         raise OptionError(f"{label} needs a value")
@@ -535,8 +538,10 @@ def _choice(spec: Spec, label: str, value: Any) -> str:
 
 def _path(spec: Spec, label: str, value: Any) -> str:
     kind = "folder" if spec.metavar == "DIR" else "file"
-    if not isinstance(value, (str, Path)) or not str(value):
+    if not isinstance(value, (str, Path)):
         raise _fail(label, f"a {kind} name", value)
+    if not str(value):
+        raise _fail(label, f"a {kind} name", "an empty path")
     text = str(value)
     if text == "-" and not spec.stdout:
         raise _fail(label, f"a {kind} name ('-', standard output, is for the JSON only)", text)
@@ -831,6 +836,8 @@ def check_given(options: Options, given: Iterable[str],
     (a preset's ``workers`` under a ``--scheduler`` flag is the default again). :func:`check`
     does not refuse these: a panel's stored settings keep such values for when they apply
     again.
+    Of the outputs: ``linear`` without a ``plot``, and ``tree`` (printed with the summary) when
+    the JSON goes to standard output instead of the summary (the JSON holds the hierarchy).
     """
     labels = labels or {}
     given = set(given)
@@ -863,6 +870,14 @@ def check_given(options: Options, given: Iterable[str],
         raise OptionError(f"{name('workers')} sizes the local process pool; with "
                           f"{name('scheduler')} the cluster's workers run the takes (local:N "
                           "starts N); drop one of them")
+    out = options.output
+    if "linear" in given and out.plot is None:
+        raise OptionError(f"{name('linear')} sets the error axis of {name('plot')}, which is "
+                          f"not given; add {name('plot')} OUT.png or drop it")
+    if "tree" in given and out.json == "-":
+        raise OptionError(f"{name('tree')} prints the hierarchy with the summary, which "
+                          f"{name('json')} - replaces (its JSON holds the hierarchy: nodes and "
+                          "parents); drop one of them")
 
 
 # ------------------------------------------------------------------------------- the K rule
@@ -904,7 +919,8 @@ def k_for(options: Options, first: int, last: int) -> int | None:
     """The K the options ask for on host frames ``first..last`` (None: the suggested K, known
     after the analysis).
 
-    ``keys`` is taken as given; ``ratio`` gives ``max(2, round(ratio × frames))``. Either must
+    ``keys`` is taken as given; ``ratio`` gives ``max(2, round(ratio × frames))``, rounded half
+    up (0.05 of 90 frames, 4.5, is 5). Either must
     fit the range: at least 2 plus the pins inside it, at most its candidate frames.
 
     Raises
@@ -917,7 +933,10 @@ def k_for(options: Options, first: int, last: int) -> int | None:
     if keys.keys is not None:
         wanted, label = keys.keys, "keys"
     elif keys.ratio is not None:
-        wanted, label = max(2, round(keys.ratio * n)), "ratio"
+        # half up, as the docs' round() reads (Python's round() takes 4.5 to 4); the product
+        # is first rounded to 9 decimals so that 0.07 x 50 (3.5000000000000004) and a ratio
+        # whose binary value lies just below the half (2.4999999999999996) round as written
+        wanted, label = max(2, math.floor(round(keys.ratio * n, 9) + 0.5)), "ratio"
     else:
         return None
     if analysis.layered:

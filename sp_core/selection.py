@@ -514,10 +514,18 @@ class SelectionSpace:
                 raise SelectionError(f"pinned frame {p} is outside the range "
                                      f"{first}..{self.last_frame}")
             row = int(p) - first
+            if row not in rows and candidates is not None:
+                raise SelectionError(f"pinned frame {p} is not one of the candidate frames; pin "
+                                     "one of them or add it to candidates")
             if row not in rows:
-                raise SelectionError(f"pinned frame {p} is not a candidate frame (stride "
-                                     f"{stride}); pin a candidate frame or add it to candidates",
-                                     options=("stride",))
+                # (the fronts have no candidates of their own: they offer the stride, and the
+                # nearest frames it keeps)
+                at = int(np.searchsorted(rows, row))
+                near = " or ".join(str(int(rows[i]) + first) for i in (at - 1, at))
+                raise SelectionError(f"pinned frame {p} is not a candidate frame at stride "
+                                     f"{stride} (frames divisible by {stride}, the first and the "
+                                     f"last); pin {near}, or lower stride (1 makes every frame "
+                                     "a candidate)", options=("stride",))
             if 0 < row < n - 1:
                 pin_rows.append(int(np.searchsorted(rows, row)))
         return rows, np.asarray(pin_rows, dtype=np.int64)

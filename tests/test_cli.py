@@ -131,10 +131,11 @@ def test_debug_shows_the_traceback(tmp_path):
 
 def test_console_script_demo_and_help(tmp_path):
     script = Path(sys.executable).with_name("salient-poses")
-    result = subprocess.run([str(script), "demo", "--out", str(tmp_path)], capture_output=True,
-                            text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert "994" in result.stdout
+    for _ in range(2):  # the README's first command, twice: the demo rewrites its own files
+        result = subprocess.run([str(script), "demo"], capture_output=True, text=True,
+                                timeout=300, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "994" in result.stdout and (tmp_path / "demo_out" / "reduced.bvh").exists()
     for command in (["--help"], ["info", "--help"], ["demo", "--help"]):
         help_run = subprocess.run([str(script), *command], capture_output=True, text=True)
         assert help_run.returncode == 0 and "usage: salient-poses" in help_run.stdout
@@ -198,9 +199,14 @@ def test_analyze_bad_options_exit_2(sample_path, args, message, capsys):
      "--max-keys or --max-span"),
     (["--max-keys", "5", "--pins", "10,20,30,40,50,60"],  # (it named a --max-span never given)
      "no selection of at most 5 keys has the 6 pinned frames; raise --max-keys"),
+    # (it said "or add it to candidates", which no front offers)
     (["--stride", "4", "--pins", "3"],
-     "pinned frame 3 is not a candidate frame (--stride 4); pin a candidate frame or add it to "
-     "candidates"),
+     "pinned frame 3 is not a candidate frame at --stride 4 (frames divisible by 4, the first "
+     "and the last); pin 0 or 4, or lower --stride (1 makes every frame a candidate)"),
+    (["--first-frame", "1001", "--stride", "4", "--pins", "1050"],
+     "pinned frame 1050 is not a candidate frame at --stride 4 (frames divisible by 4, the "
+     "first and the last); pin 1048 or 1052, or lower --stride (1 makes every frame a "
+     "candidate)"),
 ])
 def test_engine_errors_name_the_options_by_their_flags(sample_path, args, message, capsys):
     # the engine names options by their field names, as its Python API takes them; the
@@ -212,6 +218,8 @@ def test_engine_errors_name_the_options_by_their_flags(sample_path, args, messag
     assert capsys.readouterr().err == f"salient-poses: error: {message}\n"
     with pytest.raises(SelectionError, match="raise max_span or lower stride$"):
         SelectionSpace(np.zeros((30, 3)), stride=10, max_span=5)
+    with pytest.raises(SelectionError, match="pin one of them or add it to candidates$"):
+        SelectionSpace(np.zeros((30, 3)), candidates=[0, 10, 20], pins=[5])
 
 
 def test_a_long_takes_note_names_the_flags(sample_path, capsys):
@@ -472,6 +480,30 @@ def test_a_skeleton_without_a_size_has_no_mm_tolerance(tmp_path, capsys, end_sit
         "--suggested\n")
 
 
+def test_demo_replaces_only_its_own_files_without_overwrite(tmp_path, capsys):
+    """``demo --out DIR`` replaced the user's own DIR/reduced.bvh without a word."""
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "reduced.bvh").write_text("my precious take\n")
+    assert main(["demo", "--out", str(user)]) == 2
+    assert capsys.readouterr().err == (f"salient-poses: error: the demo's output "
+                                       f"{user / 'reduced.bvh'} exists; add --overwrite to "
+                                       "replace it\n")
+    assert [p.name for p in user.iterdir()] == ["reduced.bvh"]
+    assert (user / "reduced.bvh").read_text() == "my precious take\n"
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 0
+    assert main(["demo", "--out", str(out)]) == 0  # its own files of the earlier run
+    (out / "before_after.png").write_bytes(b"my edit")  # no longer the demo's
+    capsys.readouterr()
+    assert main(["demo", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.endswith(f"{out / 'before_after.png'} exists; add "
+                                            "--overwrite to replace it\n")
+    assert main(["demo", "--out", str(out), "--overwrite"]) == 0
+    assert (out / "before_after.png").read_bytes().startswith(b"\x89PNG")
+    assert main(["demo", "--out", str(out)]) == 0  # and it is the demo's again
+
+
 def test_demo_checks_its_folder_before_its_work(tmp_path, monkeypatch, capsys):
     """A folder the demo cannot write in: said up front, by its flag (it ran the analysis,
     then said "cannot write --json .../analysis.json", a flag the user never gave)."""
@@ -501,3 +533,113 @@ def test_analyze_layered_suggests_the_automatic_choice_only_when_it_made_one(sam
     said = capsys.readouterr().out
     assert "three-layer" not in said
     assert "Suggested  the keypose space's threshold rule K = 10" in said
+
+
+SHORT_CLIP = Path(__file__).parent / "data" / "cmu_131_01_240.bvh"
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["reduce", "CLIP", "--keys", "4", "--tol", "2,20"], "unrecognized arguments: --tol 2,20"),
+    (["reduce", "CLIP", "--keys", "4", "--over"], "unrecognized arguments: --over"),
+    (["batch", "CLIP", "--out", "OUT", "--keys", "4", "--json", "foo.json"],
+     "unrecognized arguments: --json foo.json; --json is an option of info, analyze, reduce, "
+     "not of batch"),
+])
+def test_abbreviated_flags_are_refused(tmp_path, capsys, args, said):
+    # (argparse took --tol for --tolerance, and batch's --json for --json-log, then refused
+    # the file name that followed as an extra argument)
+    args = [str(SHORT_CLIP) if a == "CLIP" else str(tmp_path) if a == "OUT" else a
+            for a in args]
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and said in err and err.count("\n") == 1
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["reduce", "CLIP", "--keys", "4", "--bvh", ""], "--bvh must be a file name"),
+    (["reduce", "CLIP", "--keys", "4", "--json", ""], "--json must be a file name"),
+    (["reduce", "CLIP", "--keys", "4", "--residual", ""], "--residual must be a file name"),
+    (["reduce", "CLIP", "--keys", "4", "--preset", ""], "--preset must be a file name"),
+    (["analyze", "CLIP", "--plot", ""], "--plot must be a file name"),
+    (["info", "CLIP", "--positions", ""], "--positions must be a file name"),
+    (["propagate", "CLIP", "--frame", "10", "--edit", "", "--bvh", "OUT/m.bvh"],
+     "--edit must be a file name"),
+    (["propagate", "CLIP", "--frame", "10", "--edit", "e.json", "--bvh", ""],
+     "--bvh must be a file name"),
+    (["batch", "CLIP", "--keys", "4", "--out", ""], "--out must be a folder name"),
+    (["demo", "--out", ""], "--out must be a folder name"),
+    (["info", ""], "CLIP must be a file name"),
+    (["batch", "", "--keys", "4", "--out", "OUT"], "INPUT must be a file or folder name"),
+])
+def test_an_empty_path_is_refused_not_taken_for_no_file(tmp_path, capsys, monkeypatch, args,
+                                                          said):
+    # (`--bvh "$OUT"` with OUT unset said "Nothing written" and exited 0)
+    monkeypatch.chdir(tmp_path)
+    args = [str(SHORT_CLIP) if a == "CLIP" else a.replace("OUT", str(tmp_path)) for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err == f"salient-poses: error: {said}, got an empty path\n"
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("ratio", "last", "said"), [
+    ("0.05", 89, "ratio 0.05 of 90 frames: K = 5"),  # 4.5: half up (round() gave 4)
+    ("0.07", 49, "ratio 0.07 of 50 frames: K = 4"),  # 3.5000000000000004 in binary
+    ("0.05", 88, "ratio 0.05 of 89 frames: K = 4"),  # 4.45
+])
+def test_a_ratio_rounds_half_up(capsys, ratio, last, said):
+    assert main(["reduce", str(SHORT_CLIP), "--ratio", ratio, "--range", f"0:{last}",
+                 "--space", "channel"]) == 0
+    assert f"Keys       {said}\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("offsets", "said"), [
+    ('{"offsets": {"NoNode.Zrotation": 30}}',
+     "offsets: 'NoNode.Zrotation' is not a channel of CLIP (no node 'NoNode'; `salient-poses "
+     "info CLIP --tree` lists them)"),
+    ('{"offsets": {"RightShoulder.Wrotation": 3}}',
+     "offsets: 'RightShoulder.Wrotation' is not a channel of CLIP (node RightShoulder has "
+     "Zrotation, Xrotation, Yrotation; `salient-poses info CLIP --tree` lists them)"),
+    ('{"offsets": {"RightShoulder.Zrotation": "x"}}',
+     'offsets: RightShoulder.Zrotation must be a number (degrees, scene units for a '
+     'position), got "x"'),
+    ('{"offsets": {"RightShoulder.Zrotation": NaN}}',
+     "offsets: RightShoulder.Zrotation must be a number (degrees, scene units for a "
+     "position), got NaN"),
+    ("not json", 'not JSON (Expecting value at line 1 column 1); expected {"offsets": '
+                 '{"Node.Xrotation": degrees, ...}}'),
+    ("[1]", 'expected {"offsets": {"Node.Xrotation": degrees, ...}}'),
+])
+def test_a_bad_edit_names_the_channel_or_value(tmp_path, capsys, offsets, said):
+    # (it showed Python's words: "('NoNode.Zrotation' is not in list)", "(could not convert
+    # string to float: 'x')")
+    edit = tmp_path / "edit.json"
+    edit.write_text(offsets)
+    assert main(["propagate", str(SHORT_CLIP), "--frame", "100", "--edit", str(edit),
+                 "--bvh", str(tmp_path / "m.bvh")]) == 2
+    assert capsys.readouterr().err == \
+        f"salient-poses: error: {edit}: {said.replace('CLIP', str(SHORT_CLIP))}\n"
+    assert not (tmp_path / "m.bvh").exists()
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["analyze", "CLIP", "--linear"],
+     "--linear sets the error axis of --plot, which is not given; add --plot OUT.png or drop "
+     "it"),
+    (["info", "CLIP", "--tree", "--json", "-"],
+     "--tree prints the hierarchy with the summary, which --json - replaces (its JSON holds the "
+     "hierarchy: nodes and parents); drop one of them"),
+])
+def test_output_flags_that_need_another_are_refused_not_dropped(capsys, args, said):
+    # (both ran with exit 0 and did nothing with the flag)
+    assert main([str(SHORT_CLIP) if a == "CLIP" else a for a in args]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"salient-poses: error: {said}\n" and captured.out == ""
+
+
+def test_info_tree_with_a_json_file_prints_the_tree(tmp_path, capsys):
+    assert main(["info", str(SHORT_CLIP), "--tree", "--json", str(tmp_path / "i.json")]) == 0
+    assert "RThumb_end  (End Site)" in capsys.readouterr().out
+    assert "RThumb_end" in json.loads((tmp_path / "i.json").read_text())["nodes"]

@@ -173,3 +173,49 @@ def test_what_to_expect_quotes_the_engine(sample_clip):
     assert default.mean_mm <= mean_tol and default.max_mm <= max_tol
     assert f"{default.pose_keys} + {default.corrective_keys} corrective" in row
     assert f"| {default.mean_mm:.2f} mm | {default.max_mm:.2f} mm" in row
+
+
+def test_the_reduce_json_example_quotes_the_command_it_names(sample_path, capsys):
+    """formats.md's `reduce --json` example showed an older run's errors (mean 23.34 mm, max
+    291.49 mm where the command gives 21.89 / 253.01)."""
+    import json
+
+    from sp_core.cli import main
+
+    text = (ROOT / "docs" / "formats.md").read_text()
+    section = text[text.index("## `salient-poses reduce --json`"):
+                   text.index("## `salient-poses reduce --bvh")]
+    assert "From `salient-poses reduce examples/cmu_131_01.bvh --suggested --json -`" in section
+    assert main(["reduce", str(sample_path), "--suggested", "--json", "-"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    m = record["metrics"]
+    assert (f'"metrics": {{"mean_mm": {m["mean_mm"]:.2f}, "max_mm": {m["max_mm"]:.2f}, '
+            f'"mean": {m["mean"]:.3f}, "max": {m["max"]:.3f},') in section
+    assert f'"worst_frame": {m["worst_frame"]}, "keys": {m["keys"]},' in section
+    assert f"({len(record['frames'])} keys;" in section
+    first = record["channels"][0]["keys"][0]
+    assert f"[{', '.join(f'{v:.2f}' if isinstance(v, float) else str(v) for v in first)}" \
+        in section
+
+
+def test_for_fbx_input_the_residual_completes_the_curves_not_the_bvh(tmp_path):
+    """formats.md's caveat: the BVH written for an FBX input folds the joint orients in, so
+    only the keys' curves + the residual give back the channels read."""
+    import numpy as np
+
+    from sp_core.io.bvh import read_bvh
+    from sp_core.jobs import Job, load_clip, run_job
+    from sp_core.options import Options
+
+    text = (ROOT / "docs" / "formats.md").read_text()
+    assert "the BVH's channels + residual are not the original, but the `--json` keys' curves " \
+        "evaluated on\nevery frame + residual are (to 1e-12)" in text
+    source = str(ROOT / "tests" / "data" / "cmu_131_01_240.fbx")
+    options = Options().replace(keys=10, space="channel", bvh=str(tmp_path / "r.bvh"),
+                                residual=str(tmp_path / "r.npy"))
+    reduction = run_job(Job(source, options, "reduce")).reduction
+    clip, residual = load_clip(source), np.load(tmp_path / "r.npy")
+    curves = reduction.curves.evaluate(clip.frames.astype(float))
+    np.testing.assert_allclose(curves + residual, clip.channels, rtol=0, atol=1e-12)
+    bvh = read_bvh(tmp_path / "r.bvh")
+    assert np.abs(bvh.channels + residual - clip.channels).max() > 1.0

@@ -153,7 +153,8 @@ def test_propagate_command(sample_path, tmp_path, capsys):
     bad.write_text('{"offsets": {"Nope.Xrotation": 1}}')
     assert main(["propagate", str(sample_path), "--frame", "10", "--edit", str(bad),
                  "--bvh", str(tmp_path / "other.bvh")]) == 2
-    assert "expected {\"offsets\"" in capsys.readouterr().err
+    assert f"{bad}: offsets: 'Nope.Xrotation' is not a channel of {sample_path} (no node " \
+        "'Nope';" in capsys.readouterr().err
 
 
 def test_a_looped_real_walk_cycle(sample_clip):

@@ -82,9 +82,12 @@ def clip_info(clip: Clip, source: str) -> dict[str, Any]:
 def format_summary(clip: Clip, source: str, tree: bool = False) -> str:
     """A readable multi-line summary of a clip for the terminal."""
     rotations = int(clip.is_rotation_channel().sum())
+    # (a file of no frames is a skeleton alone: "frames 0..-1" read as a range)
+    span = f"frames {clip.first_frame}..{clip.last_frame}" if clip.n_frames else \
+        "no motion: the skeleton alone"
     lines = [
         f"Clip       {clip.name}  ({source})",
-        f"Frames     {clip.n_frames}  (frames {clip.first_frame}..{clip.last_frame}) at "
+        f"Frames     {clip.n_frames}  ({span}) at "
         f"{clip.fps:g} fps, frame time {clip.frame_time:.7g} s, {clip.duration:.3f} s",
         f"Nodes      {clip.n_nodes}  ({len(clip.joint_names)} joints + "
         f"{len(clip.end_site_names)} End Sites), root{'s' if len(clip.root_names) > 1 else ''}: "

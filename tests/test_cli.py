@@ -47,6 +47,16 @@ def test_info_tree(sample_path, capsys):
     assert "LeftToe_end  (End Site)" in capsys.readouterr().out
 
 
+def test_info_of_a_skeleton_without_frames_says_so(sample_path, tmp_path, capsys):
+    text = sample_path.read_text()
+    motion = text.index("MOTION")
+    path = tmp_path / "rest.bvh"
+    path.write_text(text[:motion] + "MOTION\nFrames: 0\nFrame Time: 0.0083333\n")
+    assert main(["info", str(path)]) == 0
+    assert "Frames     0  (no motion: the skeleton alone) at 120 fps" in \
+        capsys.readouterr().out  # (it said "frames 0..-1")
+
+
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.bvh"
     bad.write_text("HIERARCHY\nROOT A\n{\nOFFSET 0 0\n}\n")

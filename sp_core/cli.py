@@ -27,7 +27,14 @@ import numpy as np
 from sp_core import version
 from sp_core.clip import Clip
 from sp_core.errors import OptionError, SalientPosesError, said
-from sp_core.io.atomic import OutputError, OutputGuard, atomic_open, sigint_handler, write_text
+from sp_core.io.atomic import (
+    OutputError,
+    OutputGuard,
+    atomic_open,
+    output_set,
+    sigint_handler,
+    write_text,
+)
 from sp_core.jobs import (
     Job,
     Result,
@@ -287,12 +294,16 @@ def cmd_info(args: argparse.Namespace, options: Options) -> int:
     clip = load_clip(args.clip, options)
     if out.json != "-":
         print(format_summary(clip, args.clip, tree=out.tree))
-    if out.json:
-        text = json.dumps(clip_info(clip, args.clip), indent=2) + "\n"
-        sys.stdout.write(text) if out.json == "-" else write_text(out.json, text)
-    if out.positions:
-        with atomic_open(out.positions, "wb") as handle:
-            np.save(handle, clip.positions)
+    with output_set():  # (both files new, or both old)
+        if out.json:
+            text = json.dumps(clip_info(clip, args.clip), indent=2) + "\n"
+            sys.stdout.write(text) if out.json == "-" else write_text(out.json, text)
+        if out.positions:
+            with atomic_open(out.positions, "wb") as handle:
+                np.save(handle, clip.positions)
+    written = [path for path in (out.json, out.positions) if path and path != "-"]
+    if written:  # (said as the other commands say it)
+        print(f"Wrote {', '.join(written)}", file=sys.stderr if out.json == "-" else sys.stdout)
     return 0
 
 
@@ -476,14 +487,16 @@ def cmd_propagate(args: argparse.Namespace, options: Options) -> int:
     if not np.any(channels != clip.channels):  # (the panel refuses it too)
         raise UsageError(f"the edit changes nothing at frame {wand.frame}: give offsets in "
                          f"{flag_of('edit')} or another pose in {flag_of('edited_bvh')}")
-    write_bvh(clip.with_channels(channels), out.bvh)
-    if out.falloff:
-        rows = "\n".join(f"{f},{w:.6f}" for f, w in zip(clip.frames, weights, strict=True))
-        write_text(out.falloff, "frame,weight\n" + rows + "\n")
+    with output_set():  # (the edited take and its weights new together, or both old)
+        write_bvh(clip.with_channels(channels), out.bvh)
+        if out.falloff:
+            rows = "\n".join(f"{f},{w:.6f}" for f, w in zip(clip.frames, weights, strict=True))
+            write_text(out.falloff, "frame,weight\n" + rows + "\n")
     reached = clip.frames[weights > 0.5]
     print(f"Propagated the edit at frame {wand.frame} ({wand.mode}, sigma {graph.sigma:.4g}, "
           f"{graph.eigen} eigenpairs): weight > 0.5 on {len(reached)} frames"
-          + (f" ({reached[0]}..{reached[-1]})" if len(reached) else "") + f"; wrote {out.bvh}")
+          + (f" ({reached[0]}..{reached[-1]})" if len(reached) else "") + f"; wrote {out.bvh}"
+          + (f", {out.falloff}" if out.falloff else ""))
     return 0
 
 

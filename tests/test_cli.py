@@ -22,6 +22,7 @@ def test_info_prints_summary_and_writes_json_and_positions(sample_path, tmp_path
                  "--first-frame", "1001"]) == 0
     text = capsys.readouterr().out
     assert "994" in text and "120 fps" in text and "1001..1994" in text
+    assert text.endswith(f"Wrote {out_json}, {out_npy}\n")  # (as reduce says it; it did not)
     record = json.loads(out_json.read_text())
     assert set(record) >= {"clip", "frames", "fps", "frame_time", "first_frame", "duration_s",
                            "nodes", "end_sites", "channels", "height"}

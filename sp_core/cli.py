@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -43,6 +44,7 @@ from sp_core.jobs import (
     load_clip,
     run_job,
     suggested_record,
+    write_outputs,
 )
 from sp_core.options import (
     CLI,
@@ -264,7 +266,11 @@ def _save_plot(space: Any, target: str, log: bool, title: str, unit: str,
     except ImportError as exc:
         raise UsageError(f"--plot needs the ui extra (PySide6, pyqtgraph): {exc}") from None
     target_path = Path(target)
-    rendered = target_path.with_name(f".{target_path.stem}.{os.getpid()}.render.png")
+    # (rendered in the system's temporary folder: a kill there leaves nothing beside the
+    # user's files, where no later run would have removed it)
+    handle, name = tempfile.mkstemp(suffix=".png", prefix="salient-poses-plot-")
+    os.close(handle)
+    rendered = Path(name)
     try:
         save_error_plot(space, rendered, log=log, title=title, unit=unit,
                         suggestions=suggestions)
@@ -365,19 +371,25 @@ def cmd_analyze(args: argparse.Namespace, options: Options) -> int:
     guard_outputs(job)
     if options.output.plot:
         _plot_available()
+    # the JSON is written with the plot, as one set (write_outputs alone renamed it before the
+    # plot was drawn: Ctrl-C then left a new JSON beside an old plot)
     with TerminalProgress("analysing") as progress:
-        result = run_job(job, progress=progress)
+        result = run_job(Job(args.clip, options.replace(json=None), "analyze"),
+                         progress=progress)
+    result.job = job
     assert result.space is not None
     if options.output.json != "-":
         print(_space_summary(result))
         if result.labels is not None:
             print(_layered_summary(result))
-    if options.output.plot:
-        _save_plot(result.space, options.output.plot, log=not options.output.linear,
-                   title=f"{result.clip['name']}: {result.space.cost.name}, compose="
-                         f"{result.space.compose}",
-                   unit=error_unit(options.analysis.pose, result.space.cost.squared),
-                   suggestions=suggested_record(result))
+    with output_set():
+        result.files = write_outputs(result, None)
+        if options.output.plot:
+            _save_plot(result.space, options.output.plot, log=not options.output.linear,
+                       title=f"{result.clip['name']}: {result.space.cost.name}, compose="
+                             f"{result.space.compose}",
+                       unit=error_unit(options.analysis.pose, result.space.cost.squared),
+                       suggestions=suggested_record(result))
     _outputs_note(job, "--json or --plot")
     return 0
 

@@ -246,15 +246,15 @@ def run_job(job: Job, host: Host | None = None, clip: Clip | None = None,
     return result
 
 
-def write_outputs(result: Result, motion: Clip) -> list[str]:
+def write_outputs(result: Result, motion: Clip | None) -> list[str]:
     """Write the files ``result.job`` asks for (atomically, and as one set: all of them
     replace the old ones at the end, see :func:`~sp_core.io.atomic.output_set`); returns their
-    paths."""
+    paths. ``motion`` is the reduced motion (None for an analysis)."""
     with output_set():
         return _write_outputs(result, motion)
 
 
-def _write_outputs(result: Result, motion: Clip) -> list[str]:
+def _write_outputs(result: Result, motion: Clip | None) -> list[str]:
     job, out = result.job, result.job.options.output
     written = []
     if job.command == "analyze":
@@ -263,7 +263,7 @@ def _write_outputs(result: Result, motion: Clip) -> list[str]:
             written.append(out.json)
         return [w for w in written if w != "-"]
     reduction = result.reduction
-    assert reduction is not None
+    assert reduction is not None and motion is not None
     if out.json:
         write_keys_json(reduction, job.input, motion.fps, job.options, out.json)
         written.append(out.json)

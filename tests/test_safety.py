@@ -276,6 +276,44 @@ def test_an_interrupted_write_keeps_the_whole_old_set_of_outputs(short_clip, tmp
     assert not any(path.read_bytes() == b"old\n" for path in paths.values())
 
 
+def test_an_interrupted_plot_keeps_the_old_analysis_json_too(short_clip, tmp_path,
+                                                              monkeypatch, capsys):
+    """`analyze --json --plot`: Ctrl-C while the plot is drawn leaves the old JSON (it was
+    renamed before the plot was drawn) and nothing beside them."""
+    import sp_core.ui.error_plot as error_plot
+
+    paths = [tmp_path / "a.json", tmp_path / "a.png"]
+    for path in paths:
+        path.write_text("old\n")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(error_plot, "save_error_plot", interrupted)
+    assert main(["analyze", str(short_clip), "--json", str(paths[0]), "--plot", str(paths[1]),
+                 "--overwrite"]) == 130
+    assert capsys.readouterr().err == "salient-poses: interrupted\n"
+    assert sorted(tmp_path.iterdir()) == paths and all(p.read_text() == "old\n" for p in paths)
+
+
+def test_a_set_whose_second_rename_fails_names_the_file_already_replaced(tmp_path):
+    """The first rename done, the second fails (its target became a folder): the message says
+    which file was replaced after all (it named the failing one only, by its resolved path),
+    and no temporary is left."""
+    from sp_core.io.atomic import output_set
+
+    first, second = tmp_path / "a.json", tmp_path / "a.bvh"
+    first.write_text("old\n")
+    with pytest.raises(OutputError) as raised, output_set():
+        with atomic_open(first) as handle:
+            handle.write("new\n")
+        with atomic_open(second) as handle:
+            handle.write("new\n")
+        second.mkdir()
+    assert str(raised.value) == f"cannot write {second}: Is a directory ({first} already " \
+                                "replaced)"
+    assert first.read_text() == "new\n" and sorted(tmp_path.iterdir()) == [second, first]
+
+
 def test_a_batch_on_a_full_disk_leaves_no_partial_summary(short_clip, tmp_path, monkeypatch):
     import sp_core.io.atomic as atomic
     from sp_core.batch import write_summary

@@ -88,38 +88,53 @@ def output_set() -> Iterator[None]:
     when the block ends: one command's outputs (keys JSON, BVH, residual) are then all new or
     all old. Ctrl-C while they are written leaves every old file (it left the first output new
     and the others old); an error removes the temporaries. The renames themselves are not
-    interrupted (Ctrl-C is held for those microseconds, and acted on after them).
+    interrupted (Ctrl-C is held for those microseconds, and acted on after them), nor is the
+    removal of the temporaries. A rename that fails (the target became a folder, a read-only
+    remount) after others succeeded leaves those replaced: the error names them.
     """
-    held: list[tuple[Path, Path]] = []
+    held: list[tuple[Path, Path, str]] = []  # (temporary, target, the path as given)
     outer = getattr(_HELD, "renames", None)
     _HELD.renames = held
-    try:
-        # (Ctrl-C as an exception for the whole block, not between two of its files only:
-        # the temporaries written so far are removed)
-        with sigint_handler(signal.default_int_handler):
-            yield
-    except BaseException:
-        for temporary, _target in held:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
-        raise
-    finally:
-        _HELD.renames = outer
-    if outer is not None:  # (a set inside a set: the outer one renames)
-        outer.extend(held)
-        return
     pressed: list[object] = []
-    with sigint_handler(lambda *_args: pressed.append(True)):
-        for temporary, target in held:
-            try:
-                os.replace(temporary, target)
-            except OSError as exc:
-                for left, _target in held:
-                    with contextlib.suppress(OSError):
-                        left.unlink()
-                raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+    def hold(*_args: object) -> None:
+        pressed.append(True)
+
+    # Ctrl-C is an exception for the whole block (not a kill between two of its files: the
+    # temporaries written so far are removed), then held, with no moment of the command's
+    # own handler (SIG_DFL) in between
+    with sigint_handler(signal.default_int_handler):
+        try:
+            yield
+        except BaseException:
+            with sigint_handler(hold):
+                _remove([temporary for temporary, _target, _given in held])
+            raise
+        finally:
+            _HELD.renames = outer
+        if outer is not None:  # (a set inside a set: the outer one renames)
+            outer.extend(held)
+            return
+        with sigint_handler(hold):
+            done: list[str] = []
+            for temporary, target, given in held:
+                try:
+                    os.replace(temporary, target)
+                except OSError as exc:
+                    _remove([left for left, _target, _given in held])
+                    replaced = f" ({', '.join(done)} already replaced)" if done else ""
+                    raise OutputError(f"cannot write {given}: {exc.strerror or exc}{replaced}"
+                                      ) from None
+                done.append(given)
     if pressed:
         raise KeyboardInterrupt
+
+
+def _remove(paths: Iterable[Path]) -> None:
+    """Delete ``paths`` that exist (temporaries), ignoring those already gone."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 @contextlib.contextmanager
@@ -166,7 +181,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any
             if held is None:
                 os.replace(temporary, target)
             else:
-                held.append((temporary, target))
+                held.append((temporary, target, str(given)))
         except OSError as exc:
             with contextlib.suppress(OSError):
                 temporary.unlink()

@@ -295,6 +295,21 @@ def test_an_interrupted_plot_keeps_the_old_analysis_json_too(short_clip, tmp_pat
     assert sorted(tmp_path.iterdir()) == paths and all(p.read_text() == "old\n" for p in paths)
 
 
+def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it_while_it_writes(tmp_path):
+    """A batch's pool worker ignores Ctrl-C (its parent stops it); its writes turned it into
+    an exception in the worker."""
+    from sp_core.io.atomic import output_set
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with output_set(), atomic_open(tmp_path / "a.json") as handle:
+            handle.write("new\n")
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (tmp_path / "a.json").read_text() == "new\n"
+
+
 def test_a_set_whose_second_rename_fails_names_the_file_already_replaced(tmp_path):
     """The first rename done, the second fails (its target became a folder): the message says
     which file was replaced after all (it named the failing one only, by its resolved path),

@@ -66,9 +66,12 @@ def sigint_handler(handler: Any) -> Iterator[None]:
 
     Commands run with ``signal.SIG_DFL`` so Ctrl-C ends them at once, even inside a compiled
     kernel; :func:`atomic_open` switches back to ``KeyboardInterrupt`` while it writes, so its
-    temporary is removed.
+    temporary is removed. A process that ignores Ctrl-C (``SIG_IGN``: a batch's pool workers,
+    which their parent stops) keeps ignoring it.
     """
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # (a process that ignores Ctrl-C, a batch's pool worker, leaves it to its parent)
         yield
         return
     previous = signal.signal(signal.SIGINT, handler)

@@ -535,7 +535,7 @@ class BlenderHost:
         if scaled:
             self.notes.append(
                 "Blender scales the pose of " + ", ".join(
-                    f"{name} ({factor:.3g}x)" for name, factor in scaled) + ": the analysis "
+                    f"{name} ({factor})" for name, factor in scaled) + ": the analysis "
                 "measures the bones below at their rest size, so their errors play that many "
                 "times as large as shown")
         span = _keyed_span(obj)
@@ -1030,10 +1030,11 @@ def _left_alone(pose_bone: Any, prop: str, index: int) -> str | None:
 
 
 def _scaled(obj: Any, nodes: Sequence[str], scale: np.ndarray, order: Mapping[str, int]
-            ) -> list[tuple[str, float]]:
+            ) -> list[tuple[str, str]]:
     """The bones among ``nodes`` and above them whose pose scale (``scale``, per frame and
-    bone, as read) leaves 1 on some frame, each with its largest factor (a shrink as its
-    inverse is larger): Blender scales what is below them, the engine's kinematics does not."""
+    bone, as read) leaves 1 on some frame, each with its factor ("2x"; "0.5x to 3x" where it
+    varies over the axes or frames): Blender scales what is below them, the engine's
+    kinematics does not."""
     bones = obj.data.bones
     named = dict.fromkeys(nodes)
     for name in nodes:
@@ -1043,7 +1044,8 @@ def _scaled(obj: Any, nodes: Sequence[str], scale: np.ndarray, order: Mapping[st
         factors = np.abs(scale[:, order[name]])
         if factors.size and np.abs(factors - 1.0).max() > SCALE_TOLERANCE:
             grow, shrink = float(factors.max()), float(factors.min())
-            found.append((name, grow if grow * shrink >= 1.0 else shrink))
+            found.append((name, f"{grow:.3g}x" if grow - shrink <= SCALE_TOLERANCE
+                          else f"{shrink:.3g}x to {grow:.3g}x"))
     return found
 
 

@@ -282,13 +282,16 @@ def test_a_constrained_or_scaled_bone_plays_the_error_the_analysis_reports(scene
     assert played.max() <= reported.max + slack
     assert played.mean() <= reported.mean + slack
 
-def test_a_limb_under_a_scaled_bone_says_its_errors_play_scaled(scene):
+@pytest.mark.parametrize("scale, factor", [((2.0, 2.0, 2.0), "2x"),
+                                           ((1.0, 3.0, 0.5), "0.5x to 3x")])
+def test_a_limb_under_a_scaled_bone_says_its_errors_play_scaled(scene, scale, factor):
     """A selected limb is read in its parent's frame; the scale of the bone above it plays
-    the limb's errors twice as large (4.9 mm reported, 9.8 played), which a note says."""
+    the limb's errors twice as large (4.9 mm reported, 9.8 played), which a note says (a
+    non-uniform scale as its range)."""
     obj = bpy.data.objects[scene.object_name]
-    obj.pose.bones["RightCollar"].scale = (2.0, 2.0, 2.0)
+    obj.pose.bones["RightCollar"].scale = scale
     scene.host.motion(["RightShoulder"], FIRST, FIRST + FRAMES - 1)
-    assert "Blender scales the pose of RightCollar (2x): the analysis measures the bones " \
+    assert f"Blender scales the pose of RightCollar ({factor}): the analysis measures the bones " \
         "below at their rest size, so their errors play that many times as large as shown" \
         in [str(n) for n in scene.host.notes]
 

@@ -13,8 +13,9 @@ docs/blender.md):
   its rotation channels Z, Y, X. A location is expressed in the bone's rest frame and added to
   the rest offset (the clip's ``translation_space="oriented"``).
 - **Reading**: one ``scene.frame_set`` per frame, then ``foreach_get`` of the pose bones'
-  ``location`` and ``rotation_euler`` (the animation system writes the evaluated values back to
-  the original pose bones, NLA included) and of the evaluated object's bone ``head``/``tail``
+  ``location``, ``rotation_euler`` and, for an analysis, ``scale`` (the animation system
+  writes the evaluated values back to the original pose bones, NLA included) and of the
+  evaluated object's bone ``head``/``tail``
   (constraints included): a handful of calls per frame, none per channel per frame. The
   engine's forward kinematics of the channels is checked against Blender's own head positions
   on every frame read; a mismatch (constraints, scale) becomes a note, and the analysis keeps

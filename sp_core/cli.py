@@ -539,11 +539,12 @@ DEMO_RECORD = ".salient-poses-demo.json"
 
 
 def _digest(path: Path) -> str | None:
-    """SHA-256 of the file at ``path`` (None if it cannot be read)."""
-    import hashlib
+    """SHA-256 of the file at ``path`` (the batch manifest's checksum; None if it cannot be
+    read)."""
+    from sp_core.batch.manifest import checksum
 
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return checksum(path)
     except OSError:
         return None
 

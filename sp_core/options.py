@@ -822,6 +822,8 @@ def _not_layered(option: str, name: Callable[[str], str]) -> OptionError:
                            f"{name('ratio')} sets the keyposes); drop one of them")
     return OptionError(f"{name(option)} is not supported with {name('layered')} (keyposes and "
                        "breakdowns use their own costs and no constraints); drop one of them")
+
+
 #: Analysis options that act with ``frames`` too (the hierarchy read); the rest choose keys.
 _READ_WITH_FRAMES = frozenset({"roots"})
 

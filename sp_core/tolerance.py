@@ -37,10 +37,9 @@ search spends its fits where they are cheap:
    corrective stage instead of a world fit and a corrective stage for every K between),
    then one at a time from the top while they meet, fitting none whose pose-key mean the
    power law through the K above foresees missing by more than :data:`FORESIGHT`. From
-   K = 200 on, only the first: the
-   others are within :data:`PRECISION` of K, which stage 2 does not tell apart either, for a
-   world fit each (a 10,000-frame take: 6.8 s, then a corrective stage of 4.9 s that found
-   477 missing the max by 0.003 mm).
+   K = 200 on, only the first: the others are within :data:`PRECISION` of K, which stage 2
+   does not tell apart either, for a world fit each (a 10,000-frame take: 6.8 s, then a
+   corrective stage of 4.9 s that found 477 missing the max by 0.003 mm).
 
 Every K returned was checked with exactly the reduction :func:`sp_core.reduction.reduce` gives
 (so it meets the tolerance); a smaller K might too, since the error of the fitted curves falls
@@ -419,7 +418,6 @@ class ToleranceSearch:
                 return k
             k = below
         return k
-
 
     def _foreseen(self, j: int, k: int) -> float:
         """The pose-key mean at ``j`` (not fitted) the power law of :data:`SLOPE_PRIOR` puts

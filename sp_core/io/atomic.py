@@ -81,7 +81,8 @@ def sigint_handler(handler: Any) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-#: Per thread: the (temporary, target) renames an :func:`output_set` holds back.
+#: Per thread: the renames an :func:`output_set` holds back (temporary, target, the path as
+#: given).
 _HELD = threading.local()
 
 
@@ -186,12 +187,10 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any
             else:
                 held.append((temporary, target, str(given)))
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
+            _remove([temporary])
             raise OutputError(f"cannot write {given}: {exc.strerror or exc}") from None
         except BaseException:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
+            _remove([temporary])
             raise
 
 

@@ -278,7 +278,9 @@ def test_a_killed_pool_worker_fails_its_take_only(takes, tmp_path):
                "--workers", "2"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True)
-    own = Path(f"/proc/{process.pid}/cmdline").read_bytes()
+    # (the command's line as given, not read from /proc at once: read before the child's
+    # exec it is pytest's own, which no worker has, and the test waited for a worker in vain)
+    own = b"".join(arg.encode() + b"\0" for arg in command)
     deadline = time.monotonic() + 120
     workers: list[int] = []
     while time.monotonic() < deadline and not workers and process.poll() is None:

@@ -280,6 +280,9 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         return result, correction
     target = clip.positions
     residual = clip.channels - reduced
+    # reduced + correction, kept up to date with every change (a step reads blocks of it
+    # from all over the take: formed anew, its rows cost more than the step's own work)
+    current = reduced.copy()
     anchors = np.unique(np.asarray(key_rows, dtype=np.int64))
     channels = {c: _Channel(anchors) for c in np.flatnonzero(animated)}
     fk = _Kinematics(clip, reduced)
@@ -310,7 +313,8 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
         if cycle:  # what the polish left: every row, nothing given up
             if not polish:  # (the same search again would give the same frames up)
                 break
-            fk.update(reduced + correction, 0)
+            current[:] = reduced + correction
+            fk.update(current, 0)
             errors[:] = np.linalg.norm(fk.positions - target, axis=-1)
             frame_max = errors.max(axis=1)
             top = float(frame_max.max())
@@ -330,9 +334,9 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
             if open_max[worst] <= floor:
                 break
             node = int(np.argmax(errors[worst]))
-            best = _best_candidate(clip, fk, reduced, correction, residual, target, channels,
-                                   movers[node], worst, errors, base_max, base_mean, slack,
-                                   budget - used, limits)
+            best = _best_candidate(clip, fk, reduced, correction, current, residual, target,
+                                   channels, movers[node], worst, errors, base_max, base_mean,
+                                   slack, budget - used, limits)
             if best is None:
                 given_up[worst] = True
                 continue
@@ -340,8 +344,9 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
             for c, knots, c_lo, c_hi, column in changes:
                 channels[c].knots = knots
                 correction[c_lo:c_hi + 1, c] = column
+                current[c_lo:c_hi + 1, c] = reduced[c_lo:c_hi + 1, c] + column
             # (rows lo..hi only: the greedy search takes hundreds of steps on a long take)
-            fk.update(reduced[lo:hi + 1] + correction[lo:hi + 1], lo)
+            fk.update(current[lo:hi + 1], lo)
             errors[lo:hi + 1] = new_errors
             frame_max[lo:hi + 1] = new_errors.max(axis=1)
             used += cost
@@ -683,7 +688,7 @@ def speed_limits(channels: np.ndarray) -> np.ndarray:
     return np.maximum(SPEED_MARGIN * local, steps.max(axis=0))
 
 
-def _too_fast(reduced: np.ndarray, correction: np.ndarray, limits: np.ndarray,
+def _too_fast(reduced: np.ndarray, current: np.ndarray, limits: np.ndarray,
               first: np.ndarray, counts: np.ndarray, columns: np.ndarray,
               values: np.ndarray) -> np.ndarray:
     """(n,) bool: which of n changes to the correction step faster than ``limits`` allow.
@@ -691,7 +696,8 @@ def _too_fast(reduced: np.ndarray, correction: np.ndarray, limits: np.ndarray,
     Change i gives channel ``columns[i]`` the correction ``values`` (its ``counts[i]`` values
     in turn, all changes' laid end to end) on rows ``first[i]`` on; its steps are checked
     from the row before to the row after. A step may be as fast as it was before the change
-    (the pose keys' own curve may be faster than the capture).
+    (the pose keys' own curve may be faster than the capture). ``current`` is ``reduced``
+    plus the correction before the changes.
     """
     n_frames = reduced.shape[0]
     lo = np.maximum(first - 1, 0)
@@ -700,7 +706,7 @@ def _too_fast(reduced: np.ndarray, correction: np.ndarray, limits: np.ndarray,
     begins = np.cumsum(spans) - spans
     rows = np.repeat(lo - begins, spans) + np.arange(int(spans.sum()))
     cols = np.repeat(columns, spans)
-    before = reduced[rows, cols] + correction[rows, cols]
+    before = current[rows, cols]
     after = before.copy()
     inner = np.repeat(begins + first - lo - np.cumsum(counts) + counts, counts) \
         + np.arange(int(counts.sum()))
@@ -713,15 +719,16 @@ def _too_fast(reduced: np.ndarray, correction: np.ndarray, limits: np.ndarray,
 
 
 def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
-                    correction: np.ndarray,
+                    correction: np.ndarray, current: np.ndarray,
                     residual: np.ndarray, target: np.ndarray, channels: dict[int, _Channel],
                     movers_of: tuple[np.ndarray, np.ndarray], worst: int, errors: np.ndarray,
                     base_max: np.ndarray,
                     base_mean: np.ndarray, slack: float, left: int,
                     limits: np.ndarray):  # noqa: ANN202
     """The best accepted candidate at frame ``worst`` (None if none improves it):
-    ``(channel, knots, lo, hi, column, new errors (hi - lo + 1, n_nodes), cost)``;
-    ``limits`` are :func:`speed_limits` of the capture."""
+    ``(changes, lo, hi, new errors (hi - lo + 1, n_nodes), cost)``, each change ``(channel,
+    knots, lo, hi, column)``; ``current`` is ``reduced + correction``, ``limits``
+    :func:`speed_limits` of the capture."""
     from sp_core._subtree_kernels import joint_normals, row_errors
 
     n_frames = reduced.shape[0]
@@ -734,10 +741,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     lo_j = max(min(s[0] for s in spans), worst - 2 * max(WIDTHS), 0)
     hi_j = min(max(s[1] for s in spans), worst + 2 * max(WIDTHS), n_frames - 1)
     # rank the channels by their Gauss-Newton gain at the worst frame (forward differences)
-    # (the current motion, reduced + correction, is formed on the rows needed only: on a long
-    # take the whole of it every step was most of the stage)
-    probe = np.repeat(reduced[worst:worst + 1] + correction[worst:worst + 1], len(movers) + 1,
-                      axis=0)
+    probe = np.repeat(current[worst:worst + 1], len(movers) + 1, axis=0)
     probe[np.arange(1, len(movers) + 1), movers] += STEP
     mover_nodes = clip.channel_nodes[movers]
     probed = fk.patched(probe, np.full(len(probe), worst), np.arange(1, len(movers) + 1),
@@ -754,7 +758,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     tried = np.concatenate([ranked, helpers])
     # the ranked channels' Jacobian columns over the window by forward differences: one FK
     # call instead of the full Jacobian of every channel on every row
-    window = reduced[lo_j:hi_j + 1] + correction[lo_j:hi_j + 1]
+    window = current[lo_j:hi_j + 1]
     rows_w = hi_j - lo_j + 1
     stacked = np.repeat(window[None], len(tried) + 1, axis=0)
     for i, m in enumerate(tried):
@@ -771,7 +775,22 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         jac[:, :, m] = (moved[i + 1] - moved[0]) / STEP
     grad = np.einsum("fn,fnc->fc", miss, jac)  # (rows, movers)
     norm = np.einsum("fnc,fnc->fc", jac, jac)
-    candidates: list[tuple[list[tuple[int, dict[int, float], int, int, np.ndarray]], int]] = []
+    # every candidate's changes (channel, the knots but the new value at `worst`, that value,
+    # lo, hi, column) and cost, its rows lo..hi, topmost moved node and place in the block of
+    # all candidates' rows; each change's first row in that block and in the take, its length,
+    # channel and values (a knot dict is made for the winner only: copying one per candidate
+    # cost more than its forward kinematics)
+    candidates: list[tuple[list[tuple[int, dict[int, float], float, int, int, np.ndarray]],
+                           int]] = []
+    firsts: list[int] = []
+    lasts: list[int] = []
+    tops: list[int] = []
+    placed: list[int] = []  # first row in the block
+    in_block: list[int] = []
+    in_take: list[int] = []
+    lengths_of: list[int] = []
+    channel_of: list[int] = []
+    values: list[np.ndarray] = []
     hats_of: dict[tuple[int, tuple[int, ...]], tuple] = {}
 
     def hat_of(c: int, shape: tuple[int, ...]) -> tuple:
@@ -779,6 +798,25 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         if (c, shape) not in hats_of:
             hats_of[c, shape] = _hat(channels[c], correction[:, c], worst, shape)
         return hats_of[c, shape]
+
+    def add(changes: list, cost: int, lo: int, hi: int, top: int) -> None:
+        offset = placed[-1] + lasts[-1] - firsts[-1] + 1 if placed else 0
+        for c, _knots, _value, c_lo, c_hi, column in changes:
+            in_block.append(offset + c_lo - lo)
+            in_take.append(c_lo)
+            lengths_of.append(c_hi - c_lo + 1)
+            channel_of.append(c)
+            values.append(column)
+        candidates.append((changes, cost))
+        firsts.append(lo)
+        lasts.append(hi)
+        tops.append(top)
+        placed.append(offset)
+
+    def change(c: int, knots: dict[int, float], delta: float, hat: np.ndarray, lo: int,
+               hi: int) -> tuple[int, dict[int, float], float, int, int, np.ndarray]:
+        return (c, knots, float(correction[worst, c]) + delta, lo, hi,
+                correction[lo:hi + 1, c] + delta * hat)
 
     for m in ranked:
         c = int(movers[m])
@@ -794,8 +832,8 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                 deltas.append(-float(np.sum(h * grad[rows, m])) / denominator)
             for delta in deltas:
                 if np.isfinite(delta) and delta != 0:
-                    candidates.append(([_changed(knots, worst, correction[:, c], delta, hat,
-                                                 c, lo, hi)], cost))
+                    add([change(c, knots, delta, hat, lo, hi)], cost, lo, hi,
+                        int(clip.channel_nodes[c]))
     # the best few channels together (a shoulder fix with the wrist compensating): one
     # Gauss-Newton step on their joint hat amplitudes
     together = [int(m) for m in tried]
@@ -824,39 +862,29 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     for normal in normals:
         normal += 1e-9 * np.trace(normal) * np.eye(len(normal))
     diagonal = np.arange(len(together))
+    # (every joint step changes the same channels: one topmost node for all)
+    joint_top = fk.root(movers[tried]) if joint else -1
     for damping in JOINT_DAMPING:
         damped = normals.copy()
         damped[:, diagonal, diagonal] *= 1.0 + damping
-        for (hats, cost), deltas in zip(joint, _solve_each(damped, gradients), strict=True):
-            if deltas is None or not np.all(np.isfinite(deltas)):
+        for (hats, cost), amplitudes in zip(joint, _solve_each(damped, gradients),
+                                            strict=True):
+            if amplitudes is None or not np.all(np.isfinite(amplitudes)):
                 continue
-            candidates.append(([_changed(knots, worst, correction[:, c], float(d), hat, c, lo,
-                                         hi)
-                                for (_m, c, hat, knots, lo, hi, _cost), d in
-                                zip(hats, deltas, strict=True)], cost))
+            add([change(c, knots, float(d), hat, lo, hi)
+                 for (_m, c, hat, knots, lo, hi, _cost), d in zip(hats, amplitudes,
+                                                                   strict=True)],
+                cost, min(h[4] for h in hats), max(h[5] for h in hats), joint_top)
     if not candidates:
         return None
     # every candidate's rows in one batch of patched forward kinematics, then the checks and
     # scores of all of them at once (a Python loop over a hundred candidates a step cost more
     # than the kinematics)
-    ranges = np.array([(min(ch[2] for ch in changes), max(ch[3] for ch in changes))
-                       for changes, _cost in candidates], dtype=np.int64)
+    ranges = np.array([firsts, lasts], dtype=np.int64).T
     lengths = ranges[:, 1] - ranges[:, 0] + 1
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    offsets = np.array(placed, dtype=np.int64)
     rows = np.repeat(ranges[:, 0] - offsets, lengths) + np.arange(int(lengths.sum()))
-    block = reduced[rows] + correction[rows]
-    # every change's first row in the block and in the take, its length and channel,
-    # gathered first and written at once
-    in_block, in_take, lengths_of, channel_of, values, tops = [], [], [], [], [], []
-    for (changes, _cost), (lo, _hi), offset in zip(candidates, ranges, offsets, strict=True):
-        for c, _knots, c_lo, c_hi, column in changes:
-            in_block.append(offset + c_lo - lo)
-            in_take.append(c_lo)
-            lengths_of.append(c_hi - c_lo + 1)
-            channel_of.append(c)
-            values.append(column)
-        tops.append(int(clip.channel_nodes[changes[0][0]]) if len(changes) == 1
-                    else fk.root(np.array([ch[0] for ch in changes])))
+    block = current[rows]
     counts = np.array(lengths_of)
     steps = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
     patch_rows = np.repeat(in_block, counts) + steps
@@ -868,7 +896,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         target, rows, errors)
     worse = np.logical_or.reduceat((moved_max > base_max[rows] + slack)
                                    | (moved_mean > base_mean[rows] + slack), offsets)
-    fast = _too_fast(reduced, correction, limits, np.array(in_take), counts,
+    fast = _too_fast(reduced, current, limits, np.array(in_take), counts,
                      np.array(channel_of), np.concatenate(values))
     changes_of = np.array([len(changes) for changes, _cost in candidates])
     worse |= np.logical_or.reduceat(fast, np.cumsum(changes_of) - changes_of)
@@ -883,7 +911,11 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         if score > best_score:
             best_score = score
             best = (changes, int(lo), int(hi), moved[offset:offset + hi - lo + 1], cost)
-    return best
+    if best is None:
+        return None
+    changes, lo, hi, new_errors, cost = best
+    return ([(c, {**knots, worst: value}, c_lo, c_hi, column)
+             for c, knots, value, c_lo, c_hi, column in changes], lo, hi, new_errors, cost)
 
 
 def _solve_each(normals: np.ndarray, gradients: np.ndarray) -> list[np.ndarray | None]:
@@ -951,14 +983,6 @@ def _window(hat: np.ndarray, lo: int, hi: int, lo_j: int, hi_j: int
     """The part of ``hat`` (rows lo..hi) inside the Jacobian's rows lo_j..hi_j, and where."""
     inside = slice(max(lo, lo_j) - lo, min(hi, hi_j) - lo + 1)
     return hat[inside], slice(max(lo, lo_j) - lo_j, min(hi, hi_j) - lo_j + 1)
-
-
-def _changed(knots: dict[int, float], worst: int, correction: np.ndarray, delta: float,
-             hat: np.ndarray, c: int, lo: int, hi: int
-             ) -> tuple[int, dict[int, float], int, int, np.ndarray]:
-    new_knots = dict(knots)
-    new_knots[worst] = float(correction[worst]) + delta
-    return c, new_knots, lo, hi, correction[lo:hi + 1] + delta * hat
 
 
 def _shapes(state: _Channel, worst: int, n_frames: int,

@@ -775,12 +775,13 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         jac[:, :, m] = (moved[i + 1] - moved[0]) / STEP
     grad = np.einsum("fn,fnc->fc", miss, jac)  # (rows, movers)
     norm = np.einsum("fnc,fnc->fc", jac, jac)
-    # every candidate's changes (channel, the knots but the new value at `worst`, that value,
-    # lo, hi, column) and cost, its rows lo..hi, topmost moved node and place in the block of
-    # all candidates' rows; each change's first row in that block and in the take, its length,
-    # channel and values (a knot dict is made for the winner only: copying one per candidate
-    # cost more than its forward kinematics)
-    candidates: list[tuple[list[tuple[int, dict[int, float], float, int, int, np.ndarray]],
+    # every candidate's changes (channel, the knots but the new value at `worst`, the change
+    # delta times hat on rows lo..hi of the correction) and cost, its rows lo..hi, topmost
+    # moved node and place in the block of all candidates' rows; each change's first row in
+    # that block and in the take, its length, channel, hat and delta (the new correction
+    # columns are formed for all at once, and a knot dict for the winner only: one of each
+    # per candidate cost more than its forward kinematics)
+    candidates: list[tuple[list[tuple[int, dict[int, float], float, np.ndarray, int, int]],
                            int]] = []
     firsts: list[int] = []
     lasts: list[int] = []
@@ -790,7 +791,8 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     in_take: list[int] = []
     lengths_of: list[int] = []
     channel_of: list[int] = []
-    values: list[np.ndarray] = []
+    change_hats: list[np.ndarray] = []
+    change_deltas: list[float] = []
     hats_of: dict[tuple[int, tuple[int, ...]], tuple] = {}
 
     def hat_of(c: int, shape: tuple[int, ...]) -> tuple:
@@ -801,22 +803,18 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
 
     def add(changes: list, cost: int, lo: int, hi: int, top: int) -> None:
         offset = placed[-1] + lasts[-1] - firsts[-1] + 1 if placed else 0
-        for c, _knots, _value, c_lo, c_hi, column in changes:
+        for c, _knots, delta, hat, c_lo, c_hi in changes:
             in_block.append(offset + c_lo - lo)
             in_take.append(c_lo)
             lengths_of.append(c_hi - c_lo + 1)
             channel_of.append(c)
-            values.append(column)
+            change_hats.append(hat)
+            change_deltas.append(delta)
         candidates.append((changes, cost))
         firsts.append(lo)
         lasts.append(hi)
         tops.append(top)
         placed.append(offset)
-
-    def change(c: int, knots: dict[int, float], delta: float, hat: np.ndarray, lo: int,
-               hi: int) -> tuple[int, dict[int, float], float, int, int, np.ndarray]:
-        return (c, knots, float(correction[worst, c]) + delta, lo, hi,
-                correction[lo:hi + 1, c] + delta * hat)
 
     for m in ranked:
         c = int(movers[m])
@@ -832,7 +830,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                 deltas.append(-float(np.sum(h * grad[rows, m])) / denominator)
             for delta in deltas:
                 if np.isfinite(delta) and delta != 0:
-                    add([change(c, knots, delta, hat, lo, hi)], cost, lo, hi,
+                    add([(c, knots, delta, hat, lo, hi)], cost, lo, hi,
                         int(clip.channel_nodes[c]))
     # the best few channels together (a shoulder fix with the wrist compensating): one
     # Gauss-Newton step on their joint hat amplitudes
@@ -867,14 +865,15 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     for damping in JOINT_DAMPING:
         damped = normals.copy()
         damped[:, diagonal, diagonal] *= 1.0 + damping
-        for (hats, cost), amplitudes in zip(joint, _solve_each(damped, gradients),
-                                            strict=True):
+        for (together_hats, cost), amplitudes in zip(joint, _solve_each(damped, gradients),
+                                                     strict=True):
             if amplitudes is None or not np.all(np.isfinite(amplitudes)):
                 continue
-            add([change(c, knots, float(d), hat, lo, hi)
-                 for (_m, c, hat, knots, lo, hi, _cost), d in zip(hats, amplitudes,
+            add([(c, knots, float(d), hat, lo, hi)
+                 for (_m, c, hat, knots, lo, hi, _cost), d in zip(together_hats, amplitudes,
                                                                    strict=True)],
-                cost, min(h[4] for h in hats), max(h[5] for h in hats), joint_top)
+                cost, min(h[4] for h in together_hats), max(h[5] for h in together_hats),
+                joint_top)
     if not candidates:
         return None
     # every candidate's rows in one batch of patched forward kinematics, then the checks and
@@ -889,33 +888,42 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     steps = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
     patch_rows = np.repeat(in_block, counts) + steps
     patch_columns = np.repeat(channel_of, counts)
-    block[patch_rows, patch_columns] = reduced[np.repeat(in_take, counts) + steps,
-                                               patch_columns] + np.concatenate(values)
+    take_rows = np.repeat(in_take, counts) + steps
+    # (each change's column as correction[lo:hi + 1, c] + delta * hat, to the bit)
+    values = correction[take_rows, patch_columns] \
+        + np.repeat(change_deltas, counts) * np.concatenate(change_hats)
+    block[patch_rows, patch_columns] = reduced[take_rows, patch_columns] + values
     moved, moved_max, moved_mean, current_max = row_errors(  # per row of every block
         fk.patched(block, rows, patch_rows, patch_columns, np.repeat(tops, lengths)),
         target, rows, errors)
     worse = np.logical_or.reduceat((moved_max > base_max[rows] + slack)
                                    | (moved_mean > base_mean[rows] + slack), offsets)
     fast = _too_fast(reduced, current, limits, np.array(in_take), counts,
-                     np.array(channel_of), np.concatenate(values))
+                     np.array(channel_of), values)
     changes_of = np.array([len(changes) for changes, _cost in candidates])
-    worse |= np.logical_or.reduceat(fast, np.cumsum(changes_of) - changes_of)
+    first_change = np.cumsum(changes_of) - changes_of
+    worse |= np.logical_or.reduceat(fast, first_change)
     at_worst = offsets + worst - ranges[:, 0]
     kept = np.flatnonzero(~worse & (moved_max[at_worst] < current_max[at_worst]))
-    best, best_score = None, 0.0
+    best, best_score = -1, 0.0
     for i in kept:
-        (changes, cost), (lo, hi), offset = candidates[i], ranges[i], offsets[i]
+        lo, hi, offset = ranges[i, 0], ranges[i, 1], offsets[i]
         new_max = moved_max[offset:offset + hi - lo + 1]
         old_max = current_max[offset:offset + hi - lo + 1]
-        score = float(np.sum(old_max ** 2 - new_max ** 2)) / max(cost, 0.5)
+        score = float(np.sum(old_max ** 2 - new_max ** 2)) / max(candidates[i][1], 0.5)
         if score > best_score:
             best_score = score
-            best = (changes, int(lo), int(hi), moved[offset:offset + hi - lo + 1], cost)
-    if best is None:
+            best = i
+    if best < 0:
         return None
-    changes, lo, hi, new_errors, cost = best
-    return ([(c, {**knots, worst: value}, c_lo, c_hi, column)
-             for c, knots, value, c_lo, c_hi, column in changes], lo, hi, new_errors, cost)
+    (changes, cost), (lo, hi), offset = candidates[best], ranges[best], offsets[best]
+    starts = np.cumsum(counts) - counts
+    out = []
+    for j, (c, knots, delta, _shape, c_lo, c_hi) in enumerate(changes):
+        at = starts[first_change[best] + j]
+        out.append((c, {**knots, worst: float(correction[worst, c]) + delta}, c_lo, c_hi,
+                    values[at:at + c_hi - c_lo + 1]))
+    return out, int(lo), int(hi), moved[offset:offset + hi - lo + 1], cost
 
 
 def _solve_each(normals: np.ndarray, gradients: np.ndarray) -> list[np.ndarray | None]:

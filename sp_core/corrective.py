@@ -885,7 +885,8 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     rows = np.repeat(ranges[:, 0] - offsets, lengths) + np.arange(int(lengths.sum()))
     block = current[rows]
     counts = np.array(lengths_of)
-    steps = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    starts = np.cumsum(counts) - counts  # each change's first value among all of them
+    steps = np.arange(int(counts.sum())) - np.repeat(starts, counts)
     patch_rows = np.repeat(in_block, counts) + steps
     patch_columns = np.repeat(channel_of, counts)
     take_rows = np.repeat(in_take, counts) + steps
@@ -917,7 +918,6 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     if best < 0:
         return None
     (changes, cost), (lo, hi), offset = candidates[best], ranges[best], offsets[best]
-    starts = np.cumsum(counts) - counts
     out = []
     for j, (c, knots, delta, _shape, c_lo, c_hi) in enumerate(changes):
         at = starts[first_change[best] + j]

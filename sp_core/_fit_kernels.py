@@ -245,53 +245,85 @@ def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndar
     return diagonal, upper, rhs
 
 
+# A rotation matrix in the chain kernels is a tuple of its nine entries, row by row: numba
+# keeps a tuple in registers, where a 3 x 3 scratch array made every product a round trip
+# through memory (a third of the corrective stage's subtree kinematics). The products are
+# the same sums in the same order, so the numbers are the same to the bit.
+_IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+
+
 @njit(cache=True, inline="always")
-def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    for r in range(3):
-        for k in range(3):
-            out[r, k] = a[r, 0] * b[0, k] + a[r, 1] * b[1, k] + a[r, 2] * b[2, k]
+def _entries(m: np.ndarray) -> tuple:
+    """The nine entries of a (3, 3) array, row by row."""
+    return (m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2], m[2, 0], m[2, 1], m[2, 2])
+
+
+@njit(cache=True, inline="always")
+def _store(m: np.ndarray, a: tuple) -> None:
+    """Write the nine entries ``a`` into the (3, 3) array ``m``."""
+    m[0, 0], m[0, 1], m[0, 2] = a[0], a[1], a[2]
+    m[1, 0], m[1, 1], m[1, 2] = a[3], a[4], a[5]
+    m[2, 0], m[2, 1], m[2, 2] = a[6], a[7], a[8]
+
+
+@njit(cache=True, inline="always")
+def _column(a: tuple, k: int) -> tuple:
+    """Column ``k`` (0, 1 or 2) of the entries ``a``."""
+    if k == 0:
+        return a[0], a[3], a[6]
+    if k == 1:
+        return a[1], a[4], a[7]
+    return a[2], a[5], a[8]
+
+
+@njit(cache=True, inline="always")
+def _times(a: tuple, m: np.ndarray) -> tuple:
+    """The entries of ``a`` · ``m`` (``m`` a (3, 3) array)."""
+    a00, a01, a02, a10, a11, a12, a20, a21, a22 = a
+    return (a00 * m[0, 0] + a01 * m[1, 0] + a02 * m[2, 0],
+            a00 * m[0, 1] + a01 * m[1, 1] + a02 * m[2, 1],
+            a00 * m[0, 2] + a01 * m[1, 2] + a02 * m[2, 2],
+            a10 * m[0, 0] + a11 * m[1, 0] + a12 * m[2, 0],
+            a10 * m[0, 1] + a11 * m[1, 1] + a12 * m[2, 1],
+            a10 * m[0, 2] + a11 * m[1, 2] + a12 * m[2, 2],
+            a20 * m[0, 0] + a21 * m[1, 0] + a22 * m[2, 0],
+            a20 * m[0, 1] + a21 * m[1, 1] + a22 * m[2, 1],
+            a20 * m[0, 2] + a21 * m[1, 2] + a22 * m[2, 2])
 
 
 @njit(cache=True, inline="always")
 def _place(i: int, row: np.ndarray, position: np.ndarray, world: np.ndarray,
            offsets: np.ndarray, parents: np.ndarray, translation: np.ndarray,
-           orients: np.ndarray, oriented: bool, t: np.ndarray, moved: np.ndarray,
-           parent: np.ndarray, partial: np.ndarray) -> None:
+           orients: np.ndarray, oriented: bool) -> tuple[tuple, tuple]:
     """Node i's position from its parent's (``position`` (N, 3) and ``world`` (N, 3, 3) of
-    one frame, ``row`` its channels), and ``partial`` = parent rotation · orient (the node's
-    rotation channels follow)."""
+    one frame, ``row`` its channels), written to ``position[i]``; returns the entries of the
+    parent's rotation and of parent rotation · orient (the node's rotation channels
+    follow)."""
     p = parents[i]
-    for a in range(3):
-        c = translation[i, a]
-        if oriented:
-            moved[a] = 0.0 if c < 0 else row[c]
-        else:
-            t[a] = offsets[i, a] if c < 0 else row[c]
+    c0, c1, c2 = translation[i, 0], translation[i, 1], translation[i, 2]
     if oriented:  # offset + orient · location
-        for r in range(3):
-            t[r] = offsets[i, r] + (orients[i, r, 0] * moved[0] + orients[i, r, 1]
-                                    * moved[1] + orients[i, r, 2] * moved[2])
-    if p >= 0:
-        for r in range(3):
-            position[i, r] = position[p, r] + (world[p, r, 0] * t[0] + world[p, r, 1] * t[1]
-                                               + world[p, r, 2] * t[2])
-            for k in range(3):
-                parent[r, k] = world[p, r, k]
+        m0 = 0.0 if c0 < 0 else row[c0]
+        m1 = 0.0 if c1 < 0 else row[c1]
+        m2 = 0.0 if c2 < 0 else row[c2]
+        o = orients[i]
+        t0 = offsets[i, 0] + (o[0, 0] * m0 + o[0, 1] * m1 + o[0, 2] * m2)
+        t1 = offsets[i, 1] + (o[1, 0] * m0 + o[1, 1] * m1 + o[1, 2] * m2)
+        t2 = offsets[i, 2] + (o[2, 0] * m0 + o[2, 1] * m1 + o[2, 2] * m2)
     else:
-        for r in range(3):
-            position[i, r] = t[r]
-            for k in range(3):
-                parent[r, k] = 1.0 if r == k else 0.0
-    _matmul_into(parent, orients[i], partial)
-
-
-@njit(cache=True, inline="always")
-def _turn(partial: np.ndarray, turn: np.ndarray, temp: np.ndarray) -> None:
-    """partial ← partial · turn."""
-    _matmul_into(partial, turn, temp)
-    for r in range(3):
-        for k in range(3):
-            partial[r, k] = temp[r, k]
+        t0 = offsets[i, 0] if c0 < 0 else row[c0]
+        t1 = offsets[i, 1] if c1 < 0 else row[c1]
+        t2 = offsets[i, 2] if c2 < 0 else row[c2]
+    if p >= 0:
+        parent = _entries(world[p])
+        position[i, 0] = position[p, 0] + (parent[0] * t0 + parent[1] * t1 + parent[2] * t2)
+        position[i, 1] = position[p, 1] + (parent[3] * t0 + parent[4] * t1 + parent[5] * t2)
+        position[i, 2] = position[p, 2] + (parent[6] * t0 + parent[7] * t1 + parent[8] * t2)
+    else:
+        parent = _IDENTITY
+        position[i, 0] = t0
+        position[i, 1] = t1
+        position[i, 2] = t2
+    return parent, _times(parent, orients[i])
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -339,26 +371,23 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
     degree = np.pi / 180.0
     for f in prange(n_frames):
         world = np.empty((n_nodes, 3, 3))
-        parent = np.empty((3, 3))
-        partial = np.empty((3, 3))
-        temp = np.empty((3, 3))
-        t = np.empty(3)
-        moved = np.empty(3)
         for i in range(n_nodes):
-            _place(i, channels[f], positions[f], world, offsets, parents, translation,
-                   orients, oriented, t, moved, parent, partial)
+            parent, partial = _place(i, channels[f], positions[f], world, offsets, parents,
+                                     translation, orients, oriented)
             for a in range(3):
                 c = translation[i, a]
                 if c >= 0 and slot[c] >= 0:
+                    axis = _column(partial if oriented else parent, a)
                     for r in range(3):
-                        axes[f, slot[c], r] = partial[r, a] if oriented else parent[r, a]
+                        axes[f, slot[c], r] = axis[r]
             for e in range(rot_ptr[i], rot_ptr[i + 1]):
                 c = rot_chan[e]
                 if slot[c] >= 0:
+                    axis = _column(partial, rot_axis[c])
                     for r in range(3):
-                        axes[f, slot[c], r] = partial[r, rot_axis[c]] * degree
-                _turn(partial, turns[f, rot_slot[c]], temp)
-            world[i] = partial
+                        axes[f, slot[c], r] = axis[r] * degree
+                partial = _times(partial, turns[f, rot_slot[c]])
+            _store(world[i], partial)
     return positions, axes
 
 

@@ -6,7 +6,7 @@ The corrective stage evaluates hundreds of candidate blocks per greedy step: row
 current motion in which one channel (or a few on one chain) changed. Only the nodes below the
 topmost changed node move, so these kernels keep every node's world position and rotation for
 the current motion and redo only that subtree, from its parent's kept transform. A node's step
-is :func:`sp_core._fit_kernels.chain_kinematics`'s own (``_place``, ``_turn``), so the
+is :func:`sp_core._fit_kernels.chain_kinematics`'s own (``_place``, ``_times``), so the
 positions are the same to the bit. The other kernels sum in the order of the numpy
 expressions they replace, for the same reason: the greedy search's choices follow the last
 digits of its scores.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from sp_core._fit_kernels import _pairwise_sum, _place, _turn
+from sp_core._fit_kernels import _pairwise_sum, _place, _store, _times
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -46,18 +46,12 @@ def chain_world(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarray,
     positions = np.empty((n_frames, n_nodes, 3))
     world = np.empty((n_frames, n_nodes, 3, 3))
     for f in prange(n_frames):
-        parent = np.empty((3, 3))
-        partial = np.empty((3, 3))
-        temp = np.empty((3, 3))
-        t = np.empty(3)
-        moved = np.empty(3)
         for i in range(n_nodes):
-            _place(i, channels[f], positions[f], world[f], offsets, parents, translation,
-                   orients, oriented, t, moved, parent, partial)
+            partial = _place(i, channels[f], positions[f], world[f], offsets, parents,
+                             translation, orients, oriented)[1]
             for e in range(rot_ptr[i], rot_ptr[i + 1]):
-                c = rot_chan[e]
-                _turn(partial, turns[f, rot_slot[c]], temp)
-            world[f, i] = partial
+                partial = _times(partial, turns[f, rot_slot[rot_chan[e]]])
+            _store(world[f, i], partial)
     return positions, world
 
 
@@ -103,11 +97,6 @@ def subtree_positions(channels: np.ndarray, base: np.ndarray, roots: np.ndarray,
     chunks = min(n_rows, 64)  # scratch arrays once per chunk of rows, not per row
     for chunk in prange(chunks):
         world = np.empty((n_nodes, 3, 3))  # the subtree's, and its root's parent's
-        parent = np.empty((3, 3))
-        partial = np.empty((3, 3))
-        temp = np.empty((3, 3))
-        t = np.empty(3)
-        moved = np.empty(3)
         for b in range(chunk, n_rows, chunks):
             f = base[b]
             positions[b] = kept_positions[f]
@@ -119,16 +108,16 @@ def subtree_positions(channels: np.ndarray, base: np.ndarray, roots: np.ndarray,
                 world[above] = kept_world[f, above]
             for s in range(sub_ptr[root], sub_ptr[root + 1]):
                 i = sub_nodes[s]
-                _place(i, channels[b], positions[b], world, offsets, parents, translation,
-                       orients, oriented, t, moved, parent, partial)
+                partial = _place(i, channels[b], positions[b], world, offsets, parents,
+                                 translation, orients, oriented)[1]
                 for e in range(rot_ptr[i], rot_ptr[i + 1]):
                     c = rot_chan[e]
                     turn = kept_turns[f, rot_slot[c]]
                     for q in range(patch_ptr[b], patch_ptr[b + 1]):
                         if patch_chan[q] == c:
                             turn = patch_turn[q]
-                    _turn(partial, turn, temp)
-                world[i] = partial
+                    partial = _times(partial, turn)
+                _store(world[i], partial)
     return positions
 
 

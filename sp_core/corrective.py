@@ -281,8 +281,9 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     target = clip.positions
     residual = clip.channels - reduced
     # reduced + correction, kept up to date with every change (a step reads blocks of it
-    # from all over the take: formed anew, its rows cost more than the step's own work)
-    current = reduced.copy()
+    # from all over the take: formed anew, its rows cost more than the step's own work);
+    # the sum, not a copy, so that its zeros are the sum's (+0.0 where reduced has -0.0)
+    current = reduced + correction
     anchors = np.unique(np.asarray(key_rows, dtype=np.int64))
     channels = {c: _Channel(anchors) for c in np.flatnonzero(animated)}
     fk = _Kinematics(clip, reduced)

@@ -197,7 +197,9 @@ class _Channel:
         # rows of the current points, ascending; a list: a greedy step bisects it tens of
         # times, where numpy's calls on a few rows cost more than the search
         self.rows: list[int] = self.points(knots)[0].tolist()
-        self.written_count = len(self.written(knots))
+        # rows of the keys written, ascending (a candidate counts those on its rows)
+        self.written_rows: list[int] = self.written(knots).tolist()
+        self.written_count = len(self.written_rows)
 
     def points(self, knots: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
         """Rows and values of the anchors (0) and knots, ascending."""
@@ -972,7 +974,9 @@ def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, 
     inside = slice(points.index(lo), points.index(hi) + 1)
     hat = np.interp(np.arange(lo, hi + 1), points[inside], values[inside]) \
         - correction[lo:hi + 1]
-    cost = _written_between(points, knots, lo, hi) - _written_between(near, state.knots, lo, hi)
+    written = state.written_rows
+    cost = _written_between(points, knots, lo, hi) \
+        - (bisect_right(written, hi) - bisect_left(written, lo))
     return hat, knots, lo, hi, cost
 
 

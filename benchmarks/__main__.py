@@ -114,7 +114,7 @@ def tolerance_row(options: Options, target: str, goal: str, repeat: int) -> None
     frames = d.reduction.curves.frames
     alone = median_time(lambda: reduction.reduce(clip, frames, corrective_budget=budget,
                                                  corrective_stop_mm=stop), repeat)
-    row(target, goal, f"{seconds:.1f} s: K = {d.keys}, {m.corrective_keys} corrective keys, "
+    row(target, goal, f"{seconds:.2f} s: K = {d.keys}, {m.corrective_keys} corrective keys, "
         f"{m.mean_mm:.2f} / {m.max_mm:.1f} mm",
         f"the reduction at K = {d.keys} alone (world fit and corrective keys): {alone:.2f} s",
         f"{seconds / alone:.1f}× it")

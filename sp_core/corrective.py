@@ -373,7 +373,7 @@ class _Kinematics:
     computes blocks of rows of the current motion with a few channels changed: it keeps the
     current motion's single-axis matrices, world positions and world rotations, and redoes
     only the subtree below the topmost changed node, with new matrices for the changed
-    channels only (:mod:`sp_core._subtree_kernels`). On the hundreds of candidate rows of a
+    channels only (:mod:`sp_core._fit_kernels`). On the hundreds of candidate rows of a
     greedy step, where one channel (or a few on one chain) differs, the whole chain and the
     matrices of every channel (scipy) cost most of the stage.
 
@@ -406,7 +406,7 @@ class _Kinematics:
         self.positions, self.world = self._chain(current, self.turns)
 
     def _chain(self, channels: np.ndarray, turns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from sp_core._subtree_kernels import chain_world
+        from sp_core._fit_kernels import chain_world
 
         return chain_world(np.ascontiguousarray(channels), turns, *self.skeleton)
 
@@ -431,7 +431,7 @@ class _Kinematics:
         """Positions (B, n_nodes, 3) of ``channels`` (B, C), which are rows ``base`` (B,) of
         the current motion except channel ``columns[i]`` on row ``rows[i]`` of the block;
         ``roots`` (B,) is the topmost node those changes move on each row (-1: none)."""
-        from sp_core._subtree_kernels import subtree_positions
+        from sp_core._fit_kernels import subtree_positions
 
         turning = self.rotation[columns]
         rows, columns = rows[turning], columns[turning]
@@ -732,7 +732,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     ``(changes, lo, hi, new errors (hi - lo + 1, n_nodes), cost)``, each change ``(channel,
     knots, lo, hi, column)``; ``current`` is ``reduced + correction``, ``limits``
     :func:`speed_limits` of the capture."""
-    from sp_core._subtree_kernels import joint_normals, row_errors
+    from sp_core._fit_kernels import joint_normals, row_errors
 
     n_frames = reduced.shape[0]
     above, under = movers_of

@@ -217,7 +217,7 @@ def test_candidate_row_errors_equal_numpys_to_the_bit(nodes, rows, scale, seed):
     """The greedy search scores candidates by every row's worst and mean node distance; the
     kernel must give numpy's numbers to the last digit (its sums in numpy's pairwise order,
     checked across the block sizes of that order) or other keys would be chosen."""
-    from sp_core._subtree_kernels import row_errors
+    from sp_core._fit_kernels import row_errors
 
     rng = np.random.default_rng(seed)
     target = rng.normal(0.0, scale, (50, nodes, 3))
@@ -283,7 +283,7 @@ def test_the_polish_step_from_its_sparse_factorisation_is_the_dense_solves():
 def test_joint_normal_equations_equal_the_einsums_of_the_weighted_columns():
     """The kernel forms each width's normal equations from the hats without the weighted
     columns numpy's einsums took; the numbers must be the same to the bit."""
-    from sp_core._subtree_kernels import joint_normals
+    from sp_core._fit_kernels import joint_normals
 
     rng = np.random.default_rng(11)
     frames, coords, movers, size = 23, 57, 9, 5

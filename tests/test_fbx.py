@@ -366,12 +366,12 @@ def test_an_fbx_clip_runs_the_kernels_the_install_compiled_for_bvh():
     """An FBX clip's orients are read-only: the world fit's and the corrective keys'
     kinematics compiled three more kernel signatures for it, 11 s on the first FBX take of a
     batch (sp_core.warm compiles on a BVH-like clip)."""
-    from sp_core import _fit_kernels, _subtree_kernels
+    from sp_core import _fit_kernels
     from sp_core.reduction import reduce
     from sp_core.warm import practice_clip
 
-    kernels = (_fit_kernels.chain_kinematics, _subtree_kernels.chain_world,
-               _subtree_kernels.subtree_positions)
+    kernels = (_fit_kernels.chain_kinematics, _fit_kernels.chain_world,
+               _fit_kernels.subtree_positions)
     clip = practice_clip()
     reduce(clip, [0, 20, clip.n_frames - 1], space="world", corrective_budget="50%")
     known = [len(kernel.signatures) for kernel in kernels]

@@ -356,6 +356,36 @@ def test_a_user_who_can_write_neither_the_install_nor_a_home_gets_a_kernel_cache
     assert os.environ["NUMBA_CACHE_DIR"] == "/chosen"
 
 
+def test_a_module_of_cached_kernels_calls_no_numba_function_of_another_file():
+    """numba's cache of a kernel follows the kernel's own source file only: a kernel compiled
+    with a numba function of another file kept running that function's old code after that
+    file changed (the corrective stage's kernels, in a file of their own, inlined the world
+    fit's forward-kinematics steps from sp_core/_fit_kernels.py: a ``git pull`` changing only
+    the steps would have left the two kinematics apart). A module with cached kernels imports
+    nothing of the engine."""
+    import ast
+
+    def cached(tree: ast.Module) -> bool:  # an @njit(..., cache=True) function in it
+        return any(isinstance(d, ast.Call) and getattr(d.func, "id", "") == "njit"
+                   and any(k.arg == "cache" for k in d.keywords)
+                   for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                   for d in node.decorator_list)
+
+    trees = {path.relative_to(ROOT).as_posix(): ast.parse(path.read_text())
+             for path in (ROOT / "sp_core").rglob("*.py")}
+    modules = {name: tree for name, tree in trees.items() if cached(tree)}
+    assert set(modules) >= {"sp_core/_kernels.py", "sp_core/_fit_kernels.py"}  # (found)
+    for name, tree in modules.items():
+        names = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.append(node.module)
+            elif isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+        engine = [module for module in names if module.split(".")[0] == "sp_core"]
+        assert engine == [], f"{name} imports {engine}"
+
+
 def test_mobupy_site_is_never_the_users_shared_site_packages(install, tmp_path, monkeypatch):
     """MotionBuilder's own site-packages not writable (under Program Files): no ``.pth`` in the
     user site-packages, which every Python of that version reads before its own packages (it

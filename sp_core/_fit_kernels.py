@@ -801,6 +801,47 @@ def row_errors(positions: np.ndarray, target: np.ndarray, frames: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
+def hat_sums(hats: np.ndarray, starts: np.ndarray, first_rows: np.ndarray,
+             columns: np.ndarray, norm: np.ndarray, grad: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The greedy step's one-channel Gauss–Newton sums of every hat: ``sum(h * h * norm[rows,
+    m])`` and ``sum(h * grad[rows, m])``, the products and sums numpy's (to the bit).
+
+    Parameters
+    ----------
+    hats : (H,) float64
+        The hats on the Jacobian's rows, laid end to end: hat i is
+        ``hats[starts[i]:starts[i + 1]]``, on rows ``first_rows[i]`` on.
+    starts : (n + 1,) int64
+    first_rows, columns : (n,) int64
+        Each hat's first row and its channel (``norm``'s and ``grad``'s column).
+    norm, grad : (F, n_movers) float64
+        Per row and channel: the squared norm of the position change per unit, and its dot
+        product with the miss.
+
+    Returns
+    -------
+    squares, gradients : (n,) float64
+    """
+    n = starts.shape[0] - 1
+    squares = np.empty(n)
+    gradients = np.empty(n)
+    longest = 0
+    for i in range(n):
+        longest = max(longest, starts[i + 1] - starts[i])
+    terms = np.empty(longest)
+    for i in range(n):
+        lo, count, m, r = starts[i], starts[i + 1] - starts[i], columns[i], first_rows[i]
+        for k in range(count):
+            terms[k] = hats[lo + k] * hats[lo + k] * norm[r + k, m]
+        squares[i] = _pairwise_sum(terms[:count])
+        for k in range(count):
+            terms[k] = hats[lo + k] * grad[r + k, m]
+        gradients[i] = _pairwise_sum(terms[:count])
+    return squares, gradients
+
+
+@njit(cache=True, nogil=True)
 def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
                   shaped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Normal equations of the greedy step's joint corrections, one per hat width.

@@ -280,6 +280,29 @@ def test_the_polish_step_from_its_sparse_factorisation_is_the_dense_solves():
     assert _damped_step(sparse.csr_matrix((50, 4)), np.ones(4)) is None
 
 
+def test_single_hat_sums_equal_numpys_sums_of_the_products():
+    """A greedy step's one-channel Gauss-Newton sums come from one kernel call; they must be
+    numpy's ``sum(h * h * norm[rows, m])`` and ``sum(h * grad[rows, m])`` to the bit (the
+    search's choices follow their last digits), for hats of every length a window holds."""
+    from sp_core._fit_kernels import hat_sums
+
+    rng = np.random.default_rng(5)
+    frames, movers = 140, 7
+    norm = rng.random((frames, movers)) * 10.0 ** rng.integers(-6, 6, (frames, movers))
+    grad = rng.normal(size=(frames, movers)) * 10.0 ** rng.integers(-6, 6, (frames, movers))
+    sizes = list(range(1, 131)) + [1, 7, 8, 9, 64, 129]
+    firsts = [int(rng.integers(0, frames - size + 1)) for size in sizes]
+    columns = rng.integers(0, movers, len(sizes))
+    hats = [rng.normal(size=size) for size in sizes]
+    squares, gradients = hat_sums(np.concatenate(hats),
+                                  np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                                  np.array(firsts, dtype=np.int64), columns, norm, grad)
+    for i, (h, first, m) in enumerate(zip(hats, firsts, columns, strict=True)):
+        rows = slice(first, first + len(h))
+        assert squares[i] == np.sum(h * h * norm[rows, m])
+        assert gradients[i] == np.sum(h * grad[rows, m])
+
+
 def test_joint_normal_equations_equal_the_einsums_of_the_weighted_columns():
     """The kernel forms each width's normal equations from the hats without the weighted
     columns numpy's einsums took; the numbers must be the same to the bit."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,15 @@ def sample_clip():
     from sp_core.io.bvh import read_bvh
 
     return read_bvh(SAMPLE)
+
+
+@pytest.fixture(autouse=True)
+def _garbage_collection_released():
+    """A test's panel tasks turn Python's automatic garbage collection off while they run
+    (:class:`sp_core.ui.worker._UiThreadCollector`), and a timer of the Qt event loop turns it
+    back on: after a test that ran no event loop since its last task ended, it is turned on
+    here, so that the tests after it run with it as usual."""
+    yield
+    worker = sys.modules.get("sp_core.ui.worker")
+    if worker is not None and not any(task.running for task in worker._LIVE):
+        worker._COLLECTOR.release()

@@ -1174,3 +1174,39 @@ def test_the_cost_axis_ranges_again_after_a_graph_with_nothing_to_draw(qtbot, sa
     inside = (graph.curve.xData >= left) & (graph.curve.xData <= right)
     shown = np.log10(graph.curve.yData[inside])  # (the cost axis fits the K in view)
     assert len(shown) > 5 and low <= shown.min() and shown.max() <= high
+
+
+def test_garbage_is_collected_on_the_ui_thread_while_a_task_runs(qtbot):
+    """Python's collector ran in whichever thread allocated, mostly a worker's: it destroyed
+    a closed panel's Qt objects there, and Qt's destructor deadlocked with the UI thread (a
+    panel test hung the suite). A cycle left before a task that allocates enough to trip the
+    collector many times is collected on the UI thread, and the collector is on again after."""
+    from sp_core.ui.worker import Task
+
+    collected_on: list[str] = []
+
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            collected_on.append(threading.current_thread().name)
+
+    def work(report, token):
+        kept = [[i] for i in range(300_000)]  # containers: the collector's counts trip
+        time.sleep(0.3)
+        return len(kept)
+
+    was_enabled = __import__("gc").isenabled()
+    assert was_enabled
+    for _ in range(20):
+        Cycle()
+    done: list[int] = []
+    task = Task(work)
+    task.finished.connect(done.append)
+    task.start()
+    qtbot.waitUntil(lambda: bool(done) and not task.running, timeout=20_000)
+    qtbot.waitUntil(lambda: __import__("gc").isenabled(), timeout=5_000)
+    assert done == [300_000]
+    assert len(collected_on) == 20
+    assert set(collected_on) == {threading.main_thread().name}

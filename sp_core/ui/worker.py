@@ -11,6 +11,7 @@ thread, whichever comes first.
 from __future__ import annotations
 
 import ctypes
+import gc
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -81,6 +82,7 @@ class Task(QtCore.QObject):
         # also deletes crashed the cancel path); _LIVE drops it once the thread finished.
         _LIVE[:] = [t for t in _LIVE if t.running]
         _LIVE.append(self)
+        _COLLECTOR.hold()
         self.thread.start()
         return self
 
@@ -139,6 +141,56 @@ class Task(QtCore.QObject):
 _LIVE: list[Task] = []
 
 
+class _UiThreadCollector:
+    """Python's cyclic garbage collection on the UI thread only, while tasks run.
+
+    The collector runs in whichever thread allocates when its counts trip, and a worker
+    allocates the most: it then destroyed Qt objects of a closed panel (or a finished test's)
+    on the worker thread, where Qt's destructor waited for a lock the UI thread held while it
+    waited for the worker's GIL: the whole application hung (a panel test, once in a suite
+    run). So while a task runs the automatic collector is off, and a timer on the UI thread
+    collects the young generations every second; the whole heap is collected once on the UI
+    thread when the last task has ended, and the collector's state is put back as it was (a
+    host that turned it off keeps it off).
+    """
+
+    INTERVAL_MS = 1000
+
+    def __init__(self) -> None:
+        self._timer: QtCore.QTimer | None = None
+        self._was_enabled = False
+
+    def hold(self) -> None:
+        """Called on the UI thread as a task starts."""
+        if self._timer is not None:
+            return
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+        self._timer = QtCore.QTimer()
+        self._timer.timeout.connect(self._tick)
+        self._timer.start(self.INTERVAL_MS)
+
+    def _tick(self) -> None:
+        if any(task.running for task in _LIVE):
+            gc.collect(1)  # (young garbage; the old generation waits for the end)
+        else:
+            self.release()
+
+    def release(self) -> None:
+        """Stop holding (on the UI thread, no task running): the collector as it was, and
+        the whole heap collected here."""
+        if self._timer is None:
+            return
+        self._timer.stop()
+        self._timer = None
+        if self._was_enabled:
+            gc.enable()
+        gc.collect()
+
+
+_COLLECTOR = _UiThreadCollector()
+
+
 class TaskRunner(QtCore.QObject):
     """Starts the tasks of one widget; cancels them and stops starting new ones on close."""
 
@@ -154,18 +206,6 @@ class TaskRunner(QtCore.QObject):
         self._alive = [t for t in self._alive if t.running]
         self._alive.append(task)
         return task.start()
-
-    def quit_on_end(self) -> None:
-        """End the thread when the work ends, however it ends (a caller that disconnected the
-        signals connects this again)."""
-        assert self.thread is not None
-        for signal in (self.finished, self.failed, self.cancelled):
-            # direct: the thread's own event loop is told to end from the thread itself (quit
-            # is thread-safe). Queued to the UI thread, the quit waited for its event loop,
-            # which a close blocks in TaskRunner.close's wait: every close with a task running
-            # waited out the deadline, and at exit the thread was destroyed still running
-            # (Qt aborts the process)
-            signal.connect(self.thread.quit, QtCore.Qt.ConnectionType.DirectConnection)
 
     @property
     def running(self) -> bool:

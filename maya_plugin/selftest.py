@@ -192,7 +192,8 @@ def run(report: Callable[[str], None] = print) -> bool:
         corrected = sorted(corrections.keys)
         counts = key_counts(session.applied[1].name,
                             [MayaHost.plug_for(corrections.channel_names[c]) for c in corrected])
-        given = [len(corrections.keys[c][0]) for c in corrected]
+        # (with the zero keys that end a correction outside the range)
+        given = [len(frames) for frames, _ in corrections.host_keys().values()]
         cmds.undo()
         session.applied.clear()
         session.set_options(corrective_budget=None)

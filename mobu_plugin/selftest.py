@@ -169,7 +169,7 @@ def run(report: Callable[[str], None] = print) -> bool:
         corrections = reduction.corrections
         motion = session.motion
         wanted = reduction.reduced + corrections.dense()
-        corrected = {corrections.channel_names[c]: fv for c, fv in corrections.keys.items()}
+        corrected = corrections.host_keys()  # (zero keys outside the range end them)
         joints = sorted({c.rpartition(".")[0] for c in corrected if c.endswith("rotation")})
         session.apply(reduction)
         try:
@@ -185,9 +185,9 @@ def run(report: Callable[[str], None] = print) -> bool:
         off = float(np.linalg.norm(shown - motion.forward_kinematics(wanted), axis=-1).max())
         report(f"      {corrections.n_keys} corrective keys, the layer holds {held}; joints "
                f"within {off:.3g} units of the engine's corrected motion on every frame")
-        if not 0 < held <= 3 * corrections.n_keys:  # a turn keys a joint's three axes
-            return f"the corrective layer holds {held} keys for the engine's " \
-                   f"{corrections.n_keys}"
+        written = sum(len(frames) for frames, _ in corrected.values())
+        if not 0 < held <= 3 * written:  # a turn keys a joint's three axes
+            return f"the corrective layer holds {held} keys for the engine's {written}"
         for c, name in enumerate(names):
             if name.endswith("position"):
                 error = np.abs(got[:, c] - wanted[:, motion.channel_names.index(name)]).max()
@@ -199,7 +199,7 @@ def run(report: Callable[[str], None] = print) -> bool:
             theirs = [motion.channel_names.index(f"{joint}.{a}rotation") for a in order]
             rows = sorted({int(f) - FIRST for c, (keyed, _v) in corrected.items()
                            if c.startswith(joint + ".") and c.endswith("rotation")
-                           for f in keyed})
+                           for f in keyed if FIRST <= f < FIRST + FRAMES})
             turn = Rotation.from_euler(order, got[rows][:, mine], degrees=True).inv() \
                 * Rotation.from_euler(order, wanted[rows][:, theirs], degrees=True)
             error = float(np.degrees(turn.magnitude()).max())

@@ -134,6 +134,32 @@ class CorrectiveKeys:
             out[:, c] = np.interp(frames, key_frames, values, left=values[0], right=values[-1])
         return out
 
+    def host_keys(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The keys as a host's sparse layer gets them: channel name → (host frames (n,)
+        float64, values (n,) float64), by channel order.
+
+        A host holds a curve's first and last value outside its keys, and a correction is
+        not zero at the range's first or last frame where a knot sits there: held, it changed
+        the animation before or after the analysed range (Blender: 35 mm at every later frame
+        of the sample). Such a channel gets a key of that value at the range's end (if it
+        has none there) and a zero key one frame outside it, so the layer is the correction
+        on every frame of the range (:meth:`dense`) and zero on every frame outside it.
+        """
+        first, last = self.first_frame, self.first_frame + self.n_frames - 1
+        out = {}
+        for c in sorted(self.keys):
+            frames, values = (np.asarray(a, dtype=np.float64) for a in self.keys[c])
+            if values[0] != 0.0:
+                start = [] if frames[0] == first else [float(first)]
+                frames = np.concatenate([[first - 1.0], start, frames])
+                values = np.concatenate([[0.0], [values[0]] * len(start), values])
+            if values[-1] != 0.0:
+                end = [] if frames[-1] == last else [float(last)]
+                frames = np.concatenate([frames, end, [last + 1.0]])
+                values = np.concatenate([values, [values[-1]] * len(end), [0.0]])
+            out[self.channel_names[c]] = (frames, values)
+        return out
+
     def record(self) -> list[dict]:
         """JSON-ready: ``[{"name", "keys": [[frame, value], ...]}]`` by channel order."""
         return [{"name": self.channel_names[c],

@@ -825,10 +825,8 @@ class Session:
         assert corrections is not None
         names = [corrections.channel_names[c] for c in sorted(corrections.keys)]
         with host_step(f"writing the corrective layer {name!r}"):
-            if isinstance(self.host, SparseLayers):
-                return self.host.write_sparse(
-                    {corrections.channel_names[c]: corrections.keys[c]
-                     for c in sorted(corrections.keys)}, name, 1.0)
+            if isinstance(self.host, SparseLayers):  # (zero outside the range)
+                return self.host.write_sparse(corrections.host_keys(), name, 1.0)
             dense = corrections.dense()[:, sorted(corrections.keys)]
             return self.host.write_residual(names, reduction.frames, dense, name, 1.0)
 

@@ -929,3 +929,37 @@ def test_apply_and_remove_reach_the_analysed_armature_past_an_active_mesh(scene)
         assert not len(alice.animation_data.nla_tracks)
     finally:
         blender_addon.unregister()
+
+
+def test_the_corrective_layer_changes_nothing_outside_the_analysed_range(scene):
+    """A correction not zero at the range's last frame was held by the Add strip on every
+    frame after it (35 mm on the sample analysed over frames 1..240)."""
+    import dataclasses
+
+    from sp_core.corrective import CorrectiveKeys
+
+    session = Session(scene.host)
+    session.set_options(space="channel", keys=6, corrective_budget="40")
+    session.analyze()
+    reduction = session.reduce()
+    first, last = FIRST, FIRST + FRAMES - 1
+    names = session.motion.channel_names
+    ended = CorrectiveKeys(names, first, FRAMES, keys={
+        names.index("Hips.Xposition"): (np.array([last - 4, last]), np.array([0.0, 2.0])),
+        names.index("LeftKnee.Xrotation"): (np.array([first, first + 6]),
+                                           np.array([-9.0, 0.0]))})
+    reduction = dataclasses.replace(reduction, corrections=ended)
+    obj = bpy.data.objects[scene.object_name]
+    nodes = [b.name for b in obj.pose.bones]
+    outside = np.array([first - 3, first - 1, last + 1, last + 2, last + 30])
+    before = scene.positions(nodes, outside)
+    session.apply(reduction)
+    np.testing.assert_allclose(scene.positions(nodes, outside), before, atol=1e-5)
+    # ... and the correction is there on the range's first and last frames
+    corrected = scene.positions(["Hips", "LeftKnee_end" if "LeftKnee_end" in nodes
+                                 else "LeftAnkle"], np.array([first, last]))
+    session.remove()
+    plain = scene.positions(["Hips", "LeftKnee_end" if "LeftKnee_end" in nodes
+                             else "LeftAnkle"], np.array([first, last]))
+    assert np.linalg.norm(corrected[1, 0] - plain[1, 0]) > 1.0
+    assert np.linalg.norm(corrected[0, 1] - plain[0, 1]) > 0.1

@@ -105,7 +105,13 @@ def test_apply_writes_a_sparse_corrective_layer_and_every_layer_adds_up(sample_c
     # base + override + corrective + residual = the original
     np.testing.assert_allclose(host.evaluated_channels(), clip.channels, atol=1e-9)
     sparse = host.sparse_keys["salientPoses_corrective"]
-    assert sum(len(f) for f, _ in sparse.values()) == reduction.metrics.corrective_keys > 0
+    first, last = clip.first_frame, clip.first_frame + clip.n_frames - 1
+    inside = [(f >= first) & (f <= last) for f, _ in sparse.values()]
+    assert sum(int(i.sum()) for i in inside) == reduction.metrics.corrective_keys > 0
+    # outside the range: only the zero keys that end a correction not zero at its ends
+    outside = np.concatenate([f[~i] for (f, _), i in zip(sparse.values(), inside, strict=True)])
+    assert set(outside) <= {first - 1, last + 1}
+    assert all(np.all(v[~i] == 0.0) for (_, v), i in zip(sparse.values(), inside, strict=True))
     # without the residual layer the scene shows the corrected motion, better than pose keys
     session.remove()
     session.set_options(residual_layer=False)
@@ -444,3 +450,30 @@ def test_without_a_max_to_meet_the_greedy_search_runs_once(sample_clip, monkeypa
     for c, (f, v) in default.corrections.keys.items():
         np.testing.assert_array_equal(f, once.corrections.keys[c][0])
         np.testing.assert_array_equal(v, once.corrections.keys[c][1])
+
+
+def test_the_layers_keys_end_a_correction_one_frame_outside_the_range():
+    """A host holds a curve's end values: a correction not zero at the range's first or last
+    frame changed the animation on every frame after it (Blender: 35 mm). The host's keys
+    are the correction on every frame of the range and zero on the frames outside it."""
+    from sp_core.corrective import CorrectiveKeys
+
+    keys = CorrectiveKeys(["a", "b", "c", "d"], first_frame=1001, n_frames=30, keys={
+        0: (np.array([1001, 1004]), np.array([2.0, 0.0])),  # a knot on the first frame
+        1: (np.array([1010, 1020, 1030]), np.array([0.0, -1.5, 0.5])),  # ... on the last
+        2: (np.array([1005, 1012]), np.array([0.0, 0.0])),  # zero at both ends: as it is
+        3: (np.array([1008]), np.array([-3.0])),  # one key, held over the whole range
+    })
+    written = keys.host_keys()
+    assert list(written) == ["a", "b", "c", "d"]
+    inside = np.arange(1001, 1031)
+    dense = keys.dense()
+    for c, (frames, values) in enumerate(written.values()):
+        assert np.all(np.diff(frames) > 0)
+        np.testing.assert_array_equal(np.interp(inside, frames, values), dense[:, c])
+        assert np.interp([1000, 990, 1031, 1100], frames, values).tolist() == [0.0] * 4
+    assert written["a"][0].tolist() == [1000, 1001, 1004]
+    assert written["b"][0].tolist() == [1010, 1020, 1030, 1031]
+    assert written["c"][0].tolist() == [1005, 1012]
+    assert written["d"][0].tolist() == [1000, 1001, 1008, 1030, 1031]
+    assert written["d"][1].tolist() == [0.0, -3.0, -3.0, -3.0, 0.0]

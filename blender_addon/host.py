@@ -74,6 +74,11 @@ MARKER = "SP "
 PUSHED = "salient_poses_pushed_down"
 #: ... and the action on it (a track is known by its name and its action: names may repeat)
 PUSHED_ACTION = "salient_poses_pushed_action"
+#: ... and whether it was the object's only animation (no NLA track before): the animation
+#: data's blending then acted on nothing, and Remove leaves it as the user set it
+PUSHED_ALONE = "salient_poses_pushed_alone"
+#: Where the pushed-down original went: kept on the object and on every layer's action.
+PUSH_RECORD = (PUSHED, PUSHED_ACTION, PUSHED_ALONE)
 #: Why a connected bone's location channels are left alone: Blender ignores them (the bone's
 #: head is its parent's tail), though its FBX importer keys them on every bone.
 CONNECTED = "connected bone: Blender ignores its location"
@@ -640,6 +645,11 @@ class BlenderHost:
             return
         action = data.action
         slot = getattr(data, "action_slot", None)
+        # Without an NLA track Blender plays the action as it is: the animation data's
+        # blending, influence and extrapolation act on an NLA stack only (none of them moved
+        # a bone of the sample), where Push Down's copy of them onto the strip did (an
+        # influence of 0.5 halved the whole take outside the analysed range)
+        alone = not len(data.nla_tracks)
         name = _free_track_name(data, f"{action.name} (original)")
         track = data.nla_tracks.new()  # appended: the top of the stack, as Push Down does
         track.name = name
@@ -654,14 +664,19 @@ class BlenderHost:
         # became a full replace, 30 units off on a 24-unit character): its strip keeps that,
         # as Blender's Push Down does (BKE_nla_action_pushdown; the data keeps them too, for
         # the action made active again on Remove)
-        strip.blend_type = data.action_blend_type
-        strip.extrapolation = data.action_extrapolation
-        _constant_influence(strip, data.action_influence, start)
-        data.action = None
+        if alone:
+            strip.blend_type, strip.extrapolation = "REPLACE", "HOLD"
+        else:
+            strip.blend_type = data.action_blend_type
+            strip.extrapolation = data.action_extrapolation
+            _constant_influence(strip, data.action_influence, start)
         obj[PUSHED] = track.name
         obj[PUSHED_ACTION] = action.name
+        obj[PUSHED_ALONE] = alone
+        # (recorded before the action is taken off, which may fail: the track goes again)
         if self._journal is not None:
             self._journal.pushed.append((obj.name, track.name, action.name))
+        data.action = None
 
     def _new_layer(self, obj: Any, layer: str, kind: str, first: int) -> tuple[Any, Any, Any]:
         """A new action (with an object slot where Blender has slots) on a new top track."""
@@ -671,12 +686,20 @@ class BlenderHost:
                             "written on it would be lost on saving; make a library override "
                             "of it (Object > Library Override > Make) and apply to that")
         data = obj.animation_data_create()
+        if data.use_tweak_mode:  # (its action cannot be pushed down, nor a track added)
+            raise HostError(f"{obj.name!r} is in NLA tweak mode (a strip's action is being "
+                            "edited in the NLA editor): leave it (Tab in the NLA editor) and "
+                            "apply again")
+        if not data.use_nla:
+            raise HostError(f"NLA evaluation is off for {obj.name!r} (the checkbox on its row "
+                            "in the NLA editor): Apply writes NLA tracks, which Blender would "
+                            "not play; turn it on and apply again")
         self._push_down(obj)
         action = bpy.data.actions.new(layer)
         action[MADE] = kind
         # where the original went, on the layer too: a library override's object does not
         # keep properties of its own through saving (Remove then left the original off)
-        for key in (PUSHED, PUSHED_ACTION):
+        for key in PUSH_RECORD:
             if key in obj:
                 action[key] = obj[key]
         if self._journal is not None:
@@ -800,7 +823,7 @@ class BlenderHost:
             track = _track_of(data, track_name, action)
             if track is not None:
                 data.nla_tracks.remove(track)
-            pushed = (action.get(PUSHED), action.get(PUSHED_ACTION))
+            pushed = tuple(action.get(key) for key in PUSH_RECORD)
             bpy.data.actions.remove(action)
             note = _restore_original(obj, pushed)
             if note:
@@ -925,12 +948,13 @@ def _constant_influence(strip: Any, influence: float, frame: int) -> None:
         strip.keyframe_insert("influence", frame=frame)
 
 
-def _restore_original(obj: Any, pushed: tuple[str | None, str | None] = (None, None)
-                      ) -> str | None:
+def _restore_original(obj: Any, pushed: tuple[Any, ...] = (None, None, None)) -> str | None:
     """Put the pushed-down action back once no layer of this tool is left on ``obj``.
 
-    Where it went (its track's and its action's names) is read from ``obj``, else from
-    ``pushed``, the last layer's record of it.
+    Where it went (its track's and its action's names, and whether it was alone: see
+    :data:`PUSH_RECORD`) is read from ``obj``, else from ``pushed``, the last layer's record
+    of it. A push-down that failed before it took the action off (a rolled-back Apply) is
+    undone by deleting its track.
 
     An action the user made active meanwhile (keys set after Apply go into a new action) is
     kept: the original stays on its NLA track below it, and the returned note says so (making
@@ -945,22 +969,28 @@ def _restore_original(obj: Any, pushed: tuple[str | None, str | None] = (None, N
     if ours:
         return None
     original = bpy.data.actions.get(obj.get(PUSHED_ACTION, pushed[1]) or "")
+    alone = bool(obj.get(PUSHED_ALONE, pushed[2]))
     track = _track_of(data, track_name, original)
-    for key in (PUSHED, PUSHED_ACTION):
+    for key in PUSH_RECORD:
         if key in obj:
             del obj[key]
     if track is None or not len(track.strips):
         return None
     strip = track.strips[0]
     action, slot = strip.action, getattr(strip, "action_slot", None)
+    if data.action is not None and data.action == action:  # (never taken off)
+        data.nla_tracks.remove(track)
+        return None
     if data.action is not None:
         return (f"kept {data.action.name!r}, the active action made after Apply, and left the "
                 f"original {action.name if action else '(none)'!r} on NLA track "
                 f"{track.name!r} under it")
-    # the blending it had, which its strip kept (the animation data's may have changed since)
-    data.action_blend_type = strip.blend_type
-    data.action_extrapolation = strip.extrapolation
-    data.action_influence = strip.influence if strip.use_animated_influence else 1.0
+    if not alone:
+        # the blending it had, which its strip kept (the animation data's may have changed
+        # since); alone, the data's own were left as the user set them
+        data.action_blend_type = strip.blend_type
+        data.action_extrapolation = strip.extrapolation
+        data.action_influence = strip.influence if strip.use_animated_influence else 1.0
     data.nla_tracks.remove(track)
     data.action = action
     if slot is not None and hasattr(data, "action_slot"):

@@ -963,3 +963,58 @@ def test_the_corrective_layer_changes_nothing_outside_the_analysed_range(scene):
                              else "LeftAnkle"], np.array([first, last]))
     assert np.linalg.norm(corrected[1, 0] - plain[1, 0]) > 1.0
     assert np.linalg.norm(corrected[0, 1] - plain[0, 1]) > 0.1
+
+
+def test_apply_in_nla_tweak_mode_or_with_the_nla_off_is_refused_and_leaves_nothing(scene):
+    """In tweak mode the push-down failed half-way (a stray track that changed playback and
+    that Remove could not find); with the NLA off the layers and the pushed-down original
+    played nothing (the character stood still, 0.7 units off)."""
+    obj = bpy.data.objects[scene.object_name]
+    data = obj.animation_data
+    base = data.action
+    track = data.nla_tracks.new()
+    track.name = "mocap"
+    track.strips.new("mocap", FIRST, base)
+    data.action = None
+    data.use_tweak_mode = True
+    assert data.use_tweak_mode
+    session = Session(scene.host)
+    session.set_options(space="channel", keys=6)
+    session.analyze()
+    before = scene.state()
+    with pytest.raises(HostError, match="is in NLA tweak mode .* leave it"):
+        session.apply()
+    assert scene.state() == before and not session.applied
+    data.use_tweak_mode = False
+    data.nla_tracks.remove(track)
+    data.action = base  # (played as it is with the NLA off)
+    data.use_nla = False
+    session.analyze()
+    before = scene.state()
+    with pytest.raises(HostError, match="NLA evaluation is off for .* turn it on"):
+        session.apply()
+    assert scene.state() == before and not session.applied
+
+
+def test_an_action_alone_plays_as_it_did_whatever_its_blending_and_remove_keeps_that(scene):
+    """Without an NLA track the action's blending, influence and extrapolation act on
+    nothing; pushed down with them, an influence of 0.5 halved the take outside the range."""
+    obj = bpy.data.objects[scene.object_name]
+    data = obj.animation_data
+    assert not len(data.nla_tracks)
+    data.action_blend_type, data.action_influence = "ADD", 0.5
+    data.action_extrapolation = "NOTHING"
+    nodes = [b.name for b in obj.pose.bones]
+    frames = np.array([FIRST - 5, FIRST, FIRST + 20, FIRST + FRAMES + 10, FIRST + 300])
+    before = scene.positions(nodes, frames)
+    session = Session(scene.host)
+    session.set_options(space="channel", keys=6)
+    session.analyze()
+    session.apply()
+    outside = [0, 3, 4]
+    np.testing.assert_allclose(scene.positions(nodes, frames)[outside], before[outside],
+                               atol=1e-5)
+    session.remove()
+    assert (data.action_blend_type, data.action_extrapolation) == ("ADD", "NOTHING")
+    assert data.action_influence == pytest.approx(0.5)
+    np.testing.assert_allclose(scene.positions(nodes, frames), before, atol=1e-5)

@@ -118,8 +118,9 @@ def _fail(operator: Any, error: Exception) -> set[str]:
 def measure(session: Session) -> str:
     """The reduction's error at the current K in mm (character scaled to 1.7 m)."""
     metrics = session.reduce().metrics
+    keys = session.keys_said(metrics.corrective_keys)
     return (f"K = {session.k}: {metrics.said()} ({metrics.worst_node} at frame "
-            f"{metrics.worst_frame})")
+            f"{metrics.worst_frame}{', ' + keys if keys else ''})")
 
 
 def _k_changed(settings: Any, _context: Any) -> None:

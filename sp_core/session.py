@@ -711,6 +711,20 @@ class Session:
             return None, None
         return budget, stop
 
+    def keys_said(self, corrective_keys: int, frames: Sequence[int] | None = None) -> str:
+        """A readout's words on the keys of the reduction at ``frames`` (default the current
+        K's) that has ``corrective_keys``: how many corrective keys are in, or, where the
+        automatic budget serves the tolerance's K only (:meth:`corrective_plan`), that these
+        are the pose keys alone (more keys than the tolerance's K showed a larger max, and
+        nothing said why); else empty."""
+        if corrective_keys:
+            return f"with {corrective_keys} corrective keys"
+        if self.tolerance_k is not None and corrective_plan(self.options)[0] is not None \
+                and self.corrective_plan(frames)[0] is None:
+            return (f"pose keys alone (the corrective keys are the tolerance's, at K = "
+                    f"{self.tolerance_k})")
+        return ""
+
     def known_reduction(self, frames: Sequence[int] | None = None) -> Reduction | None:
         """The reduction :meth:`reduce` would give at ``frames`` (default the current K's) if
         the tolerance's search already fitted it with the current options, else None."""

@@ -244,6 +244,22 @@ def test_the_automatic_corrective_budget_serves_the_tolerances_k_only(clip):
     assert session.corrective_plan() == ("10", 30.0)
 
 
+def test_a_readout_says_whether_its_k_has_the_tolerances_corrective_keys(clip):
+    """A K above the tolerance's showed a max three times as large, and nothing said that
+    its figures were of the pose keys alone (a review on real Blender)."""
+    session = Session(FakeHost(clip), Options().replace(tolerance=(3.0, 30.0), space="channel"))
+    session.analyze()
+    chosen = session.k
+    corrected = session.reduce().metrics.corrective_keys
+    assert corrected > 0
+    assert session.keys_said(corrected) == f"with {corrected} corrective keys"
+    session.set_k(chosen + 1)
+    assert session.keys_said(session.reduce().metrics.corrective_keys) == (
+        f"pose keys alone (the corrective keys are the tolerance's, at K = {chosen})")
+    session.set_options(corrective_budget="0")  # none asked for: nothing to say
+    assert session.keys_said(0) == ""
+
+
 def test_a_range_where_nothing_moves_is_said_and_not_applied(clip):
     """A still clip analysed to K = 2, and Apply wrote an empty layer and said "Applied 2
     keys"."""

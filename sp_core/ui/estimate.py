@@ -119,13 +119,19 @@ class ErrorEstimator(QtCore.QObject):
         if known is None:
             return None
         metrics, how = known
-        return describe(request.k, metrics, f"{self.session.options.fit.space} fit, {how}")
+        return describe(request.k, metrics, f"{self.session.options.fit.space} fit, {how}"
+                        + self._keys(request, metrics))
 
     def _text(self, request: Request, metrics: Metrics) -> str:
+        keys = self._keys(request, metrics)
         if self.session.options.fit.space == "channel":
-            return describe(request.k, metrics, "channel fit, what Apply writes")
+            return describe(request.k, metrics, "channel fit, what Apply writes" + keys)
         return describe(request.k, metrics, "estimate from the fast channel fit; Apply's "
-                        "world fit starts from it and lowers the mean")
+                        "world fit starts from it and lowers the mean" + keys)
+
+    def _keys(self, request: Request, metrics: Metrics) -> str:
+        said = self.session.keys_said(metrics.corrective_keys, list(request.frames))
+        return f"; {said}" if said else ""
 
     def _start(self) -> None:
         if self._pending is None or self._task is not None:

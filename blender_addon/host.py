@@ -870,13 +870,21 @@ class BlenderHost:
 
     def clear_preview(self) -> None:
         markers = self.scene.timeline_markers
-        for marker in [m for m in markers if m.name.startswith(MARKER)]:
+        for marker in [m for m in markers if _previewing(m)]:
             markers.remove(marker)
 
     def preview(self) -> list[tuple[int, str]]:
         """(frame, name) of the preview markers, by frame."""
-        return sorted((m.frame, m.name) for m in self.scene.timeline_markers
-                      if m.name.startswith(MARKER))
+        return sorted((m.frame, m.name) for m in self.scene.timeline_markers if _previewing(m))
+
+
+def _previewing(marker: Any) -> bool:
+    """Whether a timeline marker is one of the preview's: named as it names them, at the
+    frame its name says (a marker cannot hold a property; a user's "SP 010 start" was
+    deleted with the preview's)."""
+    word, _, frame = marker.name[len(MARKER):].partition(" ")
+    return marker.name.startswith(MARKER) and word in ("key", "breakdown") \
+        and frame == str(marker.frame)
 
 
 _LINEAR = 1  # index of LINEAR in Keyframe.interpolation's enum (CONSTANT, LINEAR, BEZIER, ...)

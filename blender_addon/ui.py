@@ -241,6 +241,9 @@ def _operators() -> list[type]:
                 session = analyze(context)
             except SalientPosesError as exc:
                 return _fail(self, exc)
+            # the preview's markers are a change: one undo step of their own (unpushed, the
+            # next Ctrl+Z took them back with the user's edit before the analysis)
+            bpy.ops.ed.undo_push(message="Salient Poses: analyze")
             space = session.space
             assert space is not None
             self.report({"INFO"}, f"Analysed frames {space.first_frame}..{space.last_frame}: "
@@ -311,7 +314,7 @@ def _operators() -> list[type]:
                 return _fail(self, exc)
             if STATE.session is not None:
                 STATE.session.applied.clear()
-            STATE.message = f"Removed {len(handles)} layer(s)"
+            STATE.message = f"Removed {len(handles)} layer(s) from {host.armature}"
             STATE.notes = list(host.notes)  # an action the user keyed since Apply: kept
             return {"FINISHED"}
 

@@ -410,7 +410,7 @@ def test_the_panel_operators_analyse_apply_undo_and_remove(scene):
         assert scene.state() == before
         assert bpy.ops.salient_poses.apply() == {"FINISHED"}
         assert bpy.ops.salient_poses.remove() == {"FINISHED"}
-        assert STATE.message == "Removed 2 layer(s)" and scene.state() == before
+        assert STATE.message == "Removed 2 layer(s) from cmu_131_01" and scene.state() == before
         bpy.context.scene.salient_poses.leading = "Nope"
         bpy.context.scene.salient_poses.layered = True
         with pytest.raises(RuntimeError, match="Nope"):  # bpy.ops turns the report into this
@@ -1018,3 +1018,28 @@ def test_an_action_alone_plays_as_it_did_whatever_its_blending_and_remove_keeps_
     assert (data.action_blend_type, data.action_extrapolation) == ("ADD", "NOTHING")
     assert data.action_influence == pytest.approx(0.5)
     np.testing.assert_allclose(scene.positions(nodes, frames), before, atol=1e-5)
+
+
+def test_analyze_is_an_undo_step_of_its_own_and_leaves_the_users_markers(scene):
+    """Analyze's preview markers were not pushed: the next Ctrl+Z took them back together
+    with the user's edit before it; and every marker whose name began "SP " was deleted as
+    the preview's (a review on real Blender)."""
+    import blender_addon
+
+    blender_addon.register()
+    try:
+        markers = bpy.context.scene.timeline_markers
+        markers.new("SP 010 start", frame=FIRST + 3)
+        markers.new("SP key 1002", frame=FIRST + 20)  # (not at the frame its name says)
+        bpy.data.objects[scene.object_name].location.x = 2.0
+        bpy.ops.ed.undo_push(message="move the armature")
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        users = [("SP 010 start", FIRST + 3), ("SP key 1002", FIRST + 20)]
+        names = {(m.name, m.frame) for m in bpy.context.scene.timeline_markers}
+        assert set(users) <= names and len(names) == len(users) + len(scene.host.preview())
+        bpy.ops.ed.undo()
+        assert bpy.data.objects[scene.object_name].location.x == 2.0
+        assert sorted((m.name, m.frame) for m in bpy.context.scene.timeline_markers) == users
+        assert scene.host.preview() == []
+    finally:
+        blender_addon.unregister()

@@ -858,3 +858,29 @@ def test_a_presets_workers_gives_way_to_a_scheduler_flag(takes, tmp_path):
     both.write_text('[batch]\nworkers = 1\nscheduler = "local:1"\n')
     with pytest.raises(OptionError, match=f"preset {both}: workers sizes the local process"):
         command_line_options(argparse.Namespace(), [], both)
+
+
+def test_a_rerun_says_what_it_replaces_and_keeps_an_output_edited_by_hand(takes, tmp_path,
+                                                                          capsys):
+    """A re-run with other options replaced every output without a word, and one edited by
+    hand too (a review of the command line)."""
+    out = tmp_path / "out"
+    args = ["batch", str(takes / "take0.bvh"), str(takes / "take1.bvh"), "--out", str(out),
+            "--space", "channel", "--workers", "1"]
+    assert main([*args, "--keys", "4"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--keys", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "note: 2 take(s) done earlier with other options or input bytes are redone and " \
+           f"their outputs replaced (e.g. {takes / 'take0.bvh'})" in err
+    assert len(json.loads((out / "take0.keys.json").read_text())["frames"]) == 5
+    edited = out / "take0.keys.json"
+    edited.write_text('{"hand": "edited"}\n')
+    for keys in ("5", "6"):  # done earlier with the same options, or to be redone
+        assert main([*args, "--keys", keys]) == 2
+        assert (f"{out} holds 1 output(s) changed since this batch wrote them (e.g. {edited}: "
+                "edited by hand?); add --overwrite to replace them, or move them away"
+                ) in capsys.readouterr().err
+        assert edited.read_text() == '{"hand": "edited"}\n'
+    assert main([*args, "--keys", "6", "--overwrite"]) == 0
+    assert len(json.loads(edited.read_text())["frames"]) == 6

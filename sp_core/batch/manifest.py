@@ -4,7 +4,8 @@
 outputs and the status. A re-run skips a take whose record is ``ok`` with the same checksum,
 the same options and its outputs present, and redoes everything else (changed, failed,
 interrupted). Outputs planned in the manifest belong to the batch, so a re-run may replace them
-without ``--overwrite``.
+without ``--overwrite``, unless one was changed since the batch wrote it (its checksum, recorded
+when its take finished, differs: an edit by hand is the user's file).
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ class Manifest:
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 self.entries = {}  # nothing in it is trusted
                 self.unreadable = str(exc) or type(exc).__name__
+        # the checksum of every output a finished take wrote, by resolved path
+        self._sums = {_same(path): sha for entry in self.entries.values()
+                      for path, sha in dict(entry.get("sums") or {}).items()}
         claims = self._claims()
         # outputs two takes claim (an earlier version named two clips of one name alike): what
         # they hold is one take's, so neither take is done nor keeps the name
@@ -89,8 +93,18 @@ class Manifest:
                        for output in entry["outputs"])
 
     def owns(self, path: str) -> bool:
-        """``path`` is an output this batch planned or wrote."""
-        return _same(path) in self._owned
+        """``path`` is an output this batch planned or wrote, and not changed since."""
+        return _same(path) in self._owned and not self.edited(path)
+
+    def edited(self, path: str) -> bool:
+        """``path`` is an output a finished take wrote whose bytes changed since."""
+        sha = self._sums.get(_same(path))
+        if sha is None or not Path(path).exists():
+            return False
+        try:
+            return checksum(path) != sha
+        except OSError:
+            return True  # (unreadable now: not the file the batch wrote)
 
     def stems(self, out: Path) -> dict[str, str]:
         """Resolved input path → the name its outputs got in ``out`` (``STEM`` of
@@ -129,10 +143,17 @@ class Manifest:
                 entry.get("tool_version") != version():
             return None
         if sorted(map(_same, entry["outputs"])) != sorted(_same(p) for _, p in job.outputs()) \
-                or not all(Path(p).exists() for p in entry["outputs"]) \
+                or not all(Path(p).exists() and not self.edited(p) for p in entry["outputs"]) \
                 or any(_same(p) in self._shared for p in entry["outputs"]):
             return None
         return {**entry["row"], "clip": job.input}
+
+    def redone(self, job: Job, sha: str) -> bool:
+        """``job``'s take was done earlier for other input bytes or options (its outputs are
+        replaced)."""
+        entry = self.entries.get(_same(job.input))
+        return entry is not None and entry["status"] == "ok" and (
+            entry["checksum"] != sha or entry["options"] != job.options.digest())
 
     def plan(self, jobs: list[Job], sums: dict[str, str]) -> None:
         """Record ``jobs`` as pending (their outputs become the batch's own) and save."""
@@ -155,12 +176,17 @@ class Manifest:
         entry = self.entries[_same(job.input)]
         entry["status"] = "ok" if row.get("status") == "ok" else "failed"
         entry["row"] = row
+        if entry["status"] == "ok":  # (what a re-run may replace: these bytes, no others)
+            entry["sums"] = {path: checksum(path) for path in entry["outputs"]
+                             if Path(path).exists()}
+            self._sums.update({_same(path): sha for path, sha in entry["sums"].items()})
         if entry["status"] == "failed":
             for output in entry["outputs"]:
                 if output.endswith(".keys.json"):
                     entry["stem"] = Path(output).name[: -len(".keys.json")]
                     entry["folder"] = str(Path(output).parent)
             entry["outputs"] = []
+            entry.pop("sums", None)
             self._owned = set(self._claims())
         self.save()
 

@@ -468,10 +468,20 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
     # a summary is the batch's own where its manifest is (a folder of someone else's)
     foreign += [str(out / name) for name in OWN_FILES
                 if name != MANIFEST and (out / name).exists() and not ours]
+    edited = [p for p in foreign if manifest.edited(p)]
+    if edited and not options.output.overwrite:
+        raise OutputError(f"{out} holds {len(edited)} output(s) changed since this batch wrote "
+                          f"them (e.g. {edited[0]}: edited by hand?); add --overwrite to "
+                          "replace them, or move them away")
     if foreign and not options.output.overwrite:
         raise OutputError(f"{out} already holds {len(foreign)} file(s) this batch did not write "
                           f"(e.g. {foreign[0]}); add --overwrite to replace them or choose "
                           "another --out")
+    redone = [job for job in runnable if manifest.redone(job, sums[job.input])]
+    if redone:
+        print(f"note: {len(redone)} take(s) done earlier with other options or input bytes "
+              f"are redone and their outputs replaced (e.g. {redone[0].input})",
+              file=sys.stderr)
     client = None
     if runnable and batch.scheduler is not None and not batch.scheduler.startswith("local:"):
         client = connect(batch.scheduler)  # (an address with no scheduler changes nothing)

@@ -505,6 +505,23 @@ class Clip:
             world[i] = partial
         return positions, jacobian
 
+    def unseen_rotations(self) -> list[str]:
+        """The rotation channels that turn no node: every node below theirs (none, for a
+        joint without a child or End Site; or all at its point, offsets of zero) stays where
+        it is on every frame. World positions do not see them: neither the selection's pose
+        distances nor the errors (a spinning prop without an End Site was reduced to two keys
+        with a "max 0" error, 71 degrees off)."""
+        rotation = self.is_rotation_channel()
+        positions = self.positions
+        scale = max(float(np.abs(positions).max(initial=0.0)), 1.0)
+        turning = np.zeros(self.n_nodes, dtype=bool)
+        for j, members in enumerate(self._subtrees()):
+            # (node by node, the nearest first: one is away from j on almost every skeleton)
+            turning[j] = any(np.abs(positions[:, d] - positions[:, j]).max(initial=0.0)
+                             > 1e-9 * scale for d in members if d != j)
+        return [name for c, name in enumerate(self.channel_names)
+                if rotation[c] and not turning[self.channel_nodes[c]]]
+
     def _subtrees(self) -> list[np.ndarray]:
         """For every node, the indices of itself and all its descendants."""
         members: list[list[int]] = [[i] for i in range(self.n_nodes)]

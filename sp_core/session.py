@@ -377,6 +377,10 @@ class Session:
                 notes.append(f"{unscaled}: K is the suggested K, not the default tolerance's")
             if constant_channels(motion.channels).all():
                 notes.append(_still(motion.first_frame, motion.last_frame))
+            else:
+                unseen = _unseen(motion)
+                if unseen:
+                    notes.append(unseen)
             token.check()
         except AnalysisCancelled:
             self._emit("analysis_cancelled")
@@ -925,6 +929,20 @@ class Session:
                                  f"({type(exc).__name__}: {exc})") from None
         self.set_options(pins=pins)
         return list(self.analysis.pins)
+
+
+def _unseen(motion: Clip) -> str | None:
+    """What to say of the animated rotation channels that turn no node (None: there are
+    none; :meth:`sp_core.clip.Clip.unseen_rotations`)."""
+    moving = set(np.asarray(motion.channel_names)[~constant_channels(motion.channels)])
+    unseen = [c for c in motion.unseen_rotations() if c in moving]
+    if not unseen:
+        return None
+    nodes = list(dict.fromkeys(c.rpartition(".")[0] for c in unseen))
+    shown = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
+    return (f"the rotation of {shown} turns no joint or End Site (none below it, or all at "
+            "its point): the keys are not chosen for it and the errors do not measure it; "
+            "give it an End Site or a child joint to measure it")
 
 
 def _still(first: int, last: int) -> str:

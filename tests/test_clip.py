@@ -111,6 +111,24 @@ def test_height_of_degenerate_skeletons():
     assert moving.height() == 2.0  # one point at rest: the largest extent of a frame's pose
 
 
+def test_rotations_that_turn_no_node_are_found(sample_clip):
+    """A spinning prop without an End Site was reduced to two keys, 71 degrees off, with a
+    "max 0" error: its rotation moves no position, so neither the selection nor the errors see
+    it."""
+    spin = np.column_stack([np.linspace(0, 3, 5), 40 * np.sin(np.arange(5.0))])
+    prop = Clip(["prop"], [-1], [[0, 0, 0]], [False], ["prop.Xposition", "prop.Zrotation"],
+                spin, fps=30)
+    assert prop.unseen_rotations() == ["prop.Zrotation"]
+    tipped = Clip(["prop", "prop_end"], [-1, 0], [[0, 0, 0], [0, 1, 0]], [False, True],
+                  ["prop.Xposition", "prop.Zrotation"], spin, fps=30)
+    assert tipped.unseen_rotations() == []
+    # an End Site at the joint's own point (offsets of zero) measures nothing either
+    flat = Clip(["prop", "prop_end"], [-1, 0], [[0, 0, 0], [0, 0, 0]], [False, True],
+                ["prop.Xposition", "prop.Zrotation"], spin, fps=30)
+    assert flat.unseen_rotations() == ["prop.Zrotation"]
+    assert sample_clip.unseen_rotations() == []
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(parents=[1, -1]), "hierarchy order"),
     (dict(channel_names=["c.Xposition"]), "names no node"),

@@ -10,6 +10,7 @@ import pytest
 from choices import SUGGESTED
 from fake_host import FakeHost
 
+from sp_core.clip import Clip
 from sp_core.errors import OptionError, SalientPosesError, SelectionError
 from sp_core.host import Host, HostError
 from sp_core.options import Options
@@ -557,3 +558,23 @@ def test_reviewed_the_record_names_the_k_where_the_rule_is_not_known_to_give_it(
     layered.apply()
     written = layered.last_reduction.curves.labels.count("keypose")
     assert layered.last_options.keys.keys == written
+
+
+def test_a_rotation_no_joint_measures_is_said(clip):
+    """The analysis says which rotations it cannot see (a joint without a child or End Site),
+    and nothing of a skeleton whose rotations all move a joint."""
+    session = Session(FakeHost(clip), SUGGESTED)
+    session.analyze()
+    assert not any("turns no joint" in str(note) for note in session.notes)
+    leaf = clip.node_names.index("LeftToe_end")  # the toe's End Site goes: the toe is a leaf
+    keep = [n for i, n in enumerate(clip.node_names) if i != leaf]
+    bare = Clip(keep, [keep.index(clip.node_names[p]) if p >= 0 else -1
+                       for i, p in enumerate(clip.parents) if i != leaf],
+                np.delete(clip.offsets, leaf, axis=0),
+                [e for i, e in enumerate(clip.end_sites) if i != leaf], clip.channel_names,
+                clip.channels, clip.fps, first_frame=clip.first_frame)
+    session = Session(FakeHost(bare), SUGGESTED)
+    session.analyze()
+    assert ("the rotation of LeftToe turns no joint or End Site (none below it, or all at its "
+            "point): the keys are not chosen for it and the errors do not measure it; give it "
+            "an End Site or a child joint to measure it") in session.notes

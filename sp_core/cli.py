@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from sp_core import version
-from sp_core.clip import Clip
+from sp_core.clip import LARGEST_VALUE, Clip
 from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.io.atomic import (
     OutputError,
@@ -458,7 +458,20 @@ def _edit_offsets(path: str, clip: Clip, source: str) -> np.ndarray:
                 or not np.isfinite(value):
             raise UsageError(f"{path}: offsets: {channel} must be a number (degrees, scene "
                              f"units for a position), got {json.dumps(value)}")
-        added[column[channel]] += float(value)
+        c = column[channel]
+        if abs(value) > LARGEST_VALUE:  # (it was blamed on the clip, "a corrupt file?")
+            raise UsageError(f"{path}: offsets: {channel} is {value:g}, beyond "
+                             f"±{LARGEST_VALUE:g}")
+        turned = clip._rotation_index[clip.channel_nodes[c]]
+        if len(turned) == 3 and c in turned and abs(value) > 180.0:
+            # a joint's three rotations are edited as the pose they lead to, spread as the
+            # shortest turn to it: 190 went the other way (-170), 360 changed nothing
+            shortest = (float(value) + 180.0) % 360.0 - 180.0
+            raise UsageError(f"{path}: offsets: {channel} is {value:g} degrees, more than half "
+                             "a turn: the edit is the pose it leads to, spread over the motion "
+                             f"as the shortest turn to it ({shortest:g} degrees here); give "
+                             "-180 to 180")
+        added[c] += float(value)
     return added
 
 
@@ -496,7 +509,8 @@ def cmd_propagate(args: argparse.Namespace, options: Options) -> int:
                        analysis.time_scale, wand.sigma, wand.eigen)
     weights = graph.weights(wand.frame, region=analysis.frame_range, mode=wand.mode)
     channels = propagate(clip, pose_edit(clip, wand.frame, edited), weights)
-    if not np.any(channels != clip.channels):  # (the panel refuses it too)
+    scale = max(1.0, float(np.abs(clip.channels).max(initial=0.0)))
+    if np.abs(channels - clip.channels).max(initial=0.0) <= 1e-9 * scale:  # (as the panel)
         raise UsageError(f"the edit changes nothing at frame {wand.frame}: give offsets in "
                          f"{flag_of('edit')} or another pose in {flag_of('edited_bvh')}")
     with output_set():  # (the edited take and its weights new together, or both old)

@@ -622,6 +622,19 @@ def test_a_ratio_rounds_half_up(capsys, ratio, last, said):
     ("not json", 'not JSON (Expecting value at line 1 column 1); expected {"offsets": '
                  '{"Node.Xrotation": degrees, ...}}'),
     ("[1]", 'expected {"offsets": {"Node.Xrotation": degrees, ...}}'),
+    # a joint's three rotations are a pose: 190 went the other way, 360 and 720 changed nothing
+    # and said they propagated
+    ('{"offsets": {"RightShoulder.Zrotation": 190}}',
+     "offsets: RightShoulder.Zrotation is 190 degrees, more than half a turn: the edit is the "
+     "pose it leads to, spread over the motion as the shortest turn to it (-170 degrees "
+     "here); give -180 to 180"),
+    ('{"offsets": {"RightShoulder.Xrotation": -720}}',
+     "offsets: RightShoulder.Xrotation is -720 degrees, more than half a turn: the edit is the "
+     "pose it leads to, spread over the motion as the shortest turn to it (0 degrees here); "
+     "give -180 to 180"),
+    # (blamed on the clip: "channel Hips.Xposition is 2.8369e+10 at frame 15 ... a corrupt
+    # file?")
+    ('{"offsets": {"Hips.Xposition": 1e12}}', "offsets: Hips.Xposition is 1e+12, beyond ±1e+09"),
 ])
 def test_a_bad_edit_names_the_channel_or_value(tmp_path, capsys, offsets, said):
     # (it showed Python's words: "('NoNode.Zrotation' is not in list)", "(could not convert

@@ -41,6 +41,10 @@ FK_BLOCK = 4096
 #: it (10,000 km in centimetres, millions of turns); a larger one is a corrupt file, and near
 #: 1e154 its squared distances overflow to inf, which no error or key choice survives.
 LARGEST_VALUE = 1e9
+#: Frame rates a clip may have (fps): a frame an hour to a million frames a second; beyond
+#: them the rate is a damaged header, not a capture.
+MIN_FPS = 1.0 / 3600.0
+MAX_FPS = 1e6
 #: The paper's convention: errors are reported in millimetres for a character 1.7 m tall.
 REFERENCE_HEIGHT_MM = 1700.0
 
@@ -141,6 +145,9 @@ class Clip:
         self.channel_names: list[str] = list(channel_names)
         if not (np.isfinite(fps) and fps > 0):
             raise ClipError(f"frame rate must be a positive number, got {fps!r}")
+        if not MIN_FPS <= fps <= MAX_FPS:  # (a viewer's timer overflowed at 3e-7 fps)
+            raise ClipError(f"frame rate {fps:.6g} fps is outside {MIN_FPS:.6g} to "
+                            f"{MAX_FPS:g} fps (a frame every hour to a million a second)")
         self.fps = float(fps)
         self.frame_time = float(frame_time) if frame_time is not None else 1.0 / self.fps
         if int(first_frame) != first_frame:

@@ -995,10 +995,14 @@ def load_preset(path: str | Path) -> dict[str, Any]:
     if path.suffix.lower() not in (".toml", ".json"):  # (a .yaml file was read as JSON)
         raise OptionError(f"preset {path}: a preset is a .toml or .json file")
     try:
-        text = path.read_text(encoding="utf-8")
+        # (utf-8-sig: a byte-order mark, which Windows editors write, is no statement)
+        text = path.read_text(encoding="utf-8-sig")
         record = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
     except OSError as exc:
         raise OptionError(f"cannot read preset {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:  # (it was an internal error)
+        raise OptionError(f"{path}: not a {path.suffix[1:].upper()} preset: not UTF-8 text "
+                          f"(byte {exc.start})") from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise OptionError(f"{path}: not a valid {path.suffix[1:].upper()} preset: {exc}") \
             from None

@@ -169,6 +169,11 @@ MALFORMED = [
     ("negative Frames", SMALL.replace("Frames: 3", "Frames: -3"), 17, "whole number"),
     ("missing Frames", SMALL.replace("Frames: 3", "Frame: 3"), 17, "expected 'Frames: <number>'"),
     ("bad Frame Time", SMALL.replace("0.0333333", "0"), 18, "positive number of seconds"),
+    # (a viewer's timer overflowed at 3e-7 fps; 1e-300 s read as 1e+300 fps)
+    ("Frame Time of a month", SMALL.replace("0.0333333", "3000000"), 18,
+     "'Frame Time:' 3000000 s is outside 1e-06 to 3600 s (a million frames a second to one "
+     "an hour)"),
+    ("tiny Frame Time", SMALL.replace("0.0333333", "1e-300"), 18, "is outside 1e-06 to 3600 s"),
     ("non-numeric value", replace_line(SMALL, 20, "1 2 4 5 0 x 20 0 0"), 20,
      "'x' for channel Hips.Yrotation is not a number"),
     ("too few values", replace_line(SMALL, 20, "1 2 4 5 0 0 20 0"), 20, "expected 9 values"),

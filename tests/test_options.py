@@ -190,6 +190,16 @@ def test_presets_round_trip_through_toml_and_json(tmp_path):
     (tmp_path / "broken.toml").write_text("[analysis\n")
     with pytest.raises(OptionError, match="broken.toml: not a valid TOML preset"):
         load_preset(tmp_path / "broken.toml")
+    # a byte-order mark is read past (it was "Invalid statement"), and bytes that are not
+    # UTF-8 are said as such (an internal error, UnicodeDecodeError)
+    for name in ("bom.toml", "bom.json"):
+        (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + (text.encode() if name.endswith(
+            "toml") else json.dumps(options.to_dict()).encode()))
+        assert build(load_preset(tmp_path / name)) == options
+    (tmp_path / "latin.toml").write_bytes(b"\xff\xfe[analysis]")
+    with pytest.raises(OptionError, match=r"latin.toml: not a TOML preset: not UTF-8 text "
+                                          r"\(byte 0\)$"):
+        load_preset(tmp_path / "latin.toml")
 
 
 def test_cli_preset_then_flags(tmp_path, capsys):

@@ -19,7 +19,14 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from sp_core.clip import LARGEST_VALUE, POSITION_ATTRIBUTES, ROTATION_ATTRIBUTES, Clip
+from sp_core.clip import (
+    LARGEST_VALUE,
+    MAX_FPS,
+    MIN_FPS,
+    POSITION_ATTRIBUTES,
+    ROTATION_ATTRIBUTES,
+    Clip,
+)
 from sp_core.errors import ClipError, ClipFormatError
 from sp_core.euler import euler_matrices, unwrap_euler
 from sp_core.io.atomic import atomic_open
@@ -408,6 +415,10 @@ def parse_bvh(text: str, name: str = "<string>", first_frame: int = 0,
     if not (np.isfinite(frame_time) and frame_time > 0):
         raise ClipFormatError(f"'Frame Time:' must be a positive number of seconds, found "
                               f"{time_text!r}", name, motion + 2)
+    if not 1.0 / MAX_FPS <= frame_time <= 1.0 / MIN_FPS:
+        raise ClipFormatError(f"'Frame Time:' {time_text} s is outside {1.0 / MAX_FPS:g} to "
+                              f"{1.0 / MIN_FPS:g} s (a million frames a second to one an "
+                              "hour)", name, motion + 2)
 
     data_start = motion + 2  # 0-based index of the first motion row
     if not channel_names:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from sp_core.cli import main
 from sp_core.errors import OptionError, ReductionError, SelectionError
-from sp_core.io.atomic import PARTIAL, OutputError, atomic_open
+from sp_core.io.atomic import PARTIAL, OutputError, atomic_open, output_set, write_text
 from sp_core.io.bvh import read_bvh, write_bvh
 from sp_core.options import Options
 from sp_core.session import Session
@@ -245,6 +245,22 @@ def test_a_failed_write_keeps_the_old_file(tmp_path):
     with pytest.raises(OutputError, match=f"cannot write {tmp_path / 'no' / 'x'}: folder"):
         with atomic_open(tmp_path / "no" / "x"):
             pass
+
+
+def test_a_replaced_file_keeps_its_permissions_and_a_long_name_can_be_written(tmp_path):
+    """--overwrite made a private (600) file world-readable (644); a valid name of 245
+    characters was refused as too long (its hidden temporary's name was 265)."""
+    private = tmp_path / "private.json"
+    private.write_text("old\n")
+    private.chmod(0o600)
+    write_text(private, "new\n")
+    assert private.read_text() == "new\n" and stat.S_IMODE(private.stat().st_mode) == 0o600
+    long_names = [tmp_path / ("k" * 240 + end) for end in (".json", "x.json")]
+    with output_set():  # (two long names alike in their first 200 bytes, written together)
+        for i, path in enumerate(long_names):
+            write_text(path, f"{i}\n")
+    assert [p.read_text() for p in long_names] == ["0\n", "1\n"]
+    assert sorted(tmp_path.iterdir()) == sorted([private, *long_names])
 
 
 def test_an_interrupted_write_keeps_the_whole_old_set_of_outputs(short_clip, tmp_path,

@@ -20,6 +20,7 @@ no ``--overwrite``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import signal
 import stat
@@ -173,14 +174,18 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any
     folder = target.parent
     if not folder.is_dir():
         raise OutputError(f"cannot write {given}: folder {folder} does not exist")
-    remove_stale_partials(folder, target.name)
-    temporary = folder / f".{target.name}.{os.getpid()}{PARTIAL}"
+    stem = _stem(target.name)
+    remove_stale_partials(folder, stem)
+    temporary = folder / f".{stem}.{os.getpid()}{PARTIAL}"
     with sigint_handler(signal.default_int_handler):
         try:
             with open(temporary, mode, **kwargs) as handle:
                 yield handle
                 handle.flush()
                 os.fsync(handle.fileno())
+            with contextlib.suppress(FileNotFoundError):
+                # a file replaced keeps its permissions (a private 600 file became 644)
+                os.chmod(temporary, stat.S_IMODE(os.stat(target).st_mode))
             held = getattr(_HELD, "renames", None)
             if held is None:
                 os.replace(temporary, target)
@@ -192,6 +197,17 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any
         except BaseException:
             _remove([temporary])
             raise
+
+
+def _stem(name: str) -> str:
+    """What a target's hidden temporary is named after: its file name, or past 200 bytes the
+    first 180 (whole characters) and a digest of the whole, so that ``.NAME.<pid>.partial``
+    fits the file system's 255 bytes (a valid name of 245 characters was refused as too long)
+    and two long names never share a temporary."""
+    if len(name.encode("utf-8")) <= 200:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:12]
+    return name.encode("utf-8")[:180].decode("utf-8", errors="ignore") + "~" + digest
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

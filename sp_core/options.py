@@ -552,7 +552,10 @@ def _path(spec: Spec, label: str, value: Any) -> str:
 
 def _items(value: Any) -> list[Any]:
     if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
+        items = [v.strip() for v in value.split(",")]
+        if value.strip() and not all(items):  # ("0,,89" was taken as "0,89")
+            raise TypeError
+        return [v for v in items if v]
     if isinstance(value, (list, tuple)):
         return list(value)
     if getattr(value, "ndim", None) == 1 and hasattr(value, "tolist"):
@@ -635,7 +638,10 @@ def _weights(spec: Spec, label: str, value: Any) -> tuple[tuple[str, float], ...
     if isinstance(value, Mapping):
         pairs = list(value.items())
     elif isinstance(value, str):
-        for item in (v for v in value.split(",") if v.strip()):
+        items = value.split(",") if value.strip() else []
+        if not all(v.strip() for v in items):  # (an empty pair: "Head=2,,Hips=1")
+            raise _fail(label, wants, value)
+        for item in items:
             name, sep, number = item.partition("=")
             if not sep or not name.strip():
                 raise _fail(label, wants, value)
@@ -1114,6 +1120,14 @@ def from_arguments(namespace: argparse.Namespace, names: Sequence[str],
                    base: Options | None = None) -> Options:
     """Options from parsed flags (only those given), over a preset and the defaults."""
     given = {n: getattr(namespace, n) for n in names if hasattr(namespace, n)}
+    # a flag typed with an empty value is a mistake (`--frames "$KEYS"` with KEYS unset ran
+    # the default tolerance search), not "none": the panels' empty fields mean that
+    # (an empty path has its own words, "must be a file name, got an empty path")
+    specs = field_specs()
+    empty = [n for n, value in given.items() if isinstance(value, str) and not value.strip()
+             and specs[n][1].kind != "path"]
+    if empty:
+        raise OptionError(f"{flag_of(empty[0])} needs a value, got an empty one")
     return build(given, base=base, labels={n: flag_of(n) for n in field_specs()})
 
 

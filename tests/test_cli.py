@@ -569,6 +569,22 @@ def test_abbreviated_flags_are_refused(tmp_path, capsys, args, said):
 
 
 @pytest.mark.parametrize(("args", "said"), [
+    (["reduce", "CLIP", "--space", "channel", "--frames", ""], "--frames needs a value, got an "
+                                                              "empty one"),
+    (["analyze", "CLIP", "--range", " "], "--range needs a value, got an empty one"),
+    (["analyze", "CLIP", "--pins", ""], "--pins needs a value, got an empty one"),
+    (["reduce", "CLIP", "--space", "channel", "--frames", "0,,89"],
+     "--frames must be whole frame numbers separated by commas, got 0,,89"),
+    (["analyze", "CLIP", "--nodes", "Hips,,Head"],
+     "--nodes must be node names separated by commas, got Hips,,Head"),
+])
+def test_an_empty_value_is_refused_not_taken_for_none(capsys, args, said):
+    # (`--frames "$KEYS"` with KEYS unset ran the default tolerance search; "0,,89" was 0,89)
+    assert main([str(SHORT_CLIP) if a == "CLIP" else a for a in args]) == 2
+    assert capsys.readouterr().err == f"salient-poses: error: {said}\n"
+
+
+@pytest.mark.parametrize(("args", "said"), [
     (["reduce", "CLIP", "--keys", "4", "--bvh", ""], "--bvh must be a file name"),
     (["reduce", "CLIP", "--keys", "4", "--json", ""], "--json must be a file name"),
     (["reduce", "CLIP", "--keys", "4", "--residual", ""], "--residual must be a file name"),

@@ -203,8 +203,10 @@ class AnalysisOptions:
                            "the --leading part")
     leading: tuple[str, ...] = option((), "names", "nodes of the leading part (e.g. RightWrist "
                                       "for a throw); needs --layered", metavar="N1,N2,..")
-    accuracy: float = option(0.05, "float", "threshold of the keypose and breakdown layers, "
-                             "a fraction of the largest pose distance", low=0.0, high=1.0,
+    accuracy: float = option(0.05, "float", "threshold of the suggested K (the first K whose "
+                             "error is at most this fraction of the largest pose distance, "
+                             "after --significance) and of the keypose and breakdown layers",
+                             low=0.0, high=1.0,
                              low_open=True, metavar="A")
     significance: float = option(0.1, "float", "least improvement one more key must bring, a "
                                  "fraction of the error before it (the suggested K is the "

@@ -884,3 +884,24 @@ def test_a_rerun_says_what_it_replaces_and_keeps_an_output_edited_by_hand(takes,
         assert edited.read_text() == '{"hand": "edited"}\n'
     assert main([*args, "--keys", "6", "--overwrite"]) == 0
     assert len(json.loads(edited.read_text())["frames"]) == 6
+
+
+def test_an_out_folder_that_cannot_be_written_is_named_as_such(takes, tmp_path, capsys,
+                                                               monkeypatch):
+    """It said "Permission denied: OUT/.salient-poses.lock" (a review, as a user without
+    write access: root, which runs the tests, has it everywhere, so the refusal is made)."""
+    import builtins
+
+    import sp_core.batch.run as run
+
+    def refused(path, *args, **kwargs):
+        if str(path).endswith(run.LOCK):
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(run, "open", refused, raising=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["batch", str(takes / "take0.bvh"), "--out", str(out), *BASE]) == 2
+    assert capsys.readouterr().err == \
+        f"salient-poses: error: --out {out} is not writable: Permission denied\n"

@@ -356,7 +356,11 @@ def _folder_lock(out: Path) -> Iterator[None]:
     except ImportError:  # (Windows)
         yield
         return
-    with open(out / LOCK, "a") as handle:
+    try:
+        handle = open(out / LOCK, "a")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:  # (it said "Permission denied: OUT/.salient-poses.lock")
+        raise OutputError(f"--out {out} is not writable: {exc.strerror or exc}") from None
+    with handle:
         locked = True
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

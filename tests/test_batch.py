@@ -905,3 +905,29 @@ def test_an_out_folder_that_cannot_be_written_is_named_as_such(takes, tmp_path, 
     assert main(["batch", str(takes / "take0.bvh"), "--out", str(out), *BASE]) == 2
     assert capsys.readouterr().err == \
         f"salient-poses: error: --out {out} is not writable: Permission denied\n"
+
+
+def test_a_folder_walk_says_what_it_leaves_out(takes, tmp_path, capsys, monkeypatch):
+    """A user's jump.reduced.bvh and an unreadable subfolder were left out without a word."""
+    folder = tmp_path / "shoot"
+    (folder / "day2").mkdir(parents=True)
+    (folder / "take0.bvh").write_bytes((takes / "take0.bvh").read_bytes())
+    (folder / "jump.reduced.bvh").write_bytes((takes / "take1.bvh").read_bytes())
+    real_walk = os.walk
+
+    def walk(top, *args, onerror=None, **kwargs):  # (root reads every folder: refuse one)
+        for entry in real_walk(top, *args, onerror=onerror, **kwargs):
+            if entry[0].endswith("day2"):
+                onerror(PermissionError(13, "Permission denied", entry[0]))
+                continue
+            yield entry
+
+    monkeypatch.setattr(os, "walk", walk)
+    out = tmp_path / "out"
+    assert main(["batch", str(folder), "--out", str(out), *BASE, "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert ("note: left out 1 file(s) named like a batch's output (e.g. "
+            f"{folder / 'jump.reduced.bvh'}); name them as inputs to reduce them") in err
+    assert f"note: cannot read folder {folder / 'day2'} (Permission denied): its takes are " \
+           "left out" in err
+    assert sorted(rows(out)) == ["take0.bvh"]

@@ -56,13 +56,16 @@ OUTPUT_SUFFIXES = (".reduced.bvh", ".keys.json")
 MEMORY_SHARE = 0.8
 
 
-def collect_inputs(inputs: list[str], out: Path | None = None) -> list[Path]:
+def collect_inputs(inputs: list[str], out: Path | None = None,
+                   notes: list[str] | None = None) -> list[Path]:
     """The motion files named, and those inside named folders (sorted), as absolute paths
     (a Dask worker may run in another folder), each file once however it is reached (its
     path, a symlink or a hard link: the first name found is kept), without a batch's own
     outputs and without hidden files: a folder walk skips the output folder ``out``, files
     named like batch outputs (``*.reduced.bvh``) and names starting with a dot (macOS's
-    ``._take.bvh``); files named explicitly are always taken.
+    ``._take.bvh``); files named explicitly are always taken. ``notes``, if given, gets one
+    line for the files named like outputs and one per folder that could not be read (both
+    were left out without a word).
 
     Raises
     ------
@@ -72,6 +75,8 @@ def collect_inputs(inputs: list[str], out: Path | None = None) -> list[Path]:
     """
     found: list[Path] = []
     out_real = Path(os.path.realpath(out)) if out is not None else None
+    like_outputs: list[Path] = []
+    unread: list[str] = []
     for item in inputs:
         path = Path(os.path.abspath(item))
         if not path.exists():
@@ -79,15 +84,25 @@ def collect_inputs(inputs: list[str], out: Path | None = None) -> list[Path]:
         if not path.is_dir():
             found.append(path)
             continue
-        for candidate in _walk(path):
+        for candidate in _walk(path, unread):
             real = Path(os.path.realpath(candidate))
-            if not supported(candidate) or candidate.name.lower().endswith(OUTPUT_SUFFIXES) \
+            if not supported(candidate) \
                     or any(part.startswith(".") for part in candidate.relative_to(path).parts):
                 continue
             if out_real is not None and out_real != Path(os.path.realpath(path)) and \
                     out_real in real.parents:
                 continue
+            if candidate.name.lower().endswith(OUTPUT_SUFFIXES):
+                if out_real is None or real.parent != out_real:  # (this batch's: no news)
+                    like_outputs.append(candidate)
+                continue
             found.append(candidate)
+    if notes is not None and like_outputs:
+        notes.append(f"note: left out {len(like_outputs)} file(s) named like a batch's output "
+                     f"(e.g. {like_outputs[0]}); name them as inputs to reduce them")
+    if notes is not None:
+        notes += [f"note: cannot read folder {folder}: its takes are left out"
+                  for folder in unread]
     seen: set[tuple[int, int] | str] = set()
     unique = []
     for path in found:
@@ -99,14 +114,20 @@ def collect_inputs(inputs: list[str], out: Path | None = None) -> list[Path]:
     return unique
 
 
-def _walk(folder: Path) -> list[Path]:
+def _walk(folder: Path, unread: list[str] | None = None) -> list[Path]:
     """Every file under ``folder`` (sorted), through links to folders too: a shoot's folder
     often links in another day's (``Path.rglob`` does not follow them, and those takes were
     left out without a word). A folder reached again (a link to a folder above it, two links
-    to one folder) is walked once, so a link cycle ends."""
+    to one folder) is walked once, so a link cycle ends. A folder that cannot be listed is
+    added to ``unread`` (with why)."""
     files = []
     seen: set[str] = set()
-    for top, folders, names in os.walk(folder, followlinks=True):
+
+    def cannot(exc: OSError) -> None:
+        if unread is not None:
+            unread.append(f"{exc.filename} ({exc.strerror or exc})")
+
+    for top, folders, names in os.walk(folder, followlinks=True, onerror=cannot):
         real = os.path.realpath(top)
         if real in seen:
             folders[:] = []
@@ -308,7 +329,10 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
         raise OptionError("a batch needs out: the folder it writes into")
     out = Path(os.path.abspath(batch.out))  # (a Dask worker may run in another folder)
     workers = _workers(options)
-    paths = collect_inputs(inputs, out)
+    skipped: list[str] = []
+    paths = collect_inputs(inputs, out, skipped)
+    for line in skipped:
+        print(line, file=sys.stderr)
     if not paths:
         raise OptionError(f"no motion files ({', '.join(sorted(READERS))}) found in the inputs "
                           "(the output folder's own files are not inputs)")

@@ -348,7 +348,9 @@ class ToleranceSearch:
                 raise SelectionError(
                     f"no K up to {high} keeps the error within mean {mean_mm:g} mm and max "
                     f"{max_mm:g} mm (K = {high} gives mean {mean:.2f} mm, max {worst:.2f} mm"
-                    f" with the {fit.space} fit); raise max_keys or loosen tolerance",
+                    f" with the {fit.space} fit"
+                    f"{' and its corrective keys' if corrected else ''}); raise max_keys or "
+                    "loosen tolerance",
                     options=("max_keys", "tolerance"))
             # with the mean met, the max is a frame or two the corrective keys gave up on,
             # which the next K's keys often reach (a 5,000-frame take: 23.7 mm at K = 234,

@@ -367,11 +367,22 @@ class BlenderHost:
     def _check_object(self, obj: Any) -> np.ndarray:
         world = np.array(obj.matrix_world)
         turn = world[:3, :3]
-        if not np.allclose(turn @ turn.T, np.eye(3), atol=1e-5) or np.linalg.det(turn) < 0:
+        mirrored = np.linalg.det(turn) < 0
+        if not np.allclose(turn @ turn.T, np.eye(3), atol=1e-5) or mirrored:
             scale = np.linalg.norm(turn, axis=0)
-            raise HostError(f"armature {obj.name!r} is scaled (scale {np.round(scale, 4)}); "
-                            "apply its scale first (Object > Apply > Scale) so that joint "
-                            "positions are in scene units")
+            # (a mirror was said as "scale [1. 1. 1.]", and a parent's scale sent the user to
+            # apply the armature's own, which is 1)
+            why = "is mirrored (a negative scale)" if mirrored \
+                else f"is scaled (scale {np.round(scale, 4)})"
+            parent = obj.parent
+            if parent is not None and np.allclose(np.abs(np.array(obj.scale)), 1.0,
+                                                   atol=1e-5):
+                fix = (f"its parent {parent.name!r} scales it: apply the parent's scale or "
+                       "clear the parent keeping its transform (Alt+P) first")
+            else:
+                fix = "apply its scale first (Object > Apply > Scale)"
+            raise HostError(f"armature {obj.name!r} {why}; {fix} so that joint positions are "
+                            "in scene units")
         return world
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
@@ -544,8 +555,23 @@ class BlenderHost:
                     f"{name} ({factor})" for name, factor in scaled) + ": the analysis "
                 "measures the bones below at their rest size, so their errors play that many "
                 "times as large as shown")
+        data = obj.animation_data
+        if data is None or (data.action is None and not any(
+                s.action is not None for t in data.nla_tracks for s in t.strips)):
+            self.notes.append(f"armature {obj.name!r} has no action nor NLA strip: nothing "
+                              "moves")
+        moving = [name for name, column in zip(channel_names, columns, strict=True)
+                  if np.ptp(column) > 0]
+        if moving and all(name in self.skipped for name in moving):
+            self.notes.append(
+                "every channel that moves is left alone (" + ", ".join(sorted(set(
+                    self.skipped[name] for name in moving))) + "): Apply would write nothing; "
+                "unlock them (the bone's Transform locks) to reduce them")
         span = _keyed_span(obj)
-        if span is not None and (last < span[0] or first > span[1]):  # no key in the range
+        if span is not None and span[0] == span[1]:  # (a range of it could not be analysed)
+            self.notes.append(f"the animation's keys are all on frame {span[0]}: it holds one "
+                              "pose, nothing to reduce")
+        elif span is not None and (last < span[0] or first > span[1]):  # no key in the range
             self.notes.append(Note(
                 f"frames {first}..{last} hold none of the animation's keys ({span[0]}.."
                 f"{span[1]}): set the scene's frame range or frame_range to {span[0]}.."

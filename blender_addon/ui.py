@@ -15,6 +15,7 @@ the reduction at the current K (mean and max joint error in mm for the character
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,9 @@ TYPED = ("int", "float", "bool", "choice")
 #: the suggested K are the panel's K property and button, a cost's options are a mapping.
 NOT_SHOWN = ("roots", "keys", "suggested", "cost_options")
 CATEGORY = "Salient Poses"
+#: Pixels an average character of Blender's interface font takes at UI scale 1 (the sidebar's
+#: labels are wrapped to its width with it).
+CHARACTER_PIXELS = 6.5
 
 
 def panel_fields() -> dict[str, tuple[str, Spec]]:
@@ -344,12 +348,28 @@ def _operators() -> list[type]:
     return [Analyze, SuggestedK, Apply, Remove, ConvertToEuler]
 
 
+def _label(layout: Any, context: Any, text: str, icon: str = "NONE") -> None:
+    """``text`` in lines that fit the sidebar's width (a Blender label does not wrap: a
+    note of 300 characters showed its first 40), the icon on the first."""
+    region = getattr(context, "region", None)
+    width = getattr(region, "width", 0)
+    if not width:  # (no region: a script's or a test's draw, shown whole)
+        layout.label(text=text, icon=icon)
+        return
+    scale = getattr(getattr(context, "preferences", None), "view", None)
+    pixels = CHARACTER_PIXELS * float(getattr(scale, "ui_scale", 1.0) or 1.0)
+    lines = textwrap.wrap(text, max(20, int((width - 40) / pixels))) or [""]
+    for i, line in enumerate(lines):
+        layout.label(text=line, icon=icon if i == 0 else ("BLANK1" if icon != "NONE"
+                                                          else "NONE"))
+
+
 def draw(layout: Any, context: Any) -> None:
     settings = context.scene.salient_poses
     try:
         BlenderHost().object()
     except SalientPosesError as exc:  # the buttons are greyed out: say why, above them
-        layout.label(text=str(exc), icon="ERROR")
+        _label(layout, context, str(exc), icon="ERROR")
     fields = panel_fields()
     for group, heading in SECTIONS.items():
         box = layout.box()
@@ -364,14 +384,14 @@ def draw(layout: Any, context: Any) -> None:
             row.operator("salient_poses.suggested_k", text="Suggested K")
             for line in (STATE.readout, STATE.suggestions):
                 if line:
-                    box.label(text=line)
+                    _label(box, context, line)
     row = layout.row(align=True)
     row.operator("salient_poses.apply")
     row.operator("salient_poses.remove")
     layout.operator("salient_poses.convert_to_euler")
     for line in [STATE.message, *STATE.notes]:
         if line:
-            layout.label(text=line, icon="INFO")
+            _label(layout, context, line, icon="INFO")
 
 
 def _panels() -> list[type]:

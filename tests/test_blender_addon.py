@@ -587,6 +587,35 @@ def test_the_panel_draws_every_schema_option_and_operator(scene):
         blender_addon.unregister()
 
 
+def test_long_labels_are_wrapped_to_the_sidebars_width(scene):
+    """Blender's labels do not wrap: a constraint note of 315 characters showed its start."""
+    import blender_addon
+    from blender_addon.ui import STATE, draw
+
+    blender_addon.register()
+    try:
+        note = "the errors shown are of the channels' own motion, " * 6
+        STATE.notes = [note.strip()]
+
+        class Region:
+            width = 300
+
+        class Context:
+            scene = bpy.context.scene
+            region = Region()
+            preferences = bpy.context.preferences
+
+        calls: list = []
+        draw(RecordingLayout(calls), Context())
+        shown = [text for kind, text in calls if kind == "label" and text
+                 and text.split()[0] in note.split()]
+        assert len(shown) > 3 and all(len(line) <= 40 for line in shown)
+        assert " ".join(shown) == note.strip()
+    finally:
+        STATE.notes = []
+        blender_addon.unregister()
+
+
 def test_the_self_test_passes(capsys):
     from blender_addon import selftest
 
@@ -1043,3 +1072,48 @@ def test_analyze_is_an_undo_step_of_its_own_and_leaves_the_users_markers(scene):
         assert scene.host.preview() == []
     finally:
         blender_addon.unregister()
+
+
+def test_scale_lock_and_empty_animation_cases_are_said_plainly(scene):
+    """A mirror was said as "scaled (scale [1. 1. 1.])", a parent's scale sent the user to
+    apply the armature's own (1); an armature with every moving channel locked, or with no
+    action, analysed to "K = 2, 0 mm" without a word; keys on one frame were answered with a
+    range of that one frame, which cannot be analysed (a review on real Blender)."""
+    obj = bpy.data.objects[scene.object_name]
+    obj.scale = (-1.0, 1.0, 1.0)
+    bpy.context.view_layer.update()  # (matrix_world follows on the next update)
+    with pytest.raises(HostError, match=r"armature 'cmu_131_01' is mirrored \(a negative "
+                                        r"scale\); apply its scale first"):
+        Session(scene.host).analyze()
+    obj.scale = (1.0, 1.0, 1.0)
+    empty = bpy.data.objects.new("Mover", None)
+    bpy.context.scene.collection.objects.link(empty)
+    empty.scale = (0.5, 0.5, 0.5)
+    obj.parent = empty
+    bpy.context.view_layer.update()
+    with pytest.raises(HostError, match=r"is scaled \(scale \[0.5 0.5 0.5\]\); its parent "
+                                        r"'Mover' scales it: apply the parent's scale or "
+                                        r"clear the parent keeping its transform \(Alt\+P\)"):
+        Session(scene.host).analyze()
+    obj.parent = None
+    bpy.context.view_layer.update()
+    for bone in obj.pose.bones:
+        bone.lock_location = bone.lock_rotation = (True, True, True)
+    session = Session(scene.host)
+    session.set_options(space="channel", keys=4)
+    session.analyze()
+    assert any(str(n).startswith("every channel that moves is left alone (locked): Apply "
+                                 "would write nothing") for n in session.notes)
+    for bone in obj.pose.bones:
+        bone.lock_location = bone.lock_rotation = (False, False, False)
+    action = obj.animation_data.action
+    obj.animation_data.action = None
+    session.analyze()
+    assert "armature 'cmu_131_01' has no action nor NLA strip: nothing moves" in session.notes
+    one = bpy.data.actions.new("One")
+    obj.animation_data.action = one
+    obj.pose.bones[0].keyframe_insert("location", frame=FIRST)
+    session.analyze()
+    assert f"the animation's keys are all on frame {FIRST}: it holds one pose, nothing to " \
+           "reduce" in session.notes
+    obj.animation_data.action = action

@@ -555,6 +555,9 @@ class BlenderHost:
                     f"{name} ({factor})" for name, factor in scaled) + ": the analysis "
                 "measures the bones below at their rest size, so their errors play that many "
                 "times as large as shown")
+        lying = _lying(obj, world)
+        if lying is not None:
+            self.notes.append(lying)
         data = obj.animation_data
         if data is None or (data.action is None and not any(
                 s.action is not None for t in data.nla_tracks for s in t.strips)):
@@ -1128,13 +1131,37 @@ def _keyed_span(obj: Any) -> tuple[int, int] | None:
     return math.floor(min(e[0] for e in ends)), math.ceil(max(e[1] for e in ends))
 
 
+def _rest_points(obj: Any, world: np.ndarray) -> np.ndarray | None:
+    """(n, 3) float64: the bones' heads and the leaf bones' tails at rest, turned as the
+    object's ``world`` matrix turns them (no offset); None for an armature of one bone."""
+    bones = obj.data.bones
+    if len(bones) < 2:
+        return None
+    points = [b.head_local for b in bones] + [b.tail_local for b in bones if not b.children]
+    return np.asarray(points, dtype=np.float64) @ world[:3, :3].T
+
+
+def _lying(obj: Any, world: np.ndarray) -> str | None:
+    """A note when the armature's rest pose is less than half as tall (along the world's Z,
+    which the millimetres take as the character's height) as it is wide or deep: a rig
+    turned on its side had its errors said up to 5.6 times too large, and its K too high."""
+    points = _rest_points(obj, world)
+    if points is None:
+        return None
+    extent = np.ptp(points, axis=0)
+    if extent[2] >= 0.5 * extent.max():
+        return None
+    return (f"armature {obj.name!r} stands {extent[2]:.3g} units tall along the world's Z at "
+            f"rest but spans {extent.max():.3g}: the errors in mm take its height along Z as "
+            "1.7 m, so they are said too large if it lies on its side; stand it up (its "
+            "object rotation) for mm that mean what they say")
+
+
 def _height(obj: Any, world: np.ndarray) -> float | None:
     """The whole armature's rest height in scene units (bone heads and leaf tails along the
     world's Z), as a clip of every bone measures it; None when it has none (one bone)."""
-    bones = obj.data.bones
-    if len(bones) < 2:  # a bone's length is no body's size (as a clip of one joint says)
+    points = _rest_points(obj, world)
+    if points is None:  # a bone's length is no body's size (as a clip of one joint says)
         return None
-    points = [b.head_local for b in bones] + [b.tail_local for b in bones if not b.children]
-    up = (np.asarray(points, dtype=np.float64) @ world[:3, :3].T)[:, 2]
-    extent = float(np.ptp(up)) if len(up) else 0.0
+    extent = float(np.ptp(points[:, 2]))
     return extent if extent > 1e-9 else None

@@ -1117,3 +1117,18 @@ def test_scale_lock_and_empty_animation_cases_are_said_plainly(scene):
     assert f"the animation's keys are all on frame {FIRST}: it holds one pose, nothing to " \
            "reduce" in session.notes
     obj.animation_data.action = action
+
+
+def test_an_armature_on_its_side_is_said(scene):
+    """Turned on its side, the rig's height along Z was a third of its size and its errors
+    said up to 5.6 times too large, with no word of it (a review on real Blender)."""
+    obj = bpy.data.objects[scene.object_name]
+    session = Session(scene.host)
+    session.set_options(space="channel", keys=4)
+    session.analyze()
+    assert not any("along the world's Z" in str(n) for n in session.notes)
+    obj.rotation_euler = (np.pi / 2, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    session.analyze()
+    assert any(str(n).startswith("armature 'cmu_131_01' stands ") and "the errors in mm take "
+               "its height along Z as 1.7 m" in str(n) for n in session.notes)

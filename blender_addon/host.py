@@ -642,7 +642,9 @@ class BlenderHost:
             if slot is not None and _slotted() and len(copy.slots):
                 data.action_slot = copy.slots[0]
             self.notes = [f"converted {len(bones)} bones to Euler {order} in action "
-                          f"{copy.name!r}; {action.name!r} is kept"]
+                          f"{copy.name!r}; {action.name!r} is kept, and plays again once "
+                          "those bones are back in quaternion rotation mode (Ctrl+Z undoes "
+                          "the conversion)"]
             return bones
 
     # ------------------------------------------------------------------ writing

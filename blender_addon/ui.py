@@ -195,9 +195,15 @@ class _Operator:
     #: Analyze and Convert the active one; Apply and Suggested K the one analysed, whichever
     #: is active; Remove the active one, else the one analysed.
     targets: tuple[str, ...] = ("active",)
+    #: Greyed out until an analysis (after a file was opened, Apply was not, and said
+    #: "analyse first" when pressed).
+    needs_analysis = False
 
     @classmethod
     def poll(cls, context: Any) -> bool:
+        if cls.needs_analysis and (STATE.session is None or STATE.session.space is None):
+            cls.poll_message_set("analyse first: press Analyze")
+            return False
         try:
             acted_on(cls.targets)
         except SalientPosesError as exc:
@@ -260,6 +266,7 @@ def _operators() -> list[type]:
         bl_idname = "salient_poses.suggested_k"
         bl_label = "Suggested K"
         targets = ("analysed", "active")
+        needs_analysis = True
 
         def execute(self, context: Any) -> set[str]:
             if STATE.session is None or STATE.session.space is None:
@@ -274,6 +281,7 @@ def _operators() -> list[type]:
         bl_idname = "salient_poses.apply"
         bl_label = "Apply"
         targets = ("analysed", "active")
+        needs_analysis = True
 
         def execute(self, context: Any) -> set[str]:
             session = STATE.session

@@ -739,6 +739,9 @@ def test_apply_writes_onto_the_armature_analysed_and_a_new_file_forgets_it(scene
         bpy.ops.wm.save_as_mainfile(filepath=str(path))
         bpy.ops.wm.open_mainfile(filepath=str(path))
         assert ui.STATE.session is None and ui.STATE.readout == ""
+        # greyed out, saying why (it could be pressed, and then said it)
+        assert not bpy.ops.salient_poses.apply.poll()
+        assert not bpy.ops.salient_poses.suggested_k.poll()
         with pytest.raises(RuntimeError, match="analyse first"):
             bpy.ops.salient_poses.apply()
     finally:

@@ -38,6 +38,8 @@ CATEGORY = "Salient Poses"
 #: Pixels an average character of Blender's interface font takes at UI scale 1 (the sidebar's
 #: labels are wrapped to its width with it).
 CHARACTER_PIXELS = 6.5
+#: Steps of the cursor's progress during Analyze.
+PROGRESS_STEPS = 1000
 
 
 def panel_fields() -> dict[str, tuple[str, Spec]]:
@@ -170,7 +172,15 @@ def analyze(context: Any) -> Session:
     host = BlenderHost()
     host.armature = host.object().name
     session = Session(host, options_from(settings))
-    session.analyze(graph=True)  # (the sidebar's K browses the whole space)
+    # the mouse cursor shows how far it is (the search for the tolerance's K took 8 s on the
+    # sample in Blender, with nothing moving on screen)
+    manager = context.window_manager
+    manager.progress_begin(0, PROGRESS_STEPS)
+    try:
+        session.analyze(graph=True,  # (the sidebar's K browses the whole space)
+                        progress=lambda f, _m: manager.progress_update(int(f * PROGRESS_STEPS)))
+    finally:
+        manager.progress_end()
     session.set_k()
     STATE.session = session
     suggestions = session.suggestions

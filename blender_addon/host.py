@@ -42,7 +42,7 @@ from typing import Any, cast
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from sp_core.clip import Clip
+from sp_core.clip import REFERENCE_HEIGHT_MM, Clip
 from sp_core.curves import KeyedCurves
 from sp_core.errors import ClipError, Note, SalientPosesError
 from sp_core.euler import unwrap_euler
@@ -542,9 +542,12 @@ class BlenderHost:
         reach = max(size, float(np.abs(blender).max(initial=0.0)))
         if miss.size and miss.max() > FK_TOLERANCE * reach:
             f, n = np.unravel_index(int(np.argmax(miss)), miss.shape)
+            # (in mm too, as the errors are said: scene units alone meant little beside them)
+            mm = f" ({miss[f, n] * REFERENCE_HEIGHT_MM / size:.1f} mm for the character " \
+                "scaled to 1.7 m)" if size > 0 else ""
             self.notes.append(
-                f"{names[n]} is {miss[f, n]:.4g} scene units away from where its channels put "
-                f"it at frame {first + f} (constraints or scale?): the analysis fits and "
+                f"{names[n]} is {miss[f, n]:.4g} scene units{mm} away from where its channels "
+                f"put it at frame {first + f} (constraints or scale?): the analysis fits and "
                 "measures the channels' own motion, which Blender constrains and scales again "
                 "after Apply as it does the original's; the errors shown are of that motion, "
                 "not of the positions Blender shows")

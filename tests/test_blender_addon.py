@@ -4,6 +4,7 @@ the panel's operators, the preview markers, the self-test and the extension mani
 
 from __future__ import annotations
 
+import re
 import tomllib
 
 import numpy as np
@@ -262,6 +263,9 @@ def test_a_constrained_or_scaled_bone_plays_the_error_the_analysis_reports(scene
     notes = [str(n) for n in session.notes if "constraints or scale" in str(n)]
     assert len(notes) == 1 and "(constraints or scale?): the analysis fits and measures " \
         "the channels' own motion" in notes[0]
+    # in mm too, as the errors are said (a review found scene units alone hard to weigh)
+    assert re.search(r" scene units \(\d+\.\d mm for the character scaled to 1\.7 m\) away "
+                     r"from where its channels put it", notes[0])
     said = "Blender scales the pose of RightCollar (2x): the analysis measures the bones " \
         "below at their rest size, so their errors play that many times as large as shown"
     assert (said in session.notes) == (change == "scale")

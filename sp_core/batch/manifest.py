@@ -80,6 +80,7 @@ class Manifest:
         # the checksum of every output a finished take wrote, by resolved path
         self._sums = {_same(path): sha for entry in self.entries.values()
                       for path, sha in dict(entry.get("sums") or {}).items()}
+        self._edited: dict[str, bool] = {}  # (a re-run asks of each output more than once)
         claims = self._claims()
         # outputs two takes claim (an earlier version named two clips of one name alike): what
         # they hold is one take's, so neither take is done nor keeps the name
@@ -98,13 +99,16 @@ class Manifest:
 
     def edited(self, path: str) -> bool:
         """``path`` is an output a finished take wrote whose bytes changed since."""
-        sha = self._sums.get(_same(path))
+        same = _same(path)
+        sha = self._sums.get(same)
         if sha is None or not Path(path).exists():
             return False
-        try:
-            return checksum(path) != sha
-        except OSError:
-            return True  # (unreadable now: not the file the batch wrote)
+        if same not in self._edited:
+            try:
+                self._edited[same] = checksum(path) != sha
+            except OSError:
+                self._edited[same] = True  # (unreadable now: not the file the batch wrote)
+        return self._edited[same]
 
     def stems(self, out: Path) -> dict[str, str]:
         """Resolved input path → the name its outputs got in ``out`` (``STEM`` of
@@ -179,7 +183,9 @@ class Manifest:
         if entry["status"] == "ok":  # (what a re-run may replace: these bytes, no others)
             entry["sums"] = {path: checksum(path) for path in entry["outputs"]
                              if Path(path).exists()}
-            self._sums.update({_same(path): sha for path, sha in entry["sums"].items()})
+            for path, sha in entry["sums"].items():
+                self._sums[_same(path)] = sha
+                self._edited.pop(_same(path), None)
         if entry["status"] == "failed":
             for output in entry["outputs"]:
                 if output.endswith(".keys.json"):

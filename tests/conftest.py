@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -35,12 +36,17 @@ def sample_clip():
 
 
 @pytest.fixture(autouse=True)
-def _garbage_collection_released():
+def _garbage_collection_released(request):
     """A test's panel tasks turn Python's automatic garbage collection off while they run
     (:class:`sp_core.ui.worker._UiThreadCollector`), and a timer of the Qt event loop turns it
     back on: after a test that ran no event loop since its last task ended, it is turned on
-    here, so that the tests after it run with it as usual."""
+    here, so that the tests after it run with it as usual. After a test with widgets, their
+    garbage is collected here, on the main thread: left to the collector, another thread
+    (a Dask client's event loop, kept by the batch tests) could destroy them, which Qt
+    allows on the main thread only."""
     yield
     worker = sys.modules.get("sp_core.ui.worker")
     if worker is not None and not any(task.running for task in worker._LIVE):
         worker._COLLECTOR.release()
+    if "qtbot" in request.fixturenames:
+        gc.collect()

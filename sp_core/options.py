@@ -998,7 +998,8 @@ def time_budget_for(options: Options, n_frames: int) -> float:
 
 # --------------------------------------------------------------------------- presets, CLI
 def load_preset(path: str | Path) -> dict[str, Any]:
-    """Read a preset (``.toml`` or ``.json``): ``{group: {field: value}}`` or flat."""
+    """Read a preset (``.toml`` or ``.json``): ``{group: {field: value}}`` or flat, or the
+    ``options`` block of an analysis or reduction JSON this tool wrote."""
     path = Path(path)
     if path.suffix.lower() not in (".toml", ".json"):  # (a .yaml file was read as JSON)
         raise OptionError(f"preset {path}: a preset is a .toml or .json file")
@@ -1016,6 +1017,10 @@ def load_preset(path: str | Path) -> dict[str, Any]:
             from None
     if not isinstance(record, dict):
         raise OptionError(f"{path}: a preset is a table of options")
+    if isinstance(record.get("options"), dict) and "clip" in record:
+        # an analysis or reduction JSON of this tool: its options block is the preset (the
+        # file itself was refused as "unknown option 'clip'")
+        return dict(record["options"])
     return record
 
 

@@ -354,6 +354,12 @@ def test_a_flag_may_leave_a_presets_value_unused_and_its_options_block_is_a_pres
     assert main(["reduce", str(sample_path), "--preset", str(block), "--json",
                  str(again)]) == 0
     assert json.loads(again.read_text())["options"] == record["options"]
+    # the result JSON itself is read for its options block (it was refused as "unknown
+    # option 'clip'")
+    third = tmp_path / "third.json"
+    assert main(["reduce", str(sample_path), "--preset", str(first), "--json",
+                 str(third)]) == 0
+    assert json.loads(third.read_text())["options"] == record["options"]
     capsys.readouterr()
 
 

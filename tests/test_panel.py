@@ -78,7 +78,10 @@ def test_generated_editors_follow_the_schema(make_panel):
     assert [cost.itemText(i) for i in range(cost.count())] == list(specs["cost"][1].allowed())
     eigen = panel.widget("eigen")
     assert (eigen.minimum(), eigen.maximum()) == (specs["eigen"][1].low, specs["eigen"][1].high)
-    assert specs["accuracy"][1].help in panel.widget("accuracy").toolTip()
+    # the help, with the option it names said as the panel's row says it
+    assert specs["accuracy"][1].help.replace(
+        "--significance", f"'{panel.option_label('significance')}'") \
+        in panel.widget("accuracy").toolTip()
 
 
 def test_a_refused_value_is_explained_and_the_widget_reverts(make_panel, qtbot):

@@ -362,6 +362,19 @@ def test_channels_space_scales_rotations_by_reach(sample_clip):
     assert reach > forearm
 
 
+def test_a_time_coordinate_leaves_the_threshold_rules_scale_alone(sample_clip):
+    """--time-scale 100 put the suggested K at 2 instead of 5 (35 mm mean): the time
+    coordinate grows with the take's length, not its motion, and as part of the largest pose
+    distance it made every error look small."""
+    clip = sample_clip.sub_range(0, 299)
+    plain = SelectionSpace.from_clip(clip, stride=2)
+    for scale in (0.01, 100.0):
+        timed = SelectionSpace.from_clip(clip, stride=2, time_scale=scale)
+        assert timed.diameter == pytest.approx(plain.diameter, rel=1e-12)
+        # (the time coordinate changes the distances to the lines between keys, a little)
+        assert abs(timed.suggestions()["threshold"] - plain.suggestions()["threshold"]) <= 2
+
+
 def test_from_clip_uses_host_frames(sample_clip):
     clip = sample_clip.with_channels(sample_clip.channels)
     clip.first_frame = 1001

@@ -477,3 +477,16 @@ def test_the_layers_keys_end_a_correction_one_frame_outside_the_range():
     assert written["c"][0].tolist() == [1005, 1012]
     assert written["d"][0].tolist() == [1000, 1001, 1008, 1030, 1031]
     assert written["d"][1].tolist() == [0.0, -3.0, -3.0, -3.0, 0.0]
+
+
+def test_a_budget_left_unspent_is_said(sample_clip):
+    """A budget of 100 % stopped at 2,878 keys of 6,480 without a word, taken for a cap."""
+    clip = sample_clip.sub_range(0, 14)
+    large = reduce(clip, [0, 7, 14], space="channel", corrective_budget="100%")
+    allowed = budget_keys("100%", large.metrics.original_keys)
+    assert 0 < large.metrics.corrective_keys < allowed - 4
+    assert large.notes == (f"the corrective keys stopped at {large.metrics.corrective_keys:,} "
+                           f"of the {allowed:,} the budget allows: no further key improves a "
+                           "frame",)
+    small = reduce(clip, [0, 7, 14], space="channel", corrective_budget="6")
+    assert small.notes == ()  # (spent, or within a last change's cost of it)

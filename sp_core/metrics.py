@@ -58,6 +58,16 @@ class Metrics:
                     f"{self.max_mm:.{max_digits}f} mm")
         return f"mean {self.mean:.4g}, max {self.max:.4g} scene units"
 
+    def keys_said(self, k: int) -> str:
+        """The keys in words for ``k`` keyframes: ``49 keys × 72 channels = 3,528 keys + 156
+        corrective keys (3,684 in all)`` (a bare "3528 pose + 156 corrective" read as a wrong
+        sum beside K = 49)."""
+        channels = self.pose_keys // k if k else 0
+        text = f"{k} keys × {channels} channels = {self.pose_keys:,} keys"
+        if self.corrective_keys:
+            text += f" + {self.corrective_keys:,} corrective keys ({self.keys:,} in all)"
+        return text
+
     def record(self) -> dict:
         """JSON-ready summary (without the per-channel table); no mm (null) where the
         character's size is unknown (``mean`` and ``max`` are in scene units)."""

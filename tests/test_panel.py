@@ -78,6 +78,8 @@ def test_generated_editors_follow_the_schema(make_panel):
     assert [cost.itemText(i) for i in range(cost.count())] == list(specs["cost"][1].allowed())
     eigen = panel.widget("eigen")
     assert (eigen.minimum(), eigen.maximum()) == (specs["eigen"][1].low, specs["eigen"][1].high)
+    # the graph says its gestures (they were found only in the docs)
+    assert "drag the red line to choose K" in panel.graph.plot_widget.toolTip()
     # the help, with the option it names said as the panel's row says it
     assert specs["accuracy"][1].help.replace(
         "--significance", f"'{panel.option_label('significance')}'") \
@@ -209,6 +211,12 @@ def test_the_graph_comes_before_the_tolerance_search_and_a_cancel_puts_it_back(m
     analyse(qtbot, panel)  # not held: the search runs to its end
     assert panel.graph.space is session.space and session.k == session.tolerance_k
     assert "keeps the error within the tolerance" in panel.status.text()
+    # the keys as a sum an animator can check ("3528 pose + 156 corrective" beside K = 49
+    # read as a wrong one)
+    m = session.reduce().metrics
+    channels = m.pose_keys // session.k
+    said = f"({session.k} keys × {channels} channels = {m.pose_keys:,} keys"
+    assert said in panel.status.text()
     assert host.previews[-1] == session.keyframes(session.k).tolist()
 
 
@@ -808,6 +816,15 @@ def test_the_k_controls_follow_k_wherever_it_is(make_panel, qtbot):
     qtbot.waitUntil(lambda: session.k == 139)
     qtbot.mouseClick(panel.k_box.suggested_button, QtCore.Qt.MouseButton.LeftButton)
     assert session.k == session.suggested_k and panel.k_box.suggested_button.isChecked()
+    # a K a script sets stays shown when an option changes next (the keys option of a K
+    # pressed before pulled the controls back, and Apply wrote another K than shown)
+    panel.request_k(30, immediately=True, user=True)
+    session.set_k(20)
+    session.set_options(stride=4)
+    session.set_options(stride=1)
+    assert session.k == 20
+    assert (panel.k_spin.value(), panel.k_slider.value(), panel.k_box.k_label.text()) == \
+        (20, 20, "20")
 
 
 def test_the_apply_summary_says_what_apply_writes(make_panel, qtbot):

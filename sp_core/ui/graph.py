@@ -65,6 +65,11 @@ class ErrorGraph(QtWidgets.QWidget):
         self.plot_widget = pg.PlotWidget(background="#26282b",
                                           axisItems={"bottom": WholeNumberAxis("bottom")})
         self.plot_widget.setMinimumSize(120, 180)  # the axis label fits (a tab page scrolls)
+        # (its gestures were found only in the docs)
+        self.plot_widget.setToolTip(
+            "the selection's cost of the best keys for every K (the cost the keys are chosen "
+            "by, not the mm error): drag the red line to choose K, click the star (suggested "
+            "K) or a grey cliff to jump there, the mouse wheel zooms")
         self.plot = self.plot_widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.plot.setLabel("bottom", "keyframes K")

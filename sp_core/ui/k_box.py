@@ -97,7 +97,13 @@ class KBox(QtWidgets.QWidget):
 
     # ------------------------------------------------------------------ options → widgets
     def _show_keys(self, value: Any) -> None:
-        if value is not None:
+        # the session's K where it has one: that is what Apply writes (the keys option, a K
+        # pressed before, pulled the controls back from a K a script set, and Apply wrote
+        # another number of keys than shown)
+        session = self._binder.session
+        if session.k is not None and session.space is not None:
+            self.sync(int(session.k))
+        elif value is not None:
             self.sync(int(value))
         self.show_key_choice(None)
 

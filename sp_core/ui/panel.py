@@ -480,8 +480,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             assert self.session.k is not None
             self.estimator.remember(self.session.k, m, "what Apply writes")
             chosen = (f" K = {self.session.k} keeps the error within the tolerance: "
-                      f"{m.said(2, 1)} ({m.pose_keys} pose + {m.corrective_keys} corrective "
-                      "keys).")
+                      f"{m.said(2, 1)} ({m.keys_said(self.session.k)}).")
         # the whole wait (the selection space took t's seconds; the tolerance's fits the rest)
         waited = t["table_s"] + t["select_s"]
         if self._analysis_started:
@@ -740,9 +739,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         stale = self._stale()  # (an analysis option changed during the fit)
         self._said_stale = bool(stale)
         skipped += f" {stale}." if stale else ""
-        corrective = (f" + {m.corrective_keys} corrective keys ({m.keys} keys in all)"
-                      if m.corrective_keys else "")
-        self.show_status(f"Applied {len(reduction.curves.frames)} keys{corrective} "
+        self.show_status(f"Applied {m.keys_said(len(reduction.curves.frames))} "
                          f"({reduction.tangents}, {reduction.space} fit) into {layers}: error "
                          f"{m.said(1, 1)} at {m.worst_node}, frame {m.worst_frame}.{skipped}",
                          ok=True)

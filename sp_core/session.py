@@ -509,6 +509,15 @@ class Session:
             return "enough" if budget(options) >= budget(self.analysed) else budget(options)
         return value
 
+    def nothing_to_write(self) -> str | None:
+        """Why Apply has nothing to write on the analysed motion (nothing in it moves), or
+        None: a panel says it and greys Apply out (it offered "Apply writes 2 keys" and then
+        failed)."""
+        motion = self.motion
+        if motion is None or not constant_channels(motion.channels).all():
+            return None
+        return _still(motion.first_frame, motion.last_frame)
+
     def check_analysis_current(self, options: Options | None = None) -> None:
         """Refuse to go on with an analysis the options (default the session's) no longer
         describe.

@@ -1097,6 +1097,13 @@ def test_an_option_changed_during_analyze_is_said_when_it_ends_and_unsaid_when_s
     assert " 2 keyposes, 0 breakdowns: 0, 59. " in text and \
         text.endswith("Note: nothing moves in frames 0..59: every channel keeps one value, so "
                       "there is no key to write.")
+    # ... and Apply is greyed out, saying so (the summary offered "Apply writes 2 keys" and
+    # Apply then failed)
+    assert not panel.apply_button.isEnabled()
+    assert panel.apply_button.toolTip() == (
+        "nothing to write: nothing moves in frames 0..59: every channel keeps one value, so "
+        "there is no key to write")
+    assert panel.apply_box.summary.text().startswith("Nothing to write: nothing moves")
 
 
 

@@ -12,6 +12,10 @@ from sp_core.options import Options
 from sp_core.ui.analysis_box import form_layout
 from sp_core.ui.bindings import Binder
 
+#: What Apply does, said on its button (a panel says instead why there is nothing to write).
+APPLY_TIP = ("write the keys into a new layer (Ctrl+Return); one undo step, the original "
+             "animation stays")
+
 
 def apply_summary(options: Options, keys: int | None, replacing: bool,
                   plan: tuple[str | None, float | None]) -> str:
@@ -73,8 +77,7 @@ class ApplyBox(QtWidgets.QGroupBox):
         self.summary.setWordWrap(True)
         column.addWidget(self.summary)
         self.apply_button = QtWidgets.QPushButton("Apply")
-        self.apply_button.setToolTip("write the keys into a new layer (Ctrl+Return); one undo "
-                                     "step, the original animation stays")
+        self.apply_button.setToolTip(APPLY_TIP)
         self.remove_button = QtWidgets.QPushButton("Remove")
         self.remove_button.setToolTip("delete the layers Apply created (one undo step)")
         buttons = QtWidgets.QHBoxLayout()

@@ -28,7 +28,7 @@ from sp_core.poses import error_unit
 from sp_core.reduction import Reduction
 from sp_core.session import Analysis, Session
 from sp_core.ui.analysis_box import AnalysisBox
-from sp_core.ui.apply_box import ApplyBox, apply_summary
+from sp_core.ui.apply_box import APPLY_TIP, ApplyBox, apply_summary
 from sp_core.ui.bindings import Binder
 from sp_core.ui.estimate import ErrorEstimator, describe
 from sp_core.ui.k_box import KBox
@@ -322,8 +322,10 @@ class SalientPosesPanel(QtWidgets.QWidget):
         replacing = bool(session.applied)
         # (layered: K keyposes and their breakdowns)
         keys = None if session.k is None or session.space is None else len(session.keyframes())
-        self.apply_box.summary.setText(apply_summary(session.options, keys, replacing,
-                                                     session.corrective_plan()))
+        still = session.nothing_to_write() if session.space is not None else None
+        self.apply_box.summary.setText(
+            f"Nothing to write: {still}." if still is not None else
+            apply_summary(session.options, keys, replacing, session.corrective_plan()))
 
     def _save_settings(self) -> None:
         save_options(self.settings, self.session.options)
@@ -812,7 +814,12 @@ class SalientPosesPanel(QtWidgets.QWidget):
         # (the graph's K line too: a K chosen while Apply writes would become the keys
         # option beside layers of the K pressed)
         self.graph.marker.setMovable(has_space and not busy)
-        self.apply_button.setEnabled(has_space and not busy)
+        still = self.session.nothing_to_write() if has_space else None
+        self.apply_button.setEnabled(has_space and not busy and still is None)
+        if still is not None:
+            self.apply_button.setToolTip(f"nothing to write: {still}")
+        elif self.apply_button.toolTip().startswith("nothing to write: "):
+            self.apply_button.setToolTip(APPLY_TIP)
         self.remove_button.setEnabled(bool(self.session.applied) and not busy)
 
     @property

@@ -78,6 +78,8 @@ def test_generated_editors_follow_the_schema(make_panel):
     assert [cost.itemText(i) for i in range(cost.count())] == list(specs["cost"][1].allowed())
     eigen = panel.widget("eigen")
     assert (eigen.minimum(), eigen.maximum()) == (specs["eigen"][1].low, specs["eigen"][1].high)
+    # a time scale of 0 says it is off ("0.000" said nothing)
+    assert panel.widget("time_scale").text() == "off"
     # the graph says its gestures (they were found only in the docs)
     assert "drag the red line to choose K" in panel.graph.plot_widget.toolTip()
     # the help, with the option it names said as the panel's row says it
@@ -453,8 +455,11 @@ def test_apply_and_remove_through_the_host(make_panel, qtbot):
     assert host.layers[1]["weight"] == 0.75
     assert "Applied 9 keys" in panel.status.text() and "mm" in panel.status.text()
     assert panel.remove_button.isEnabled()
+    assert panel.k_box.error_label.text().endswith("channel fit, as applied")
     qtbot.mouseClick(panel.remove_button, QtCore.Qt.MouseButton.LeftButton)
     assert host.layers == [] and "Removed walkKeys" in panel.status.text()
+    # the layers are gone: the same figures are what Apply writes (it said "as applied")
+    assert panel.k_box.error_label.text().endswith("channel fit, what Apply writes")
 
 
 @pytest.mark.parametrize("answer, layers", [("Replace", ["salientPoses"]),

@@ -50,7 +50,7 @@ class AnalysisBox(QtWidgets.QGroupBox):
         form.addRow(self.cost_options)
         binder.add("cost_options", self.cost_options, self._show_cost_options)
         form.addRow("compose", binder.generate("compose"))
-        form.addRow("time scale", binder.generate("time_scale"))
+        form.addRow("time scale", binder.generate("time_scale", zero="off"))
         form.addRow("frames", self._build_range())
         form.addRow("stride", binder.generate("stride"))
         form.addRow("max span", binder.generate("max_span", empty="no limit"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from PySide6 import QtCore, QtWidgets
 
@@ -127,10 +127,13 @@ class Binder(QtCore.QObject):
             binding.widget.blockSignals(blocked)
 
     # ------------------------------------------------------------------ generated editors
-    def generate(self, name: str, empty: str = "auto") -> QtWidgets.QWidget:
+    def generate(self, name: str, empty: str = "auto", zero: str | None = None
+                 ) -> QtWidgets.QWidget:
         """A widget for a plain field, made from its Spec and bound.
 
-        ``empty`` is what a nullable number shows for None (one step below its low bound).
+        ``empty`` is what a nullable number shows for None (one step below its low bound);
+        ``zero``, what a number whose low bound 0 means "off" shows there ("0.000" said
+        nothing).
         """
         spec = field_specs()[name][1]
         if spec.kind == "choice":
@@ -139,6 +142,8 @@ class Binder(QtCore.QObject):
             widget = self._check(name, spec)
         elif spec.kind in ("int", "float"):
             widget = self._spin(name, spec, empty)
+            if zero is not None and spec.low == 0 and not spec.nullable:
+                cast(QtWidgets.QAbstractSpinBox, widget).setSpecialValueText(zero)
         elif spec.kind == "str":
             widget = self._line(name)
         elif spec.kind == "tolerance":

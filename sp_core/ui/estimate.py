@@ -108,6 +108,12 @@ class ErrorEstimator(QtCore.QObject):
         if wanted is not None:
             self.exact[self._exact_key(wanted)] = (metrics, how)
 
+    def unapplied(self) -> None:
+        """The layers are gone: figures known "as applied" are what Apply writes again (the
+        readout said "as applied" after Remove)."""
+        self.exact = {key: (metrics, "what Apply writes" if how == "as applied" else how)
+                      for key, (metrics, how) in self.exact.items()}
+
     def _exact_key(self, request: Request
                    ) -> tuple[Request, FitOptions, tuple[str | None, float | None]]:
         return (request, self.session.options.fit,

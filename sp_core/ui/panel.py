@@ -769,6 +769,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
             self.show_error(f"Remove failed: {readable(exc, self.option_label)}")
             return
         self.show_status(f"Removed {', '.join(h.name for h in removed) or 'nothing'}.", ok=True)
+        self.estimator.unapplied()
+        if self.session.k is not None and self.session.space is not None:
+            self.estimator.request(self.session.k)
         self._show_summary()
         self._update_enabled()
 

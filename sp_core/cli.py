@@ -492,7 +492,7 @@ def _edited_pose(clip: Clip, args: argparse.Namespace, options: Options) -> np.n
 
 
 def cmd_propagate(args: argparse.Namespace, options: Options) -> int:
-    from sp_core.falloff import clip_graph, pose_edit, propagate
+    from sp_core.falloff import clip_graph, moved_channels, pose_edit, propagate
     from sp_core.io.bvh import write_bvh
 
     out, wand, analysis = options.output, options.wand, options.analysis
@@ -509,8 +509,7 @@ def cmd_propagate(args: argparse.Namespace, options: Options) -> int:
                        analysis.time_scale, wand.sigma, wand.eigen)
     weights = graph.weights(wand.frame, region=analysis.frame_range, mode=wand.mode)
     channels = propagate(clip, pose_edit(clip, wand.frame, edited), weights)
-    scale = max(1.0, float(np.abs(clip.channels).max(initial=0.0)))
-    if np.abs(channels - clip.channels).max(initial=0.0) <= 1e-9 * scale:  # (as the panel)
+    if not len(moved_channels(clip, channels)):  # (the panel refuses it too)
         raise UsageError(f"the edit changes nothing at frame {wand.frame}: give offsets in "
                          f"{flag_of('edit')} or another pose in {flag_of('edited_bvh')}")
     with output_set():  # (the edited take and its weights new together, or both old)

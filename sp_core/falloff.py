@@ -302,6 +302,16 @@ def pose_edit(clip: Clip, frame: int, edited: np.ndarray) -> PoseEdit:
     return PoseEdit(rotations, offsets)
 
 
+def moved_channels(clip: Clip, channels: np.ndarray) -> np.ndarray:
+    """(M,) int: the columns of ``channels`` (n_frames, C), a :func:`propagate` result, that
+    differ from the clip's beyond rounding (1e-9 of its largest value): an edit by a whole
+    turn goes through rotations and back and changes its channels by 1e-14 (the command
+    line said it propagated, and the panel would have written a layer of that rounding)."""
+    scale = max(1.0, float(np.abs(clip.channels).max(initial=0.0)))
+    change = np.abs(channels - clip.channels).max(axis=0, initial=0.0)
+    return np.flatnonzero(change > 1e-9 * scale)
+
+
 def propagate(clip: Clip, edit: PoseEdit, weights: np.ndarray) -> np.ndarray:
     """Channels (n_frames, C) with the edit applied to every frame with its weight.
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from sp_core.clip import Clip
 from sp_core.errors import Note, OptionError, SalientPosesError, SelectionError
-from sp_core.falloff import PoseGraph, clip_graph, pose_edit, propagate
+from sp_core.falloff import PoseGraph, clip_graph, moved_channels, pose_edit, propagate
 from sp_core.host import Host, LayerHandle, SparseLayers, host_step
 from sp_core.layered import LayeredSelection, TwoPassSpace, layered_selection
 from sp_core.options import (
@@ -907,7 +907,7 @@ class Session:
         motion = self.motion
         channels = propagate(motion, pose_edit(motion, frame, edited), weights)
         delta = channels - motion.channels
-        moved = np.flatnonzero(np.abs(delta).max(axis=0) > 0)
+        moved = moved_channels(motion, channels)
         if not len(moved):
             raise SelectionError("the edit changes nothing: pose the character at the edited "
                                  "frame first")

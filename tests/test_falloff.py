@@ -242,6 +242,13 @@ def test_an_audit_of_the_wand(sample_clip, sample_path, tmp_path, capsys):
         "the edit changes nothing at frame 400: give offsets in --edit or another pose in "
         "--edited-bvh")
     assert not (tmp_path / "none.bvh").exists()
+    # a whole turn is no edit either, in the panel's session too (it comes back from the
+    # rotations 1e-14 off, which was written as a layer of rounding)
+    turned = sample_clip.channels[400].copy()
+    turned[sample_clip.channel_names.index("RightShoulder.Zrotation")] += 360.0
+    session.analyze()
+    with pytest.raises(SelectionError, match="^the edit changes nothing: pose the character"):
+        session.propagate_edit(400, turned, session.pose_graph().weights(400))
     change = pose_edit(sample_clip, 400, sample_clip.channels[400] + 1.0)
     with pytest.raises(SelectionError, match=r"^the falloff must be 994 finite weights, one per "
                                              r"frame of the motion, got shape \(10,\)$"):

@@ -279,8 +279,7 @@ def _operators() -> list[type]:
         needs_analysis = True
 
         def execute(self, context: Any) -> set[str]:
-            if STATE.session is None or STATE.session.space is None:
-                return _fail(self, SalientPosesError("analyse first"))
+            assert STATE.session is not None  # (poll: needs_analysis)
             context.scene.salient_poses.k = STATE.session.suggested_k
             return {"FINISHED"}
 
@@ -295,8 +294,7 @@ def _operators() -> list[type]:
 
         def execute(self, context: Any) -> set[str]:
             session = STATE.session
-            if session is None or session.space is None:
-                return _fail(self, SalientPosesError("analyse first"))
+            assert session is not None  # (poll: needs_analysis)
             try:
                 # (changed Analysis settings are refused by apply(): the keys of K come from
                 # the space Analyze made with the old ones)

@@ -375,10 +375,11 @@ class Session:
             notes = [*reading_notes, *space.notes]  # e.g. a long take's window
             if unscaled is not None:
                 notes.append(f"{unscaled}: K is the suggested K, not the default tolerance's")
-            if constant_channels(motion.channels).all():
+            moving = ~constant_channels(motion.channels)
+            if not moving.any():
                 notes.append(_still(motion.first_frame, motion.last_frame))
             else:
-                unseen = _unseen(motion)
+                unseen = _unseen(motion, moving)
                 if unseen:
                     notes.append(unseen)
             token.check()
@@ -940,11 +941,11 @@ class Session:
         return list(self.analysis.pins)
 
 
-def _unseen(motion: Clip) -> str | None:
-    """What to say of the animated rotation channels that turn no node (None: there are
-    none; :meth:`sp_core.clip.Clip.unseen_rotations`)."""
-    moving = set(np.asarray(motion.channel_names)[~constant_channels(motion.channels)])
-    unseen = [c for c in motion.unseen_rotations() if c in moving]
+def _unseen(motion: Clip, moving: np.ndarray) -> str | None:
+    """What to say of the moving (``moving`` (C,) bool) rotation channels that turn no node
+    (None: there are none; :meth:`sp_core.clip.Clip.unseen_rotations`)."""
+    names = set(np.asarray(motion.channel_names)[moving])
+    unseen = [c for c in motion.unseen_rotations() if c in names]
     if not unseen:
         return None
     nodes = list(dict.fromkeys(c.rpartition(".")[0] for c in unseen))

@@ -819,10 +819,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.graph.marker.setMovable(has_space and not busy)
         still = self.session.nothing_to_write() if has_space else None
         self.apply_button.setEnabled(has_space and not busy and still is None)
-        if still is not None:
-            self.apply_button.setToolTip(f"nothing to write: {still}")
-        elif self.apply_button.toolTip().startswith("nothing to write: "):
-            self.apply_button.setToolTip(APPLY_TIP)
+        self.apply_button.setToolTip(APPLY_TIP if still is None else f"nothing to write: {still}")
         self.remove_button.setEnabled(bool(self.session.applied) and not busy)
 
     @property

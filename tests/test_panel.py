@@ -158,6 +158,36 @@ def test_analysis_runs_in_a_worker_and_reports_progress(make_panel, qtbot):
     assert "Suggested K" in panel.status.text()
 
 
+def test_the_status_line_shows_whole_lines_and_scrolls_the_rest(make_panel, qtbot):
+    """A long status (a long take's note) shows five whole lines and scrolls the rest (the
+    layout had sized the holder and cut a line in half); a short one is shown whole."""
+    panel, _host, _session = make_panel(width=380)
+    holder, label = panel.status_holder, panel.status
+    spacing = label.fontMetrics().lineSpacing()
+    margins = label.contentsMargins()
+    panel.show_status("Analysed frames 0–4999 in 9.0 s. " * 12, ok=True)
+    qtbot.waitUntil(lambda: holder.verticalScrollBar().maximum() > 0)
+    assert holder.viewport().height() == 5 * spacing + margins.top()
+    panel.show_error("one line")
+    qtbot.waitUntil(lambda: holder.verticalScrollBar().maximum() == 0)
+    assert holder.viewport().height() == spacing + margins.top() + margins.bottom()
+
+
+def test_the_progress_text_is_one_line_of_the_bar(make_panel, qtbot):
+    """A stage's message is elided to the bar's width with its percentage kept (it wrapped
+    inside a dock-wide bar, its second line cut off); the tooltip has it whole."""
+    panel, _host, _session = make_panel(width=380)
+    bar = panel.progress
+    message = "K = 49: fitting 49 keys in channel space"
+    panel._on_progress(0.24, message)
+    metrics = bar.fontMetrics()
+    assert metrics.horizontalAdvance(f"{message} (24%)") > bar.contentsRect().width()
+    shown = bar.text()
+    assert shown.startswith("K = 49") and shown.endswith("… (24%)")
+    assert metrics.horizontalAdvance(shown) < bar.contentsRect().width()
+    assert bar.toolTip() == message
+
+
 def test_cancel_stops_the_analysis_within_half_a_second(make_panel, qtbot):
     panel, _host, session = make_panel()
     started = threading.Event()

@@ -100,6 +100,68 @@ def scrolled(page: QtWidgets.QWidget) -> QtWidgets.QScrollArea:
     return scroll
 
 
+class _ProgressBar(QtWidgets.QProgressBar):
+    """A progress bar whose text is elided to one line of its width, the percentage kept:
+    a stage's message ("K = 49: fitting 49 keys in channel space") wrapped inside a
+    dock-wide bar, its second line cut off."""
+
+    def text(self) -> str:
+        whole = super().text()
+        metrics = self.fontMetrics()
+        room = self.contentsRect().width() - 2 * metrics.averageCharWidth()
+        if metrics.horizontalAdvance(whole) <= room:
+            return whole
+        head, opening, rest = whole.rpartition(" (")
+        percent = bool(opening) and rest.endswith("%)")
+        message, tail = (head, opening + rest) if percent else (whole, "")
+        short = metrics.elidedText(message, QtCore.Qt.TextElideMode.ElideRight,
+                                   max(room - metrics.horizontalAdvance(tail), 0))
+        return short + tail if short.strip("…") else (rest[:-1] if percent else short)
+
+
+class _StatusScroll(QtWidgets.QScrollArea):
+    """The status line's holder: as tall as its text at the current width, up to
+    :attr:`LINES` whole lines, the rest a scroll away (by lines). A long note (a long take's
+    window) then scrolls instead of pushing the pages, and Apply with them, out of a short
+    dock, and the holder's height is never left to the layout, which had cut a line in half
+    (read as a broken last line)."""
+
+    LINES = 5
+
+    def __init__(self, label: QtWidgets.QLabel) -> None:
+        super().__init__()
+        self.setWidget(label)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred,
+                           QtWidgets.QSizePolicy.Policy.Fixed)
+        self._width = -1
+
+    def _height(self) -> int:
+        label = self.widget()
+        spacing = label.fontMetrics().lineSpacing()
+        margins = label.contentsMargins()  # (the style sheet's padding)
+        # (a text that scrolls has its bottom padding at its end: in view above it, the next
+        # line's top would show)
+        most = self.LINES * spacing + margins.top()
+        self.verticalScrollBar().setSingleStep(spacing)
+        width = self.viewport().width() if self.width() > 0 else label.sizeHint().width()
+        return min(label.heightForWidth(width), most)
+
+    def sizeHint(self) -> QtCore.QSize:  # noqa: N802 - Qt's name
+        return QtCore.QSize(super().sizeHint().width(), self._height())
+
+    def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 - Qt's name
+        return QtCore.QSize(super().minimumSizeHint().width(), self._height())
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if event.size().width() != self._width:  # the text wraps anew: another height
+            self._width = event.size().width()
+            self.updateGeometry()
+
+
 class SalientPosesPanel(QtWidgets.QWidget):
     """Setup, Analyze, the error graph, the K slider and Apply, over a session.
 
@@ -167,7 +229,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.cancel_button.setToolTip("stop the running Analyze or Apply (Esc); nothing "
                                       "changes")
         self.cancel_button.clicked.connect(self.cancel)
-        self.progress = QtWidgets.QProgressBar()
+        self.progress = _ProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setTextVisible(True)
         self.progress.setFormat("")
@@ -212,13 +274,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.status.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         # a long note (a long take's window) scrolls in five lines instead of pushing the
         # pages, and Apply with them, out of a short dock
-        holder = QtWidgets.QScrollArea()
-        holder.setWidget(self.status)
-        holder.setWidgetResizable(True)
-        holder.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
-        holder.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        holder.setMaximumHeight(5 * self.status.fontMetrics().lineSpacing() + 16)
-        outer.addWidget(holder)
+        self.status_holder = _StatusScroll(self.status)
+        outer.addWidget(self.status_holder)
         self._shortcuts()
 
     def _tooltips_in_labels(self) -> None:
@@ -423,6 +480,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
     def _on_progress(self, fraction: float, message: str) -> None:
         self.progress.setValue(int(1000 * fraction))
         self.progress.setFormat(f"{message} (%p%)")
+        self.progress.setToolTip(message)
 
     def _show_space(self, space: SelectionSpace, ahead: bool = False) -> dict[str, Any]:
         """Draw ``space``'s graph with its suggested K and cliffs and return those
@@ -777,18 +835,20 @@ class SalientPosesPanel(QtWidgets.QWidget):
 
     # ------------------------------------------------------------------ status, state
     def show_status(self, text: str, ok: bool = False) -> None:
-        self.status.setText(text)
-        self.status.setProperty("kind", "ok" if ok else "")
-        self.status.style().polish(self.status)
+        self._say(text, "ok" if ok else "")
 
     def show_error(self, text: str | Exception) -> None:
         """The status line in red: a message, or an error with the options it names said as
         this panel's labels (:meth:`option_label`)."""
         if isinstance(text, Exception):
             text = readable(text, self.option_label)
+        self._say(text, "error")
+
+    def _say(self, text: str, kind: str) -> None:
         self.status.setText(text)
-        self.status.setProperty("kind", "error")
+        self.status.setProperty("kind", kind)
         self.status.style().polish(self.status)
+        self.status_holder.updateGeometry()  # (its height follows the text's lines)
 
     def option_label(self, name: str) -> str:
         """How this panel names option ``name`` in messages: the label of its row in a form

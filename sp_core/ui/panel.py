@@ -136,10 +136,11 @@ class _StatusScroll(QtWidgets.QScrollArea):
         self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred,
                            QtWidgets.QSizePolicy.Policy.Fixed)
+        self._label = label
         self._width = -1
 
     def _height(self) -> int:
-        label = self.widget()
+        label = self._label
         spacing = label.fontMetrics().lineSpacing()
         margins = label.contentsMargins()  # (the style sheet's padding)
         # (a text that scrolls has its bottom padding at its end: in view above it, the next

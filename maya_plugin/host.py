@@ -42,6 +42,7 @@ from sp_core.host import (
     HostError,
     LayerHandle,
     LazyModule,
+    ended_at_zero,
     height_unread,
     host_step,
     sparse_keys,
@@ -629,7 +630,23 @@ class MayaHost:
                          "weighted": weighted, "breakdowns": breakdowns})
         with host_step(f"writing the curves of layer {created!r}"):
             self._write(jobs)
+        # (the keys span the analysed range: its first and last frames are always keys)
+        first, last = float(curves.frames[0]), float(curves.frames[-1])
+        with host_step(f"keying the weight of layer {created!r} to frames {first:g}-{last:g}"):
+            self._weight_on_range(created, first, last)
         return LayerHandle(created, "override", token=created)
+
+    @staticmethod
+    def _weight_on_range(layer: str, first: float, last: float) -> None:
+        """Key the override layer's weight 1 on ``first``..``last`` and 0 outside, stepped:
+        its curves hold their end keys' values outside the keys, which the layer would show
+        over the motion before and after an analysed part of the take; at weight 0 an
+        override layer passes the layers below it through (``-passthrough``, on by
+        default)."""
+        for time, weight in ((first - 1.0, 0.0), (first, 1.0), (last, 1.0), (last + 1.0, 0.0)):
+            # maya-stubs types -time as int; Maya takes any time in the UI unit
+            cmds.setKeyframe(layer, attribute="weight", time=time,  # type: ignore[arg-type]
+                             value=weight, outTangentType="step")
 
     def _additive_layer(self, layer: str, weight: float) -> str:
         """A new additive layer that accumulates rotations per component (Euler)."""
@@ -649,10 +666,11 @@ class MayaHost:
         created = self._additive_layer(layer, weight)
         with host_step(f"creating the curves of layer {created!r}"):
             names = self._layer_curves(created, [p for _, p in targets], float(frames[0]))
+        frames, residual = ended_at_zero(frames, residual)  # (nothing outside the range)
         jobs = []
         for (c, plug), name in zip(targets, names, strict=True):
             scale = np.pi / 180.0 if ".rotate" in plug else cm
-            jobs.append({"curve": name, "plug": plug, "frames": np.asarray(frames, float),
+            jobs.append({"curve": name, "plug": plug, "frames": frames,
                          "values": residual[:, c] * scale, "tangents": "linear"})
         with host_step(f"writing the residual curves of layer {created!r}"):
             self._write(jobs)
@@ -684,6 +702,9 @@ class MayaHost:
     def remove_layer(self, handle: LayerHandle) -> None:
         with host_step(f"deleting layer {handle.name!r}"):
             if cmds.objExists(str(handle.token)):
+                weight = f"{handle.token}.weight"
+                if cmds.connectionInfo(weight, isDestination=True):  # the range's weight keys
+                    cmds.delete(weight, inputConnectionsAndNodes=True)  # (and their curve)
                 cmds.delete(str(handle.token))
                 self._changed = True
 

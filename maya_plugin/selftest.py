@@ -204,6 +204,37 @@ def run(report: Callable[[str], None] = print) -> bool:
             return f"corrective curves hold {counts} keys, the engine wrote {given}"
         return f"layers left after undo: {left}" if left else None
 
+    def part() -> str | None:
+        # Apply over frames 10-39 of the 60: the override layer's curves hold their end keys
+        # outside them, so its weight is keyed to the range; outside it the scene must play
+        # the original, inside the engine's curves; Remove must leave nothing (the weight's
+        # curve included)
+        first, last = FIRST + 10, FIRST + 39
+        session = Session(MayaHost(), Options().replace(frame_range=(first, last)))
+        session.analyze()
+        session.set_k(KEYS // 2)
+        session.set_options(space="channel", residual_layer=False)
+        curves_before = len(cmds.ls(type="animCurve") or [])
+        curves = session.apply().curves
+        columns = [i for i, a in enumerate(curves.animated) if a]
+        plugs = [MayaHost.plug_for(curves.channel_names[i]) for i in columns]
+        original = state["original"][:, [state["plugs"].index(p) for p in plugs]]
+        frames = np.arange(FIRST, FIRST + FRAMES)
+        inside = (frames >= first) & (frames <= last)
+        shown = composite(plugs)
+        outside = np.abs(shown[~inside] - original[~inside]).max()
+        error = np.abs(shown[inside] - curves.evaluate(frames[inside])[:, columns]).max()
+        session.remove()
+        back = np.abs(composite(state["plugs"]) - state["original"]).max()
+        curves_left = len(cmds.ls(type="animCurve") or []) - curves_before
+        if outside > TOLERANCE:
+            return f"outside the range the scene differs from the original by {outside:.3g}"
+        if error > TOLERANCE:
+            return f"inside the range the composite differs from the engine by {error:.3g}"
+        if back > TOLERANCE or curves_left:
+            return f"after Remove: the scene differs by {back:.3g}, {curves_left} curves left"
+        return None
+
     def quaternion_default() -> str | None:
         # a user's New Curve Default of quaternion slerp: the layer's rotate curves must still
         # be Euler (a quaternion curve ignores the tangents written)
@@ -249,6 +280,8 @@ def run(report: Callable[[str], None] = print) -> bool:
     steps.append(("apply with the residual layer: composite = original; undo", with_residual))
     steps.append((f"apply {CORRECTIVE} corrective keys: a few linear keys per channel, "
                   "composite = engine on every frame; undo", with_corrections))
+    steps.append(("apply to frames 10-39 of the 60: the original plays outside them, the "
+                  "engine's curves inside; Remove leaves nothing", part))
     steps.append(("apply with a quaternion New Curve Default: the layer's rotate curves are "
                   "Euler, the preference is put back; undo", quaternion_default))
     steps.append((f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",

@@ -52,6 +52,7 @@ from sp_core.host import (
     HostError,
     LayerHandle,
     LazyModule,
+    ended_at_zero,
     height_unread,
     host_step,
     in_parent_frame,
@@ -686,9 +687,12 @@ class MobuHost:
         else:
             self.notes = ["The residual layer composes rotations per channel: it holds "
                           "original − reduced for every channel."]
-        times = [fb.FBTime(clock.ticks(int(f))) for f in frames]
+        # ended by zero keys: nothing of the residual outside the analysed range
+        padded = ended_at_zero(frames, residual)[0]
+        times = [fb.FBTime(clock.ticks(int(f))) for f in padded]
         self._key_linear(created, index, "residual",
-                         [(ch, times, v) for ch, v in values.items() if ch not in self.skipped],
+                         [(ch, times, ended_at_zero(frames, v)[1]) for ch, v in values.items()
+                          if ch not in self.skipped],
                          constant=False)
         return LayerHandle(created.Name, "additive", token=created.Name)
 

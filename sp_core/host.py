@@ -177,6 +177,33 @@ def sparse_keys(keys: Mapping[str, tuple[np.ndarray, np.ndarray]]
     return out
 
 
+def ended_at_zero(frames: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A residual's keys with a zero key one frame before and one after them.
+
+    A host's curve holds its first and last keys' values outside them (Maya's and
+    MotionBuilder's constant extrapolation): a residual that is not zero on the range's first
+    or last frame would add that difference to the motion before or after an analysed part of
+    the take; ended by zeros it is the residual on the range and nothing outside it.
+
+    Parameters
+    ----------
+    frames : (n,) array
+        Host frames of the residual, ascending.
+    values : (n,) or (n, c) array
+        The residual per frame (channel units).
+
+    Returns
+    -------
+    frames : (n + 2,) float64
+    values : (n + 2,) or (n + 2, c) float64
+    """
+    frames = np.asarray(frames, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    zero = np.zeros((1,) + values.shape[1:])
+    return (np.concatenate([[frames[0] - 1.0], frames, [frames[-1] + 1.0]]),
+            np.concatenate([zero, values, zero]))
+
+
 @runtime_checkable
 class SkipReport(Protocol):
     """Optional: a host that leaves some animated channels alone and says why."""

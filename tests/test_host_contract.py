@@ -184,6 +184,52 @@ def test_residual_layer_gives_back_the_original(scene):
     assert worst(shown, motion.positions) <= TOLERANCE * motion.height()
 
 
+@pytest.mark.parametrize("residual", [False, True], ids=["override", "residual"])
+def test_apply_to_a_part_of_the_take_leaves_the_motion_outside_it(scene, residual):
+    """Apply over frames 10-29 of the 40: outside them the application plays the original
+    motion (a layer's curves hold their end keys' values outside the keys, which an override
+    layer would show over the motion, and the residual its end differences); inside, the
+    reduced motion, or with the residual the original."""
+    session = Session(scene.host, Options().replace(frame_range=(FIRST + 10, FIRST + 29)))
+    session.analyze()
+    session.set_k(K)
+    # (the world fit moves the end keys off the motion: the residual is not zero there)
+    session.set_options(space="world" if residual else "channel", residual_layer=residual)
+    motion = session.motion
+    nodes = list(motion.node_names)
+    frames = np.arange(FIRST, FIRST + FRAMES)
+    original = scene.positions(nodes, frames)
+    reduction = session.apply()
+    assert list(motion.frames) == list(range(FIRST + 10, FIRST + 30))
+    shown = scene.positions(nodes, frames)
+    outside = (frames < FIRST + 10) | (frames > FIRST + 29)
+    height = motion.height()
+    assert worst(shown[outside], original[outside]) <= TOLERANCE * height
+    inside = original[~outside] if residual else \
+        motion.forward_kinematics(expected_override(session, reduction, scene))
+    assert worst(shown[~outside], inside) <= TOLERANCE * height
+
+
+def test_the_residual_layer_ends_at_zero_around_a_part_of_the_take(scene):
+    """Where a layer's curves hold their end values over the whole timeline, the residual
+    layer's curves end with a zero key one frame outside the analysed range: held, the
+    residual's end differences (not zero with the world fit, which moves the end keys) would
+    be added to the motion before and after it."""
+    if not scene.holds_ends:
+        pytest.skip(f"{scene.name}: a layer ends with its keys")
+    first, last = FIRST + 10, FIRST + 29
+    session = Session(scene.host, Options().replace(frame_range=(first, last)))
+    session.analyze()
+    session.set_k(K)
+    session.set_options(space="world", residual_layer=True)
+    session.apply()
+    keys = scene.layer_keys(session.applied[1])
+    assert keys
+    for frames, values in keys.values():
+        assert (frames[0], frames[-1]) == (first - 1, last + 1)
+        assert values[0] == values[-1] == 0.0
+
+
 def test_undo_restores_the_scene_exactly(scene):
     session = analysed(scene, residual=True)
     before = scene.state()

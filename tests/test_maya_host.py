@@ -112,7 +112,7 @@ def test_residual_layer_restores_the_original_and_undo_removes_everything(sample
     session.apply()
     additive = layer(False)
     assert additive.accumulation == 0
-    plugs = [p for p in STATE.scene.inputs if p != LOCKED]
+    plugs = [p for p in original if p != LOCKED]  # (not the layer's weight Apply keyed)
     expected = np.stack([original[p].evaluate(times / 30.0) for p in plugs], axis=1)
     np.testing.assert_allclose(testing.composite(plugs, times), expected, atol=1e-9)
     cmds.undo()  # the one chunk of Apply
@@ -416,6 +416,14 @@ def test_selftest_passes_on_the_fake_and_fails_when_apply_is_wrong(monkeypatch):
     assert not selftest.run(lines.append)
     assert any(line.startswith("FAIL") for line in lines)
     assert lines[-1] == "Salient Poses self-test: FAIL"
+    # an override layer over a part of the take that is not limited to it must be caught
+    monkeypatch.setattr(command, "write_curve", real)
+    monkeypatch.setattr(MayaHost, "_weight_on_range", staticmethod(lambda *args: None))
+    testing.reset("film")
+    lines.clear()
+    assert not selftest.run(lines.append)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert len(failed) == 1 and "apply to frames 10-39" in failed[0], "\n".join(lines)
 
 
 def test_selftest_catches_corrections_written_on_every_frame(monkeypatch):

@@ -259,8 +259,13 @@ class State:
             if layer.mute or plug not in layer.curves:
                 continue
             mine = scene.curves[layer.curves[plug]].evaluate(seconds)
-            value = ((1 - layer.weight) * value + layer.weight * mine if layer.override
-                     else value + layer.weight * mine)
+            keyed = scene.inputs.get(f"{layer.name}.weight")  # a curve drives the weight
+            weight = scene.curves[keyed].evaluate(seconds) if keyed in scene.curves \
+                else layer.weight
+            # override layers pass through (animLayer -passthrough, default true): weight w
+            # shows w of the layer and 1 - w of the layers below
+            value = ((1 - weight) * value + weight * mine if layer.override
+                     else value + weight * mine)
         return value
 
     def local_matrices(self, name: str, seconds: np.ndarray) -> np.ndarray:

@@ -18,9 +18,12 @@ import numpy as np
 from maya._scene import (
     ANGLE_RAD,
     AXES,
+    FLAT,
+    GLOBAL,
     LINEAR,
     LINEAR_CM,
     STATE,
+    STEP,
     TIME_NAMES,
     Curve,
     Layer,
@@ -174,6 +177,14 @@ def objExists(name: str) -> bool:  # noqa: N802
 
 
 @_command()
+def connectionInfo(plug: str, isDestination: bool = False) -> bool:  # noqa: N802, N803
+    if not isDestination:
+        raise TypeError("connectionInfo: the fake answers -isDestination only")
+    _split(plug)
+    return plug in STATE.scene.inputs
+
+
+@_command()
 def ls(*objects: str, type: str | None = None, selection: bool = False):  # noqa: A002
     names = list(STATE.scene.selection) if selection else list(STATE.scene.nodes)
     if type is not None:
@@ -214,8 +225,16 @@ def parent(child: str, newParent: str | None = None, relative: bool = False,  # 
 
 
 @_command(undoable=True)
-def delete(*objects: str) -> None:
+def delete(*objects: str, inputConnectionsAndNodes: bool = False) -> None:  # noqa: N803
     scene = STATE.scene
+    if inputConnectionsAndNodes:  # plugs: their driving curves go
+        for plug in objects:
+            _split(plug)
+            if plug not in scene.inputs:
+                raise NotImplementedError("the fake does not know what Maya does with an "
+                                          "unconnected plug here")
+            scene.curves.pop(scene.inputs.pop(plug), None)
+        return
     for name in objects:
         layer = next((la for la in scene.layers if la.name == name), None)
         if layer is None:
@@ -294,19 +313,46 @@ def _curve_kind(attr: str) -> str:
 
 @_command(undoable=True)
 def setKeyframe(*objects: str, time=None, value=None, animLayer: str | None = None,  # noqa: N802, N803
-                breakdown: bool = False, inTangentType: str | None = None,  # noqa: N803
+                attribute: str | None = None, breakdown: bool = False,
+                inTangentType: str | None = None,  # noqa: N803
                 outTangentType: str | None = None) -> int:  # noqa: N803
-    """Key plugs (``node.attr``) at ``time`` (UI frames; default the current time) with
-    ``value`` (UI units; default the plug's current value)."""
+    """Key plugs (``node.attr``, or nodes and ``attribute``) at ``time`` (UI frames; default
+    the current time) with ``value`` (UI units; default the plug's current value). An animation
+    layer's ``weight`` keys like any plug: its curve drives the layer's weight."""
     scene = STATE.scene
     frame = scene.time if time is None else float(time)
     seconds = _seconds(frame)
-    types = {"linear": LINEAR, "fixed": 1, "flat": 3, "step": 5, "auto": 11, None: 0}
+    for flag, given, allowed in (("inTangentType", inTangentType, IN_TANGENT_TYPES),
+                                 ("outTangentType", outTangentType, OUT_TANGENT_TYPES)):
+        if given is not None and given not in allowed:
+            raise MayaError(f"setKeyframe: invalid -{flag} '{given}'")
+    types = {"linear": LINEAR, "flat": FLAT, "step": STEP, "auto": 11, None: GLOBAL}
+    for given in (inTangentType, outTangentType):
+        if given not in types:
+            raise NotImplementedError(f"the fake does not model '{given}' tangents")
+    if attribute is not None:
+        for name in objects:
+            if "." in name or name not in scene.nodes:
+                raise MayaError(f"No object matches name: {name}")
+        objects = tuple(f"{name}.{attribute}" for name in objects)
     count = 0
     for plug in objects:
         node, attr = _split(plug)
         if attr in scene.nodes[node].locked:
             raise MayaError(f"The attribute '{plug}' is locked and cannot be keyed.")
+        if scene.nodes[node].type == "animLayer":
+            if attr != "weight":
+                raise NotImplementedError(f"the fake keys a layer's weight only, not {attr}")
+            if animLayer is not None or breakdown:
+                raise NotImplementedError("the fake keys a layer's weight as a plain curve")
+            name = scene.inputs.get(plug, f"{node}_weight")
+            scene.inputs[plug] = name
+            curve = scene.curves[name].copy() if name in scene.curves else Curve("TU")
+            curve.set_keys([seconds], [float(_layer(node).weight if value is None else value)],
+                           types[inTangentType], types[outTangentType], keep=True)
+            scene.curves[name] = curve
+            count += 1
+            continue
         layer = next((la for la in scene.layers if la.name == animLayer), None)
         if animLayer is not None and layer is None:
             raise MayaError(f"setKeyframe: no animation layer {animLayer}")
@@ -336,6 +382,12 @@ def setKeyframe(*objects: str, time=None, value=None, animLayer: str | None = No
         scene.curves[name] = curve
         count += 1
     return count
+
+
+#: setKeyframe's documented tangent types (its -inTangentType takes no "step").
+IN_TANGENT_TYPES = {"auto", "clamped", "fast", "flat", "linear", "plateau", "slow", "spline",
+                    "stepnext"}
+OUT_TANGENT_TYPES = IN_TANGENT_TYPES | {"step"}
 
 
 #: The optionVar ``rotationInterpolationDefault`` (Preferences > Animation > Rotation

@@ -698,6 +698,11 @@ def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(make_panel,
     clip = sample_clip.sub_range(0, 300)
     panel, host, session = make_panel(host=StandaloneHost(clip))
     analyse(qtbot, panel)
+    # the falloff waits for its tab: the pose graph's spectrum held the UI thread for 0.5 s
+    # at the end of a 5,000-frame analysis with the tab never opened
+    assert session._graph is None
+    panel.tabs.setCurrentWidget(panel.wand)
+    assert session._graph is not None
     wand = panel.wand
     wand.frame_spin.setValue(150)
     wand.node_combo.setCurrentText("RightShoulder")
@@ -888,6 +893,7 @@ def test_a_falloff_the_clip_cannot_have_is_said_in_its_tab_not_over_the_analysis
     panel, _host, session = make_panel(host=FakeHost(sample_clip.sub_range(0, 1)))
     analyse(qtbot, panel)
     assert session.k == 2
+    panel.tabs.setCurrentWidget(panel.wand)
     assert panel.status.text().startswith("Analysed frames 0–1")
     assert panel.wand.note.text() == "No falloff: a falloff needs at least 3 frames, the range " \
                                      "has 2"

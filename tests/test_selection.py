@@ -530,3 +530,47 @@ def test_a_failure_in_a_gram_bands_thread_is_raised_not_left_as_unset_rows(monke
             gram_bands(random_poses(2, 700, dims=8), 699)
     finally:
         numba.set_num_threads(before)
+
+
+def cliffs_reference(e: np.ndarray, key_counts: np.ndarray, count: int = 5, window: int = 5,
+                     ratio: float = 2.0) -> list[int]:
+    """The cliff rule of :meth:`SelectionSpace.cliffs` as its docstring states it, one K at a
+    time."""
+    finite = np.isfinite(e)
+    if finite.sum() < 3:
+        return []
+    floor = max(float(e[finite].max()) * 1e-9, 1e-300)
+    log_e = np.log(np.maximum(np.where(finite, e, e[finite].max()), floor))
+    drop = np.concatenate([[0.0], log_e[:-1] - log_e[1:]])
+    scores = []
+    for i in range(1, len(e)):
+        if drop[i] < np.log(1 / 0.9) or e[i - 1] <= floor:
+            continue
+        around = np.concatenate([drop[max(1, i - window):i], drop[i + 1:i + 1 + window]])
+        base = float(np.mean(np.maximum(around, 0.0))) if len(around) else 0.0
+        neighbours = [drop[j] for j in (i - 1, i + 1) if 1 <= j < len(e)]
+        if drop[i] >= ratio * base and all(drop[i] > x for x in neighbours):
+            scores.append((drop[i] / max(base, 1e-12), int(key_counts[i])))
+    scores.sort(reverse=True)
+    return [k for _, k in scores[:count]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(1e-6, 1e3), st.just(np.nan), st.just(0.0)),
+                min_size=1, max_size=60))
+def test_cliffs_follow_the_rule_one_k_at_a_time(values):
+    """The cliffs' tests run for every K at once (the loop held a panel's UI thread for 0.15 s
+    on a 5,000-frame take): the same K, in the same order, as the rule applied K by K, on
+    any error curve (plateaus, zeros and missing K included)."""
+    from types import SimpleNamespace
+
+    e = np.sort(np.asarray(values))[::-1] if len(values) % 2 else np.asarray(values)
+    space = SimpleNamespace(normalised_errors=lambda: e, key_counts=np.arange(2, 2 + len(e)))
+    assert SelectionSpace.cliffs(space) == cliffs_reference(e, space.key_counts)  # type: ignore[arg-type]
+
+
+def test_the_sample_and_a_long_takes_cliffs_follow_the_rule(sample_clip):
+    for clip in (sample_clip, sample_clip.with_channels(np.concatenate(
+            [sample_clip.channels, sample_clip.channels[::-1]] * 2))):
+        space = SelectionSpace.from_clip(clip)
+        assert space.cliffs() == cliffs_reference(space.normalised_errors(), space.key_counts)

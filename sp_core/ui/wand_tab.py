@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtWidgets
+from PySide6 import QtGui, QtWidgets
 
 from sp_core.errors import SalientPosesError
 from sp_core.options import Options
@@ -101,6 +101,7 @@ class PropagateTab(QtWidgets.QWidget):
         self._unsubscribe = self.session.subscribe("options_changed", self._options_changed)
         self._wand = self.session.options.wand
         self.weights: np.ndarray | None = None
+        self._stale = False  # a refresh waits for the tab to be shown
 
     def on_analysed(self) -> None:
         """Fill the node list and the frame from the analysed motion."""
@@ -124,11 +125,18 @@ class PropagateTab(QtWidgets.QWidget):
             self._wand = options.wand
             self.refresh()
 
-    def refresh(self, *_args: object, quiet: bool = False) -> None:
+    def refresh(self, *_args: object, quiet: bool = False, hidden: bool = False) -> None:
         """The falloff of the options, frame and region; why not, in the tab's note and (unless
-        ``quiet``: after an analysis, whose result the status line holds) the status line."""
+        ``quiet``: after an analysis, whose result the status line holds) the status line.
+        Left for when the tab is shown unless it is shown or ``hidden`` asks for it now."""
         if self.session.motion is None:
             return
+        if not (hidden or self.isVisible()):
+            # done when the tab is shown: the pose graph's spectrum held the UI thread for
+            # 0.5 s at the end of every analysis of a 5,000-frame take, tab open or not
+            self._stale = True
+            return
+        self._stale = False
         try:
             wand = self.session.options.wand
             graph = self.session.pose_graph(wand.sigma, wand.eigen)
@@ -145,6 +153,11 @@ class PropagateTab(QtWidgets.QWidget):
         self.note.setText("")
         self.curve.setData(self.session.motion.frames, self.weights)
         self.marker.setValue(frame)
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        if self._stale:
+            self.refresh(quiet=True)
 
     def _source_chosen(self, index: int) -> None:
         if index != 2:
@@ -191,6 +204,8 @@ class PropagateTab(QtWidgets.QWidget):
         if self.session.motion is None:
             self.status("analyse first", error=True)
             return
+        if self._stale:  # (a script's Apply, the tab not shown yet)
+            self.refresh(quiet=True, hidden=True)
         if self.weights is None:
             self.status(self.note.text() or "analyse first", error=True)
             return

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import functools
 import hashlib
 import json
@@ -450,7 +451,7 @@ def coerce(name: str, value: Any, label: str | None = None) -> Any:
     """
     specs = field_specs()
     if name not in specs:
-        raise OptionError(f"unknown option {name!r}; options are {', '.join(sorted(specs))}")
+        raise unknown_option(name, specs)
     spec = specs[name][1]
     label = label or name
     # (an empty path is refused, not "none": `--bvh "$OUT"` with OUT unset wrote nothing and
@@ -739,7 +740,7 @@ def build(values: Mapping[str, Any], base: Options | None = None,
     grouped: dict[str, dict[str, Any]] = {}
     for name, value in flat.items():
         if name not in specs:
-            raise OptionError(f"unknown option {name!r}; options are {', '.join(sorted(specs))}")
+            raise unknown_option(name, specs)
         grouped.setdefault(specs[name][0], {})[name] = coerce(name, value, labels.get(name))
     base = base or Options()
     if any(value not in (None, False) for value in grouped.get("keys", {}).values()):
@@ -996,6 +997,15 @@ def time_budget_for(options: Options, n_frames: int) -> float:
     return float(given) if given is not None else 1.5 + 0.25 * n_frames / 1000.0
 
 
+def unknown_option(name: str, specs: Mapping[str, Any]) -> OptionError:
+    """The error for an option name the schema does not have, with the nearest names (a
+    preset's ``range`` is ``frame_range``)."""
+    near = difflib.get_close_matches(name, list(specs), n=1)
+    meant = f" (did you mean {near[0]!r}?)" if near else ""
+    return OptionError(f"unknown option {name!r}{meant}; options are "
+                       f"{', '.join(sorted(specs))}")
+
+
 # --------------------------------------------------------------------------- presets, CLI
 def load_preset(path: str | Path) -> dict[str, Any]:
     """Read a preset (``.toml`` or ``.json``): ``{group: {field: value}}`` or flat, or the
@@ -1006,7 +1016,9 @@ def load_preset(path: str | Path) -> dict[str, Any]:
     try:
         # (utf-8-sig: a byte-order mark, which Windows editors write, is no statement)
         text = path.read_text(encoding="utf-8-sig")
-        record = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
+        # (TOML refuses a key given twice; JSON would keep the last one without a word)
+        record = tomllib.loads(text) if path.suffix.lower() == ".toml" \
+            else json.loads(text, object_pairs_hook=functools.partial(_once_each, path))
     except OSError as exc:
         raise OptionError(f"cannot read preset {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:  # (it was an internal error)
@@ -1022,6 +1034,16 @@ def load_preset(path: str | Path) -> dict[str, Any]:
         # file itself was refused as "unknown option 'clip'")
         return dict(record["options"])
     return record
+
+
+def _once_each(path: Path, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object of a preset, refused when it names a key twice."""
+    seen = Counter(key for key, _ in pairs)
+    twice = [key for key, n in seen.items() if n > 1]
+    if twice:
+        raise OptionError(f"{path}: {', '.join(repr(k) for k in twice)} given twice in one "
+                          "table; give each option once")
+    return dict(pairs)
 
 
 def preset_options(path: str | Path) -> Options:

@@ -156,6 +156,27 @@ def test_a_choice_of_keys_on_the_command_line_replaces_the_presets(sample_path, 
     assert f"error: preset {preset}: unknown option 'keyz'" in capsys.readouterr().err
 
 
+def test_a_presets_misnamed_or_repeated_option_is_said(tmp_path):
+    """A preset's ``range`` (the field is ``frame_range``) is named with the option meant; a
+    JSON preset that gives a key twice is refused (JSON kept the last value without a word;
+    TOML refuses it itself)."""
+    from sp_core.options import preset_options
+
+    preset = tmp_path / "studio.json"
+    preset.write_text('{"range": [1001, 1100]}')
+    with pytest.raises(OptionError, match=r"^preset .*: unknown option 'range' \(did you "
+                                          r"mean 'frame_range'\?\); options are "):
+        preset_options(preset)
+    preset.write_text('{"fit": {"tangents": "broken", "tangents": "unified"}}')
+    with pytest.raises(OptionError) as caught:
+        preset_options(preset)
+    assert str(caught.value) == f"{preset}: 'tangents' given twice in one table; give each " \
+                                "option once"
+    preset.write_text('{"fit": {"tangents": "broken"}, "keys": {"tangents": "unified"}}')
+    with pytest.raises(OptionError, match="tangents"):  # (two tables: refused as before)
+        preset_options(preset)
+
+
 def test_a_tolerance_is_refused_with_layered_keys(sample_path, capsys):
     # keyposes and breakdowns have their own rules: a tolerance would be dropped silently
     from sp_core.cli import main

@@ -282,7 +282,8 @@ def bench_fresh_analyze(repeat: int) -> None:
         f"{seconds / floor:.1f}× the import floor")
 
 
-PANEL_WAIT = """
+#: A panel on the take of argv[1] with its settings in argv[2], offscreen.
+PANEL = """
 import os, sys, time
 os.environ['QT_QPA_PLATFORM'] = 'offscreen'
 from PySide6 import QtCore
@@ -295,6 +296,9 @@ app = ensure_qapp()
 session = Session(StandaloneHost.from_file(sys.argv[1]), Options())
 panel = SalientPosesPanel(session, settings=QtCore.QSettings(sys.argv[2],
                                                              QtCore.QSettings.Format.IniFormat))
+"""
+
+PANEL_WAIT = PANEL + """
 panel.show()
 for run in range(int(sys.argv[3]) + 1):  # the first run loads the kernels
     panel.graph.set_space(None)
@@ -325,32 +329,21 @@ def bench_panel_wait(repeat: int) -> None:
         f"{graph / done:.2f} of the wait")
 
 
-PANEL_STALL = """
-import os, sys, time
-os.environ['QT_QPA_PLATFORM'] = 'offscreen'
-from PySide6 import QtCore
-from sp_core.options import Options
-from sp_core.session import Session
-from sp_core.standalone import StandaloneHost
-from sp_core.ui.app import ensure_qapp
-from sp_core.ui.panel import SalientPosesPanel
-app = ensure_qapp()
-session = Session(StandaloneHost.from_file(sys.argv[1]), Options())
-panel = SalientPosesPanel(session, settings=QtCore.QSettings(sys.argv[2],
-                                                             QtCore.QSettings.Format.IniFormat))
+PANEL_STALL = PANEL + """
 panel.resize(480, 1000)
 panel.show()
 ticks = []
 timer = QtCore.QTimer()
 timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
 timer.start(5)
-def gap(seconds_or_panel):
+def gap(seconds):
+    # the largest wait between ticks over an Analyze (seconds None) or an idle while
     ticks.clear()
     started = time.perf_counter()
-    if seconds_or_panel is None:
+    if seconds is None:
         panel.start_analysis()
-    while (panel.analysing or not panel.settled) if seconds_or_panel is None \\
-            else time.perf_counter() - started < seconds_or_panel:
+    while (panel.analysing or not panel.settled) if seconds is None \\
+            else time.perf_counter() - started < seconds:
         app.processEvents()
         time.sleep(0.001)
     app.processEvents()

@@ -82,6 +82,9 @@ def test_generated_editors_follow_the_schema(make_panel):
     assert panel.widget("time_scale").text() == "off"
     # the graph says its gestures (they were found only in the docs)
     assert "drag the red line to choose K" in panel.graph.plot_widget.toolTip()
+    # and its star is not the tolerance's K (a review took it for the K to use)
+    assert "does not check an error in mm, 'smallest K within' does" in \
+        panel.graph.star.toolTip()
     # the help, with the option it names said as the panel's row says it
     assert specs["accuracy"][1].help.replace(
         "--significance", f"'{panel.option_label('significance')}'") \
@@ -186,6 +189,19 @@ def test_the_progress_text_is_one_line_of_the_bar(make_panel, qtbot):
     assert shown.startswith("K = 49") and shown.endswith("… (24%)")
     assert metrics.horizontalAdvance(shown) < bar.contentsRect().width()
     assert bar.toolTip() == message
+
+
+def test_a_pin_outside_the_range_is_said_when_it_is_typed(make_panel, qtbot):
+    """A pinned frame outside the frames Analyze reads was refused only at Analyze: typed, it is
+    kept (the range may still change) and the status line says so at once, in red."""
+    panel, _host, session = make_panel()  # frames 0-300
+    commit_text(qtbot, panel.pins.entry, "40, 5000")
+    assert [p.frame for p in session.options.analysis.pins] == [40, 5000]
+    assert panel.status.text() == ("pinned frame 5000 outside the frames Analyze reads now "
+                                   "(0–300): Analyze refuses it unless the range takes it in")
+    assert panel.status.property("kind") == "error"
+    commit_text(qtbot, panel.pins.entry, "60, -3")  # (every pin outside is said)
+    assert panel.status.text().startswith("pinned frames -3, 5000 outside the frames")
 
 
 def test_cancel_stops_the_analysis_within_half_a_second(make_panel, qtbot):

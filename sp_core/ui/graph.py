@@ -91,6 +91,11 @@ class ErrorGraph(QtWidgets.QWidget):
         self.star = pg.ScatterPlotItem(size=20, symbol="star", brush=pg.mkBrush(SUGGESTED),
                                        pen=pg.mkPen("#26282b"), hoverable=True, tip=None)
         self.star.sigClicked.connect(self._suggestion_clicked)
+        # (a review read the star as the K to use while the tolerance had chosen another)
+        self.star.setToolTip("suggested K: the threshold rule's K, where the cost stops "
+                             "dropping steeply (accuracy and significance in Setup); it does "
+                             "not check an error in mm, 'smallest K within' does; click to "
+                             "use it")
         self.plot.addItem(self.star)
         self.star_label = pg.TextItem("", color=SUGGESTED, anchor=(0, 1.2))
         self.plot.addItem(self.star_label)

@@ -138,6 +138,7 @@ class _StatusScroll(QtWidgets.QScrollArea):
                            QtWidgets.QSizePolicy.Policy.Fixed)
         self._label = label
         self._width = -1
+        self.verticalScrollBar().setSingleStep(label.fontMetrics().lineSpacing())
 
     def _height(self) -> int:
         label = self._label
@@ -146,7 +147,6 @@ class _StatusScroll(QtWidgets.QScrollArea):
         # (a text that scrolls has its bottom padding at its end: in view above it, the next
         # line's top would show)
         most = self.LINES * spacing + margins.top()
-        self.verticalScrollBar().setSingleStep(spacing)
         width = self.viewport().width() if self.width() > 0 else label.sizeHint().width()
         return min(label.heightForWidth(width), most)
 
@@ -273,8 +273,6 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self.status.setObjectName("status")
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
-        # a long note (a long take's window) scrolls in five lines instead of pushing the
-        # pages, and Apply with them, out of a short dock
         self.status_holder = _StatusScroll(self.status)
         outer.addWidget(self.status_holder)
         self._shortcuts()

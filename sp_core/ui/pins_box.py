@@ -89,7 +89,21 @@ class PinsBox(QtWidgets.QGroupBox):
         except SalientPosesError as exc:
             self.report_error(exc)
             return False
-        return self.binder.edit(pins=self.pins + tuple(p for p in wanted if p.frame not in have))
+        if not self.binder.edit(pins=self.pins + tuple(p for p in wanted if p.frame not in have)):
+            return False
+        # said now, not at Analyze (the range may still change: the pins are kept)
+        try:
+            first, last = self.session.frame_range()
+        except SalientPosesError:
+            return True  # (Analyze says what the range is not)
+        outside = [p.frame for p in self.pins if not first <= p.frame <= last]
+        if outside:
+            plural, them = ("s", "them") if len(outside) > 1 else ("", "it")
+            self.report_error(
+                f"pinned frame{plural} {', '.join(map(str, outside))} outside the frames "
+                f"Analyze reads now ({first}–{last}): Analyze refuses {them} unless the range "
+                f"takes {them} in")
+        return True
 
     def pin_current_frame(self) -> None:
         self.add_pins([self.session.host.current_frame()])

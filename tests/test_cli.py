@@ -152,6 +152,31 @@ def test_console_script_demo_and_help(tmp_path):
         assert help_run.returncode == 0 and "usage: salient-poses" in help_run.stdout
 
 
+def test_the_plot_of_a_still_clip_says_why_it_is_empty(sample_clip, tmp_path, monkeypatch):
+    """`analyze --plot` of a clip in which nothing moves drew empty axes (no K has a cost a
+    log axis can show); it says why, as the panel's graph does."""
+    import pyqtgraph as pg
+
+    from sp_core.selection import SelectionSpace
+    from sp_core.ui import error_plot
+    from sp_core.ui.graph import NOTHING_TO_DRAW
+
+    still = sample_clip.sub_range(0, 59)
+    still = still.with_channels(np.repeat(still.channels[:1], 60, axis=0))
+    shown = []
+
+    def save(widget, path, width):  # what the picture holds, instead of the picture
+        shown.extend(item.textItem.toPlainText() for item in widget.getPlotItem().items
+                     if isinstance(item, pg.TextItem))
+    monkeypatch.setattr(error_plot, "save_widget_png", save)
+    error_plot.save_error_plot(SelectionSpace.from_clip(still), tmp_path / "still.png")
+    assert shown == [NOTHING_TO_DRAW]
+    shown.clear()
+    error_plot.save_error_plot(SelectionSpace.from_clip(sample_clip.sub_range(0, 59)),
+                               tmp_path / "moving.png")
+    assert shown == []
+
+
 def test_analyze_json_schema_and_plot(sample_path, tmp_path, capsys):
     out_json, out_png = tmp_path / "a.json", tmp_path / "a.png"
     code = main(["analyze", str(sample_path), "--range", "1100:1400", "--first-frame", "1001",

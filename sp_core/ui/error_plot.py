@@ -65,5 +65,15 @@ def save_error_plot(space: SelectionSpace, path: str | Path, log: bool = True,
                                   brush=pg.mkBrush(200, 30, 30), pen=pg.mkPen("k"))
         plot.addItem(item)
         legend.addItem(item, f"suggested: K = {k}")
+    if not ok.any():  # (a still clip: empty axes said nothing)
+        from sp_core.ui.graph import NOTHING_TO_DRAW
+
+        plot.setLogMode(x=False, y=False)  # (log lines between 1 and 10 for no cost)
+        plot.setYRange(0, 1)
+        plot.setXRange(space.min_keys, max(space.max_keys, space.min_keys + 1))
+        note = pg.TextItem(NOTHING_TO_DRAW, color="k", anchor=(0.5, 0.5))
+        note.setPos((space.min_keys + max(space.max_keys, space.min_keys + 1)) / 2, 0.5)
+        plot.addItem(note)
+        plot.getAxis("left").setStyle(showValues=False)
     widget.resize(width, int(width * 0.55))
     save_widget_png(widget, str(path), width)

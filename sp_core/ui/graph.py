@@ -42,6 +42,10 @@ def useful_range(space: SelectionSpace, suggested: int, cliffs: list[int]) -> tu
     return space.min_keys, int(min(wanted, space.max_keys))
 
 
+#: Said in the plot when no K has a cost to draw (a still clip, or two frames).
+NOTHING_TO_DRAW = ("every K has cost 0: the poses lie on the lines between any two keys "
+                   "(nothing moves, or too few frames)")
+
 class ErrorGraph(QtWidgets.QWidget):
     """cost(K) for every K, the current K as a draggable line, suggestions as clickable marks.
 
@@ -257,8 +261,7 @@ class ErrorGraph(QtWidgets.QWidget):
         self.curve.setData(keys, errors)
         costs = self.space.errors[np.isfinite(self.space.errors)]
         zero = len(keys) == 0 and bool((costs == 0).all())
-        self.nothing.setText("every K has cost 0: the poses lie on the lines between any two "
-                             "keys (nothing moves, or too few frames)" if zero else "")
+        self.nothing.setText(NOTHING_TO_DRAW if zero else "")
         self.plot.getAxis("left").setStyle(showValues=not zero)  # (no cost to read off)
         if zero:
             self.plot.vb.setYRange(0, 1)  # (turns the cost axis' auto range off ...)

@@ -607,8 +607,11 @@ class MayaHost:
     def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
         _unit, fps, cm = self._units()
         targets = self._plugs_to_write(curves.channel_names, curves.animated)
+        self.notes = []  # (this Apply's)
         with host_step(f"creating override layer {layer!r}"):
-            created = str(cmds.animLayer(_free_name(layer), override=True))
+            # passthrough (Maya's default, said anyway): at weight 0 the layers below play,
+            # which the weight keyed to the range relies on (without it the layer is opaque)
+            created = str(cmds.animLayer(_free_name(layer), override=True, passthrough=True))
             self._changed = True  # (after: undoing an empty chunk undoes the user's last step)
         with host_step(f"creating the curves of layer {created!r}"):
             names = self._layer_curves(created, [p for _, p in targets],
@@ -633,20 +636,34 @@ class MayaHost:
         # (the keys span the analysed range: its first and last frames are always keys)
         first, last = float(curves.frames[0]), float(curves.frames[-1])
         with host_step(f"keying the weight of layer {created!r} to frames {first:g}-{last:g}"):
-            self._weight_on_range(created, first, last)
+            keyed = self._weight_on_range(created, first, last)
+        if keyed < 4:
+            # (the layer is right on the range: said, not failed)
+            self.notes.append(
+                f"Maya set {keyed} of the 4 keys that limit the weight of layer {created} to "
+                f"frames {first:g}-{last:g} (a locked BaseAnimation layer, or keying into selected "
+                "layers only, can refuse them): outside those frames the layer shows their "
+                "end poses; key its weight to 0 there yourself.")
         return LayerHandle(created, "override", token=created)
 
     @staticmethod
-    def _weight_on_range(layer: str, first: float, last: float) -> None:
-        """Key the override layer's weight 1 on ``first``..``last`` and 0 outside, stepped:
-        its curves hold their end keys' values outside the keys, which the layer would show
-        over the motion before and after an analysed part of the take; at weight 0 an
-        override layer passes the layers below it through (``-passthrough``, on by
-        default)."""
+    def _weight_on_range(layer: str, first: float, last: float) -> int:
+        """Key the override layer's weight 1 on ``first``..``last`` and 0 outside, stepped;
+        returns how many of the 4 keys Maya set. Its curves hold their end keys' values
+        outside the keys, which the layer would show over the motion before and after an
+        analysed part of the take; at weight 0 an override layer with passthrough lets the
+        layers below it play. (Between ``last`` and ``last + 1`` the layer still holds its
+        end: whole frames are exact.)"""
+        keyed = 0
         for time, weight in ((first - 1.0, 0.0), (first, 1.0), (last, 1.0), (last + 1.0, 0.0)):
-            # maya-stubs types -time as int; Maya takes any time in the UI unit
-            cmds.setKeyframe(layer, attribute="weight", time=time,  # type: ignore[arg-type]
-                             value=weight, outTangentType="step")
+            try:
+                # maya-stubs types -time as int; Maya takes any time in the UI unit
+                keyed += int(cmds.setKeyframe(
+                    layer, attribute="weight", time=time,  # type: ignore[arg-type]
+                    value=weight, outTangentType="step") or 0)
+            except RuntimeError:  # (what Maya raises for a command that failed)
+                pass
+        return keyed
 
     def _additive_layer(self, layer: str, weight: float) -> str:
         """A new additive layer that accumulates rotations per component (Euler)."""
@@ -702,9 +719,12 @@ class MayaHost:
     def remove_layer(self, handle: LayerHandle) -> None:
         with host_step(f"deleting layer {handle.name!r}"):
             if cmds.objExists(str(handle.token)):
-                weight = f"{handle.token}.weight"
-                if cmds.connectionInfo(weight, isDestination=True):  # the range's weight keys
-                    cmds.delete(weight, inputConnectionsAndNodes=True)  # (and their curve)
+                # the curve of the weight keyed to the range goes with the layer (only an
+                # animation curve: whatever else a user wired to the weight stays)
+                curves = cmds.listConnections(f"{handle.token}.weight", source=True,
+                                              destination=False, type="animCurve") or []
+                if curves:
+                    cmds.delete(*curves)
                 cmds.delete(str(handle.token))
                 self._changed = True
 

@@ -249,18 +249,16 @@ def test_the_fake_refuses_the_wrong_forms_of_the_calls_added_for_the_audit(sampl
 def test_a_keyed_layer_weight_limits_an_override_layer_to_its_range(sample_clip):
     """The fake's layer weight as the references give it (FACTS.md): keyed with setKeyframe
     -attribute weight (stepped out tangents; -inTangentType takes no 'step'), its curve mixes
-    the override layer in (weight 1) and out (weight 0: the motion below plays); Remove deletes
-    the curve with the layer."""
+    the override layer in (weight 1) and out (weight 0: the motion below plays, with passthrough
+    only); its curve is found and deleted as Remove does."""
     build_scene(sample_clip, frames=10)
     plug = "Hips.translateX"
     below = testing.composite([plug], np.arange(1001, 1011))[:, 0]
     layer = cmds.animLayer("over", override=True)
     cmds.animLayer(layer, edit=True, attribute=[plug])
     cmds.setKeyframe(plug, animLayer=layer, time=1001, value=50.0)
-    with pytest.raises(MayaError, match="inTangentType"):
+    with pytest.raises(MayaError, match="inTangentType"):  # (the flag's values today)
         cmds.setKeyframe(layer, attribute="weight", time=1003, value=1.0, inTangentType="step")
-    with pytest.raises(TypeError):
-        cmds.setKeyframe(layer, at="weight", time=1003, value=1.0)  # (the short name)
     for time, weight in ((1002, 0.0), (1003, 1.0), (1006, 1.0), (1007, 0.0)):
         cmds.setKeyframe(layer, attribute="weight", time=time, value=weight,
                          outTangentType="step")
@@ -268,8 +266,17 @@ def test_a_keyed_layer_weight_limits_an_override_layer_to_its_range(sample_clip)
     inside = (np.arange(1001, 1011) >= 1003) & (np.arange(1001, 1011) <= 1006)
     np.testing.assert_allclose(shown[~inside], below[~inside], atol=1e-12)
     np.testing.assert_allclose(shown[inside], 50.0, atol=1e-9)  # the layer's key, held
-    assert cmds.connectionInfo(f"{layer}.weight", isDestination=True)
-    cmds.delete(f"{layer}.weight", inputConnectionsAndNodes=True)
-    assert not cmds.connectionInfo(f"{layer}.weight", isDestination=True)
-    with pytest.raises(NotImplementedError):  # undocumented: the fake does not guess
-        cmds.delete(f"{layer}.weight", inputConnectionsAndNodes=True)
+    # without passthrough the layer blocks the motion below at every weight
+    cmds.animLayer(layer, edit=True, passthrough=False)
+    shown = testing.composite([plug], np.arange(1001, 1011))[:, 0]
+    np.testing.assert_allclose(shown[~inside], 0.0, atol=1e-12)
+    cmds.animLayer(layer, edit=True, passthrough=True)
+    curves = cmds.listConnections(f"{layer}.weight", source=True, destination=False,
+                                  type="animCurve")
+    assert curves is not None and len(curves) == 1
+    cmds.delete(*curves)
+    assert cmds.listConnections(f"{layer}.weight", source=True, destination=False,
+                                type="animCurve") is None
+    np.testing.assert_allclose(testing.composite([plug], [1001])[:, 0], 50.0)  # weight 1 again
+    with pytest.raises(NotImplementedError):  # another form: the fake does not guess
+        cmds.listConnections(f"{layer}.weight", type="animCurve")

@@ -418,7 +418,7 @@ def test_selftest_passes_on_the_fake_and_fails_when_apply_is_wrong(monkeypatch):
     assert lines[-1] == "Salient Poses self-test: FAIL"
     # an override layer over a part of the take that is not limited to it must be caught
     monkeypatch.setattr(command, "write_curve", real)
-    monkeypatch.setattr(MayaHost, "_weight_on_range", staticmethod(lambda *args: None))
+    monkeypatch.setattr(MayaHost, "_weight_on_range", staticmethod(lambda *args: 0))
     testing.reset("film")
     lines.clear()
     assert not selftest.run(lines.append)
@@ -646,3 +646,33 @@ def test_selftest_passes_for_a_user_whose_new_curves_are_quaternion():
     lines = []
     assert selftest.run(lines.append), "\n".join(lines)
     assert cmds.optionVar(query="rotationInterpolationDefault") == 3
+
+
+def test_a_weight_maya_refuses_to_key_is_said_after_apply(sample_clip, monkeypatch):
+    """Maya may refuse the keys that limit the override layer's weight to the range (a locked
+    BaseAnimation layer, keying into selected layers only: neither is modelled by the fake,
+    so the refusal is forced here): Apply still writes the layer, right on the range, and its
+    report says what is not done and what to do."""
+    from sp_core.host import write_report
+
+    build_scene(sample_clip, "ntsc")
+    real = cmds.setKeyframe
+
+    def refusing(*objects, attribute=None, **flags):
+        if attribute == "weight":
+            raise RuntimeError("setKeyframe: the layer is locked")  # (Maya's RuntimeError)
+        return real(*objects, **flags)
+    monkeypatch.setattr(cmds, "setKeyframe", refusing)
+    host = MayaHost()
+    session = Session(host, SUGGESTED)
+    session.analyze()
+    session.set_k(8)
+    session.set_options(space="channel", residual_layer=False)
+    session.apply()
+    first, last = session.motion.first_frame, session.motion.last_frame
+    assert write_report(host)[1:] == [  # (after the locked channel's "Left alone")
+        f"Maya set 0 of the 4 keys that limit the weight of layer salientPoses to frames "
+        f"{first}-{last} (a locked BaseAnimation layer, or keying into selected layers only, "
+        "can refuse them): outside those frames the layer shows their end poses; key its "
+        "weight to 0 there yourself."]
+    assert [h.kind for h in session.applied] == ["override"]

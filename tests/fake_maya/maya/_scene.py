@@ -163,6 +163,7 @@ class Layer:
     weight: float = 1.0
     mute: bool = False
     accumulation: int = 0  # rotationAccumulationMode: 0 per component, 1 per layer
+    passthrough: bool = True  # an override layer: False is opaque at every weight
     plugs: list[str] = field(default_factory=list)  # attributes added to the layer
     curves: dict[str, str] = field(default_factory=dict)  # plug -> curve, once keyed
 
@@ -195,7 +196,8 @@ class Scene:
         other.curves = dict(self.curves)
         other.inputs = dict(self.inputs)
         other.layers = [Layer(la.name, la.override, la.weight, la.mute, la.accumulation,
-                              list(la.plugs), dict(la.curves)) for la in self.layers]
+                              la.passthrough, list(la.plugs), dict(la.curves))
+                        for la in self.layers]
         return other
 
 
@@ -262,10 +264,13 @@ class State:
             keyed = scene.inputs.get(f"{layer.name}.weight")  # a curve drives the weight
             weight = scene.curves[keyed].evaluate(seconds) if keyed in scene.curves \
                 else layer.weight
-            # override layers pass through (animLayer -passthrough, default true): weight w
-            # shows w of the layer and 1 - w of the layers below
-            value = ((1 - weight) * value + weight * mine if layer.override
-                     else value + weight * mine)
+            # an override layer with passthrough (animLayer's default) shows w of itself and
+            # 1 - w of the layers below; without it, w of itself and nothing of them
+            if layer.override:
+                below = (1 - weight) * value if layer.passthrough else 0.0
+                value = below + weight * mine
+            else:
+                value = value + weight * mine
         return value
 
     def local_matrices(self, name: str, seconds: np.ndarray) -> np.ndarray:

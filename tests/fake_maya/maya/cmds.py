@@ -177,11 +177,16 @@ def objExists(name: str) -> bool:  # noqa: N802
 
 
 @_command()
-def connectionInfo(plug: str, isDestination: bool = False) -> bool:  # noqa: N802, N803
-    if not isDestination:
-        raise TypeError("connectionInfo: the fake answers -isDestination only")
+def listConnections(plug: str, source: bool = True, destination: bool = True,  # noqa: N802
+                    type: str | None = None) -> list[str] | None:  # noqa: A002
+    """The nodes on the source side of ``plug`` (the fake answers that form only): its
+    animation curve, if one drives it; None when there is none (as Maya answers)."""
+    if not source or destination or type != "animCurve":
+        raise NotImplementedError("the fake answers listConnections plug -source true "
+                                  "-destination false -type animCurve only")
     _split(plug)
-    return plug in STATE.scene.inputs
+    curve = STATE.scene.inputs.get(plug)
+    return [curve] if curve in STATE.scene.curves else None
 
 
 @_command()
@@ -225,22 +230,22 @@ def parent(child: str, newParent: str | None = None, relative: bool = False,  # 
 
 
 @_command(undoable=True)
-def delete(*objects: str, inputConnectionsAndNodes: bool = False) -> None:  # noqa: N803
+def delete(*objects: str) -> None:
     scene = STATE.scene
-    if inputConnectionsAndNodes:  # plugs: their driving curves go
-        for plug in objects:
-            _split(plug)
-            if plug not in scene.inputs:
-                raise NotImplementedError("the fake does not know what Maya does with an "
-                                          "unconnected plug here")
-            scene.curves.pop(scene.inputs.pop(plug), None)
-        return
     for name in objects:
+        if name in scene.curves:  # an animation curve: what it drove keeps its value
+            for plug in [p for p, source in scene.inputs.items() if source == name]:
+                del scene.inputs[plug]
+            del scene.curves[name]
+            continue
         layer = next((la for la in scene.layers if la.name == name), None)
         if layer is None:
-            raise MayaError(f"delete: this fake deletes animation layers only, not {name}")
+            raise MayaError(f"delete: this fake deletes animation layers and curves only, "
+                            f"not {name}")
         for curve in layer.curves.values():
             scene.curves.pop(curve, None)
+        # the layer's own plugs go with it (a curve that drove its weight stays: FACTS.md)
+        scene.inputs.pop(f"{name}.weight", None)
         for plug in layer.plugs:
             scene.nodes.pop(f"{plug.replace('.', '_')}_{layer.name}", None)
         scene.layers.remove(layer)
@@ -431,7 +436,7 @@ def _below(plug: str, layer: Layer, seconds: float) -> float:
 def animLayer(name: str | None = None, override: bool | None = None,  # noqa: N802
               edit: bool = False, query: bool = False, attribute=None,
               findCurveForPlug: str | None = None, weight: float | None = None,  # noqa: N803
-              mute: bool | None = None, root: bool = False):
+              mute: bool | None = None, root: bool = False, passthrough: bool | None = None):
     scene = STATE.scene
     if query:
         if root:
@@ -458,13 +463,16 @@ def animLayer(name: str | None = None, override: bool | None = None,  # noqa: N8
             layer.weight = float(weight)
         if mute is not None:
             layer.mute = bool(mute)
+        if passthrough is not None:
+            layer.passthrough = bool(passthrough)
         return None
     unique = name or f"AnimLayer{len(scene.layers) + 1}"
     if unique in scene.nodes:  # stricter than documented: see FACTS.md
         raise MayaError(f"animLayer: an object named '{unique}' already exists")
     scene.nodes.setdefault("BaseAnimation", Node("BaseAnimation", "animLayer"))
     scene.nodes[unique] = Node(unique, "animLayer")
-    scene.layers.append(Layer(unique, bool(override)))
+    scene.layers.append(Layer(unique, bool(override),
+                              passthrough=True if passthrough is None else bool(passthrough)))
     return unique
 
 

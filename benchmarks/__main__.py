@@ -25,18 +25,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+# sp_core before numpy: it chooses OpenBLAS's kernels, which numpy's import loads
+# isort: off
 from sp_core import reduction  # noqa: E402
 from sp_core.fitting import TANGENT_MODES, fit_channels, refine_world  # noqa: E402
 from sp_core.io.bvh import read_bvh  # noqa: E402
 from sp_core.jobs import Job, run_job  # noqa: E402
 from sp_core.options import Options, corrective_plan  # noqa: E402
 from sp_core.reduction import constant_channels  # noqa: E402
+import numpy as np  # noqa: E402
+# isort: on
 
 SAMPLE = ROOT / "examples" / "cmu_131_01.bvh"
 ROWS: list[tuple[str, str, str, str, str]] = []

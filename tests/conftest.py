@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import sp_core  # noqa: F401  (before numpy: it chooses OpenBLAS's kernels)
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from hypothesis import settings  # noqa: E402
@@ -18,6 +20,12 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # a kernel numba cannot cache would recompile in every process: fail instead
+    config.addinivalue_line("filterwarnings", "error::numba.core.errors.NumbaWarning")
+
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "cmu_131_01.bvh"

@@ -194,3 +194,62 @@ def test_a_reduction_is_the_same_whatever_blas_threads_the_machine_has():
             "r.metrics.keys)")
     outputs = {_printed_with_blas_threads(code, threads) for threads in (1, 2)}
     assert len(outputs) == 1, outputs
+
+
+def test_blas_kernels_follow_the_processors_vector_width(monkeypatch):
+    from sp_core import threads
+
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    avx512 = {"sse3", "avx", "avx2", "fma", "avx512f", "avx512cd", "avx512bw", "avx512dq",
+              "avx512vl"}
+    assert threads.blas_kernels(avx512) == "SkylakeX"
+    assert os.environ["OPENBLAS_CORETYPE"] == "SkylakeX"
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    # an AVX-512 subset without the byte/word instructions (Xeon Phi) is not Skylake-X
+    assert threads.blas_kernels({"avx2", "fma", "avx512f", "avx512cd"}) == "Haswell"
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    assert threads.blas_kernels({"sse3", "avx"}) is None
+    assert threads.blas_kernels(set()) is None
+    assert "OPENBLAS_CORETYPE" not in os.environ
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Zen")  # the user's choice stays
+    assert threads.blas_kernels(avx512) is None
+    assert os.environ["OPENBLAS_CORETYPE"] == "Zen"
+
+
+def test_numpys_openblas_runs_the_kernels_sp_core_chose(monkeypatch):
+    """In a process that imports sp_core before numpy (the command line, batch workers)."""
+    from sp_core import threads
+
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    chosen = threads.blas_kernels()
+    if chosen is None:
+        pytest.skip("this processor has neither AVX-512 nor AVX2 with FMA")
+    code = ("import sp_core, numpy; from threadpoolctl import threadpool_info; "
+            "print(sorted({p['architecture'] for p in threadpool_info() "
+            "if 'libopenblas' in p['filepath']}))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env).stdout.strip()
+    assert out == f"['{chosen}']"
+
+
+def test_workers_run_the_blas_kernels_of_the_process_that_starts_them(monkeypatch):
+    """A batch started from a process that loaded numpy before sp_core (a host's Python)
+    gets its workers' results to the last digit as that process's own."""
+    import numpy  # noqa: F401
+    from threadpoolctl import threadpool_info
+
+    mine = [p["architecture"] for p in threadpool_info()
+            if p["internal_api"] == "openblas" and "numpy" in p["filepath"]]
+    if not mine:
+        pytest.skip("numpy's BLAS here is not OpenBLAS")
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Prescott" if mine[0] != "Prescott" else "Haswell")
+    code = ("import sp_core, numpy; from threadpoolctl import threadpool_info; "
+            "print([p['architecture'] for p in threadpool_info() "
+            "if p['internal_api'] == 'openblas' and 'numpy' in p['filepath']])")
+    with thread_environment(1):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    assert out == str(mine)
+    assert os.environ["OPENBLAS_CORETYPE"] == ("Prescott" if mine[0] != "Prescott"
+                                               else "Haswell")

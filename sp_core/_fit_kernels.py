@@ -891,3 +891,81 @@ def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
             for j in range(i):
                 normals[w, i, j] = normals[w, j, i]
     return normals, gradients
+
+
+@njit(cache=True, inline="always")
+def _distance(a: tuple, b: tuple) -> float:
+    """``|a - b|²`` of two rotations' entries (the squared distance of
+    :mod:`sp_core.speed_limits`)."""
+    total = 0.0
+    for k in range(9):
+        d = a[k] - b[k]
+        total += d * d
+    return total
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def joint_steps_too_fast(group_ptr: np.ndarray, group_node: np.ndarray, first: np.ndarray,
+                         count: np.ndarray, slot: np.ndarray, start: np.ndarray,
+                         new_turns: np.ndarray, kept_turns: np.ndarray, node_ptr: np.ndarray,
+                         node_slots: np.ndarray, limits: np.ndarray) -> np.ndarray:
+    """Which groups of changes turn their joint faster than ``limits`` allow and than it
+    turned before (:mod:`sp_core.speed_limits`).
+
+    Group g changes node ``group_node[g]``'s rotation channels: change q (of
+    ``group_ptr[g]:group_ptr[g + 1]``) gives the channel of rotation slot ``slot[q]`` the
+    matrices ``new_turns[start[q]:start[q] + count[q]]`` on rows ``first[q]`` on; its steps
+    are checked from the row before the first change to the row after the last.
+
+    Parameters
+    ----------
+    group_ptr : (G + 1,) int64
+    group_node : (G,) int64
+    first, count, slot, start : (Q,) int64
+    new_turns : (P, 3, 3) float64
+    kept_turns : (F, R, 3, 3) float64
+        Every rotation channel's matrix before the changes.
+    node_ptr, node_slots : (N + 1,), (R,) int64
+        CSR of each node's rotation slots in product order.
+    limits : (F - 1, N) float64
+        Largest squared distance of a step (``SpeedLimits.joint``).
+
+    Returns
+    -------
+    (G,) bool
+    """
+    n_groups = group_node.shape[0]
+    n_frames = kept_turns.shape[0]
+    out = np.zeros(n_groups, dtype=np.bool_)
+    for g in prange(n_groups):
+        node = group_node[g]
+        lo = n_frames
+        hi = 0
+        for q in range(group_ptr[g], group_ptr[g + 1]):
+            lo = min(lo, first[q] - 1)
+            hi = max(hi, first[q] + count[q])
+        lo = max(lo, 0)
+        hi = min(hi, n_frames - 1)
+        was_after = _IDENTITY
+        was_before = _IDENTITY
+        for r in range(lo, hi + 1):
+            after = _IDENTITY
+            before = _IDENTITY
+            for e in range(node_ptr[node], node_ptr[node + 1]):
+                s = node_slots[e]
+                kept = kept_turns[r, s]
+                turn = kept
+                for q in range(group_ptr[g], group_ptr[g + 1]):
+                    if slot[q] == s and first[q] <= r < first[q] + count[q]:
+                        turn = new_turns[start[q] + r - first[q]]
+                after = _times(after, turn)
+                before = _times(before, kept)
+            if r > lo:
+                moved = _distance(after, was_after)
+                bound = max(_distance(before, was_before), limits[r - 1, node])
+                if moved > bound * (1.0 + 1e-9) + 1e-12:
+                    out[g] = True
+                    break
+            was_after = after
+            was_before = before
+    return out

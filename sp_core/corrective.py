@@ -25,10 +25,10 @@ Greedy step
     (:data:`JOINT_DAMPING`). A candidate is accepted only when no frame it touches gets a
     larger worst-node or mean-node error than the pose-key result had (so the stage never
     makes a frame worse) and it lowers the sum of squared worst-node errors; the best gain per
-    key wins. Nor may a candidate make a channel step from one frame to the next faster than
-    the capture does around there (:data:`SPEED_MARGIN`), or than it stepped before: a joint's
-    position is not bought with a pop of the joints above it. A frame no candidate improves is
-    given up.
+    key wins. Nor may a candidate turn a joint (or move a translation channel) from one frame
+    to the next faster than the capture does around there, or than it did before
+    (:mod:`sp_core.speed_limits`): a joint's position is not bought with a pop of the joints
+    above it. A frame no candidate improves is given up.
 
 Rounds
     After the greedy search the polish refits every knot value together (under the same
@@ -51,6 +51,7 @@ import numpy as np
 from sp_core.clip import Clip
 from sp_core.errors import ReductionError
 from sp_core.reweighting import worst_first_weights
+from sp_core.speed_limits import SpeedLimits
 from sp_core.tree_jacobian import TreeLayout, pose
 
 if TYPE_CHECKING:
@@ -82,21 +83,6 @@ CYCLES = 5
 STEP = 1e-4
 #: Slack of the "never worse" check, relative to the clip's size (rounding of FK).
 SLACK = 1e-9
-#: How fast a corrected channel may move from one frame to the next: no faster than the
-#: capture moves that channel anywhere, or, near the capture's own fast moments, this many times
-#: its fastest step within :data:`SPEED_REACH` frames; or as fast as it moved before the change.
-#: The position checks alone let a correction buy a joint's position with a pop of the
-#: channels that move it: on the sample's default reduction the chest turned 8.2 degrees in
-#: one frame to bring an elbow in (the capture's chest moves 0.56 degrees a frame at most), and
-#: with weighted tangents the right wrist twisted 82 degrees in one frame and back (the
-#: capture's wrist: 17 at most). The limit of the capture's own speed anywhere keeps small
-#: corrections possible where the capture is still: with twice the local speed alone, a
-#: 5,000-frame take needed K = 281 instead of 249 to meet the default tolerance (47 s instead
-#: of 10) and the 90-frame stop take at 20 % keys kept a 9.4 mm error (1.34x Decimate's max).
-SPEED_MARGIN = 2.0
-#: Frames each side of a step over which the capture's fastest step is taken (its own flips
-#: and snaps, a frame or two long, may be followed).
-SPEED_REACH = 2
 
 
 @dataclass(frozen=True)
@@ -321,7 +307,7 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     frame_max = base_max.copy()
     given_up = np.zeros(n_frames, dtype=bool)
     movers = _movers(clip, animated)
-    limits = speed_limits(clip.channels)
+    limits = SpeedLimits(clip)
     used = 0
     steps = 0
     floor = max(slack, stop_at)
@@ -453,34 +439,39 @@ class _Kinematics:
         return int(np.argmax(np.where(common, self.depth, -1)))
 
     def patched(self, channels: np.ndarray, base: np.ndarray, rows: np.ndarray,
-                columns: np.ndarray, roots: np.ndarray) -> np.ndarray:
+                columns: np.ndarray, roots: np.ndarray, turns: np.ndarray | None = None
+                ) -> np.ndarray:
         """Positions (B, n_nodes, 3) of ``channels`` (B, C), which are rows ``base`` (B,) of
         the current motion except channel ``columns[i]`` on row ``rows[i]`` of the block;
-        ``roots`` (B,) is the topmost node those changes move on each row (-1: none)."""
+        ``roots`` (B,) is the topmost node those changes move on each row (-1: none).
+        ``turns`` (len(rows), 3, 3), optional: the changed rotation channels' matrices
+        (:meth:`~sp_core.clip.Clip.channel_turns`; made here if not given)."""
         from sp_core._fit_kernels import subtree_positions
 
         turning = self.rotation[columns]
         rows, columns = rows[turning], columns[turning]
         order = np.argsort(rows, kind="stable")
         rows, columns = rows[order], columns[order]
+        turns = self.clip.channel_turns(channels[rows, columns], columns) if turns is None \
+            else turns[turning][order]
         patch_ptr = np.searchsorted(rows, np.arange(len(base) + 1)).astype(np.int64)
         return subtree_positions(
             np.ascontiguousarray(channels), np.asarray(base, dtype=np.int64),
             np.asarray(roots, dtype=np.int64), patch_ptr, columns.astype(np.int64),
-            self.clip.channel_turns(channels[rows, columns], columns), self.turns,
+            turns, self.turns,
             self.positions, self.world, self.sub_ptr, self.sub_nodes, *self.skeleton)
 
 
 def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             correction: np.ndarray, errors: np.ndarray,
             channels: dict[int, _Channel], base_max: np.ndarray, base_mean: np.ndarray,
-            slack: float, limits: np.ndarray, rounds: int,
+            slack: float, limits: SpeedLimits, rounds: int,
             progress: Callable[[float, str], None] | None = None) -> None:
     """Refit every knot value together (knot frames fixed): reweighted Gauss–Newton on the
     world positions, frames weighted by how bad they are so the worst frames count most.
 
-    A round is kept only when no frame becomes worse than the pose keys alone, no channel
-    steps faster than ``limits`` (:func:`speed_limits`) allow, and neither the largest nor
+    A round is kept only when no frame becomes worse than the pose keys alone, no joint or
+    translation channel steps faster than ``limits`` allow, and neither the largest nor
     the mean joint error grows (the step is halved up to four times before giving
     up). ``correction`` and the knots are updated in place; ``errors`` (F, n_nodes) are the
     nodes' distances with ``correction`` as it comes (the greedy search's, the same numbers
@@ -584,8 +575,7 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             new = current.copy()
             new[changed] = errors_of(trial, changed)
             bad = (new.max(axis=1) > base_max + slack) | (new.mean(axis=1) > base_mean + slack)
-            fast = _fast_rows(reduced[:, knotted], correction[:, knotted], trial[:, knotted],
-                              limits[:, knotted])
+            fast = limits.fast_rows(reduced, correction, trial, knotted)
             if bad.any() or fast.any():
                 touching = np.logical_or.reduceat(bad[hat_rows] | fast[hat_rows, hat_place],
                                                   starts[:-1])
@@ -604,25 +594,6 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         step = np.where(active, step, 0.0)
         for (c, r), d in zip(unknowns, step, strict=True):
             channels[c].knots[r] += float(d)
-
-
-def _fast_rows(reduced: np.ndarray, correction: np.ndarray, trial: np.ndarray,
-               limits: np.ndarray) -> np.ndarray:
-    """(F, C) bool: the rows on either side of a step where ``trial`` (F, C), a new
-    correction, moves a channel faster than ``limits`` (F - 1, C) allow and than
-    ``correction`` did (see :func:`_too_fast`)."""
-    fast = _faster(np.diff(reduced + trial, axis=0), np.diff(reduced + correction, axis=0),
-                   limits)
-    rows = np.zeros(reduced.shape, dtype=bool)
-    rows[:-1] |= fast
-    rows[1:] |= fast
-    return rows
-
-
-def _faster(after: np.ndarray, before: np.ndarray, limits: np.ndarray) -> np.ndarray:
-    """Where steps ``after`` are faster than both ``limits`` and the steps ``before`` (any
-    matching shapes; a relative 1e-9 and an absolute 1e-12 of rounding allowed)."""
-    return np.abs(after) > np.maximum(np.abs(before), limits) * (1.0 + 1e-9) + 1e-12
 
 
 def _damped_step(a: sparse.csr_matrix, rhs: np.ndarray) -> np.ndarray | None:
@@ -698,66 +669,17 @@ def _movers(clip: Clip, animated: np.ndarray) -> list[tuple[np.ndarray, np.ndarr
     return out
 
 
-def speed_limits(channels: np.ndarray) -> np.ndarray:
-    """(F - 1, C) float64: the largest step from frame f to f + 1 a correction may give each
-    channel (the capture's largest step on it anywhere, or :data:`SPEED_MARGIN` times its
-    largest step within :data:`SPEED_REACH` frames if more; channel units a frame).
-
-    Parameters
-    ----------
-    channels : (F, C) float64
-        The capture's channels (unwrapped: a wrap is no step).
-    """
-    from scipy.ndimage import maximum_filter1d
-
-    steps = np.abs(np.diff(channels, axis=0))
-    if not len(steps):
-        return steps
-    local = maximum_filter1d(steps, 2 * SPEED_REACH + 1, axis=0, mode="nearest")
-    return np.maximum(SPEED_MARGIN * local, steps.max(axis=0))
-
-
-def _too_fast(reduced: np.ndarray, current: np.ndarray, limits: np.ndarray,
-              first: np.ndarray, counts: np.ndarray, columns: np.ndarray,
-              values: np.ndarray) -> np.ndarray:
-    """(n,) bool: which of n changes to the correction step faster than ``limits`` allow.
-
-    Change i gives channel ``columns[i]`` the correction ``values`` (its ``counts[i]`` values
-    in turn, all changes' laid end to end) on rows ``first[i]`` on; its steps are checked
-    from the row before to the row after. A step may be as fast as it was before the change
-    (the pose keys' own curve may be faster than the capture). ``current`` is ``reduced``
-    plus the correction before the changes.
-    """
-    n_frames = reduced.shape[0]
-    lo = np.maximum(first - 1, 0)
-    hi = np.minimum(first + counts, n_frames - 1)
-    spans = hi - lo + 1
-    begins = np.cumsum(spans) - spans
-    rows = np.repeat(lo - begins, spans) + np.arange(int(spans.sum()))
-    cols = np.repeat(columns, spans)
-    before = current[rows, cols]
-    after = before.copy()
-    inner = np.repeat(begins + first - lo - np.cumsum(counts) + counts, counts) \
-        + np.arange(int(counts.sum()))
-    after[inner] = reduced[rows[inner], cols[inner]] + values
-    # (a span's last row may be the range's: its step, to the next span, is no step)
-    fast = _faster(np.diff(after), np.diff(before),
-                   limits[np.minimum(rows[:-1], n_frames - 2), cols[:-1]])
-    fast[begins[1:] - 1] = False  # (the step from one change's rows to the next's)
-    return np.logical_or.reduceat(np.append(fast, False), begins)
-
-
 def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                     correction: np.ndarray, current: np.ndarray,
                     residual: np.ndarray, target: np.ndarray, channels: dict[int, _Channel],
                     movers_of: tuple[np.ndarray, np.ndarray], worst: int, errors: np.ndarray,
                     base_max: np.ndarray,
                     base_mean: np.ndarray, slack: float, left: int,
-                    limits: np.ndarray):  # noqa: ANN202
+                    limits: SpeedLimits):  # noqa: ANN202
     """The best accepted candidate at frame ``worst`` (None if none improves it):
     ``(changes, lo, hi, new errors (hi - lo + 1, n_nodes), cost)``, each change ``(channel,
     knots, lo, hi, column)``; ``current`` is ``reduced + correction``, ``limits``
-    :func:`speed_limits` of the capture."""
+    the capture's."""
     from sp_core._fit_kernels import hat_sums, joint_normals, row_errors
 
     n_frames = reduced.shape[0]
@@ -934,16 +856,19 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     values = correction[take_rows, patch_columns] \
         + np.repeat(change_deltas, counts) * np.concatenate(change_hats)
     block[patch_rows, patch_columns] = reduced[take_rows, patch_columns] + values
+    # (the changed channels' matrices once, for the kinematics and the speed checks)
+    turns = clip.channel_turns(block[patch_rows, patch_columns], patch_columns)
     moved, moved_max, moved_mean, current_max = row_errors(  # per row of every block
-        fk.patched(block, rows, patch_rows, patch_columns, np.repeat(tops, lengths)),
+        fk.patched(block, rows, patch_rows, patch_columns, np.repeat(tops, lengths), turns),
         target, rows, errors)
     worse = np.logical_or.reduceat((moved_max > base_max[rows] + slack)
                                    | (moved_mean > base_mean[rows] + slack), offsets)
-    fast = _too_fast(reduced, current, limits, np.array(in_take), counts,
-                     np.array(channel_of), values)
     changes_of = np.array([len(changes) for changes, _cost in candidates])
     first_change = np.cumsum(changes_of) - changes_of
-    worse |= np.logical_or.reduceat(fast, first_change)
+    worse |= limits.changes_too_fast(reduced, current, fk.turns,
+                                     np.repeat(np.arange(len(candidates)), changes_of),
+                                     np.array(in_take), counts, np.array(channel_of), values,
+                                     turns, len(candidates))
     at_worst = offsets + worst - ranges[:, 0]
     kept = np.flatnonzero(~worse & (moved_max[at_worst] < current_max[at_worst]))
     best, best_score = -1, 0.0

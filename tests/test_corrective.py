@@ -15,6 +15,7 @@ from sp_core.reduction import reduce
 from sp_core.session import Session
 from sp_core.standalone import StandaloneHost
 
+from reference_speed import capture_limits, joint_angles
 from strategies import clips
 
 
@@ -49,17 +50,20 @@ def check_never_worse(clip, frames, budget, space="channel", stop_mm=None):
 
 
 def check_no_pops(part, reduced, corrected):
-    """No channel of ``corrected`` steps from a frame to the next faster than the capture's
-    fastest step on it anywhere or twice its fastest within two frames, or than the pose keys'
-    ``reduced`` curve did (the documented limit, computed here on its own)."""
-    steps = np.abs(np.diff(part.unwrapped().channels, axis=0))
-    padded = np.concatenate([np.repeat(steps[:1], 2, axis=0), steps,
-                             np.repeat(steps[-1:], 2, axis=0)])
-    local = np.lib.stride_tricks.sliding_window_view(padded, 5, axis=0).max(axis=-1)
-    limits = np.maximum(2.0 * local, steps.max(axis=0, initial=0.0))
-    before = np.abs(np.diff(reduced, axis=0))
-    after = np.abs(np.diff(corrected, axis=0))
-    assert np.all(after <= np.maximum(before, limits) * (1.0 + 1e-9) + 1e-9)
+    """No joint of ``corrected`` turns from a frame to the next (nor a translation channel
+    steps) faster than the capture's fastest step on it anywhere or twice its fastest within
+    two frames, or than the pose keys' ``reduced`` curve did (the documented limit, computed
+    here on its own: angles by scipy)."""
+    capture = part.unwrapped().channels
+    moving = ~part.is_rotation_channel()
+    steps = np.abs(np.diff(capture[:, moving], axis=0))
+    before = np.abs(np.diff(reduced[:, moving], axis=0))
+    after = np.abs(np.diff(corrected[:, moving], axis=0))
+    assert np.all(after <= np.maximum(before, capture_limits(steps)) * (1.0 + 1e-9) + 1e-9)
+    limits = capture_limits(joint_angles(part, capture))
+    before, after = joint_angles(part, reduced), joint_angles(part, corrected)
+    # (the engine compares squared distances of matrices: 1e-12 is 6e-5 degrees)
+    assert np.all(after <= np.maximum(before, limits) * (1.0 + 1e-9) + 1e-4)
 
 
 def test_corrective_keys_on_real_mocap_never_worsen_a_frame_and_cut_the_max(sample_clip):
@@ -382,12 +386,12 @@ def test_the_keys_written_give_the_correction_of_every_point(data):
         assert np.any(neighbours != 0.0)
 
 
-def test_corrective_keys_do_not_pop_the_channels_above_a_joint(sample_clip):
+def test_corrective_keys_do_not_pop_the_joints_above_a_joint(sample_clip):
     """The sample's optimal keyframes at K = 49 (the default tolerance's K), the default
     corrective plan: with the position checks alone channel steps were many times as fast as
     the capture's around them (with the world fit's earlier anchor the chest turned 8.2
     degrees in one frame to bring an elbow in, where the capture's chest moves 0.56 at most);
-    now no channel steps faster than the capture allows there or than the pose keys did."""
+    now no joint turns faster than the capture allows there or than the pose keys did."""
     session = Session(StandaloneHost(sample_clip), Options().replace(keys=49))
     session.analyze()
     frames = session.space.keyframes(49)
@@ -416,11 +420,11 @@ def meets_20_mm_at(sample_clip, k):
 
 def test_the_greedy_search_starts_again_after_the_polish_until_the_max_is_met(
         sample_clip, monkeypatch):
-    """The sample at K = 37 (world fit), the default tolerance's max of 20 mm: one greedy
-    search and its polish leave a joint about 24 mm off; starting the greedy search again from
+    """The sample at K = 47 (world fit), the default tolerance's max of 20 mm: one greedy
+    search and its polish leave a joint about 23 mm off; starting the greedy search again from
     what the polish left, with no frame given up, meets 20 mm, and still no frame is worse than
     with the pose keys alone."""
-    frames, budget, again = meets_20_mm_at(sample_clip, 37)
+    frames, budget, again = meets_20_mm_at(sample_clip, 47)
     monkeypatch.setattr(corrective, "CYCLES", 1)
     once = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=20.0)
     assert once.metrics.max_mm > 22.0

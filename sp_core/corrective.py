@@ -535,6 +535,7 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     for done in range(rounds):
         if progress is not None:
             progress(done / rounds, f"refitting {len(unknowns)} corrective keys together")
+        fast_rows = limits.rows_checker(reduced, correction, knotted)
         positions, axes = pose(clip, layout, reduced[covered] + correction[covered])
         miss = np.zeros_like(target)
         miss[covered] = positions.reshape(len(covered), -1) - target[covered]
@@ -575,7 +576,7 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             new = current.copy()
             new[changed] = errors_of(trial, changed)
             bad = (new.max(axis=1) > base_max + slack) | (new.mean(axis=1) > base_mean + slack)
-            fast = limits.fast_rows(reduced, correction, trial, knotted)
+            fast = fast_rows(trial)
             if bad.any() or fast.any():
                 touching = np.logical_or.reduceat(bad[hat_rows] | fast[hat_rows, hat_place],
                                                   starts[:-1])

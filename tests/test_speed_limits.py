@@ -150,7 +150,50 @@ def test_the_polish_rows_follow_the_joints(part):
     for size, rows in ((30.0, [99, 100, 101]), (1e-3, [])):
         after = before.copy()
         after[100, elbow[1]] = size
-        fast = limits.fast_rows(reduced, before, after, columns)
+        fast = limits.rows_checker(reduced, before, columns)(after)
         expected = np.zeros_like(fast)
         expected[rows, :len(elbow)] = True
         assert (fast == expected).all()
+
+
+def test_the_polish_rows_match_a_plain_reference(part):
+    """Trials that change a few rows of several channels (translations too) from a correction
+    that is not zero: the rows the check marks are those around every step where a joint (by
+    scipy's angles) or a translation channel goes faster than the limit and than before."""
+    rng = np.random.default_rng(11)
+    clip = part.unwrapped()
+    limits = SpeedLimits(clip)
+    capture = clip.channels
+    joint_limit = capture_limits(joint_angles(clip, capture))
+    channel_limit = capture_limits(np.abs(np.diff(capture, axis=0)))
+    reduced = capture + rng.normal(0.0, 0.2, capture.shape)
+    columns = np.array([c for c, name in enumerate(clip.channel_names)
+                        if name.split(".")[0] in ("Hips", "RightShoulder", "RightElbow",
+                                                  "LeftKnee")])
+    before = np.zeros_like(reduced)
+    before[50:60, columns] = rng.normal(0.0, 0.5, (10, len(columns)))
+    check = limits.rows_checker(reduced, before, columns)
+    marked = 0
+    for _ in range(20):
+        after = before.copy()
+        for c in rng.choice(columns, 3):
+            rows = rng.integers(0, clip.n_frames, 4)
+            after[rows, c] += rng.choice([1e-3, 0.5, 5.0, 40.0]) * rng.normal(size=4)
+        found = check(after)
+        angles_after = joint_angles(clip, reduced + after)
+        angles_before = joint_angles(clip, reduced + before)
+        expected = np.zeros_like(found)
+        for j, c in enumerate(columns):
+            if clip.is_rotation_channel()[c]:
+                node = clip.channel_nodes[c]
+                fast = angles_after[:, node] > np.maximum(angles_before[:, node],
+                                                          joint_limit[:, node]) * (1 + 1e-9) + 1e-3
+            else:
+                fast = np.abs(np.diff(reduced[:, c] + after[:, c])) > np.maximum(
+                    np.abs(np.diff(reduced[:, c] + before[:, c])), channel_limit[:, c]) \
+                    * (1 + 1e-9) + 1e-12
+            expected[:-1, j] |= fast
+            expected[1:, j] |= fast
+        assert (found == expected).all()
+        marked += int(found.any())
+    assert 5 < marked < 20  # trials that pass and trials that do not

@@ -51,7 +51,7 @@ import numpy as np
 from sp_core.clip import Clip
 from sp_core.errors import ReductionError
 from sp_core.reweighting import worst_first_weights
-from sp_core.speed_limits import SpeedLimits
+from sp_core.speed_limits import SpeedLimits, end_to_end
 from sp_core.tree_jacobian import TreeLayout, pose
 
 if TYPE_CHECKING:
@@ -845,14 +845,13 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     ranges = np.array([firsts, lasts], dtype=np.int64).T
     lengths = ranges[:, 1] - ranges[:, 0] + 1
     offsets = np.array(placed, dtype=np.int64)
-    rows = np.repeat(ranges[:, 0] - offsets, lengths) + np.arange(int(lengths.sum()))
+    rows = end_to_end(ranges[:, 0], lengths)  # (the candidates' blocks lie end to end)
     block = current[rows]
     counts = np.array(lengths_of)
     starts = np.cumsum(counts) - counts  # each change's first value among all of them
-    steps = np.arange(int(counts.sum())) - np.repeat(starts, counts)
-    patch_rows = np.repeat(in_block, counts) + steps
+    patch_rows = end_to_end(np.array(in_block), counts)
     patch_columns = np.repeat(channel_of, counts)
-    take_rows = np.repeat(in_take, counts) + steps
+    take_rows = end_to_end(np.array(in_take), counts)
     # (each change's column as correction[lo:hi + 1, c] + delta * hat, to the bit)
     values = correction[take_rows, patch_columns] \
         + np.repeat(change_deltas, counts) * np.concatenate(change_hats)

@@ -174,7 +174,7 @@ class SpeedLimits:
         if len(moving):
             fast = _channel_changes_too_fast(reduced, current, self.channel, first[moving],
                                              counts[moving], columns[moving],
-                                             values[_ranges(starts[moving], counts[moving])])
+                                             values[end_to_end(starts[moving], counts[moving])])
             out[owner[moving[fast]]] = True
         turned = np.flatnonzero(turning)
         if len(turned):
@@ -184,7 +184,7 @@ class SpeedLimits:
             order = turned[np.lexsort((nodes, owner[turned]))]  # by candidate, then joint
             key = owner[order] * self.clip.n_nodes + self.clip.channel_nodes[columns[order]]
             group_start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            new_turns = turns[_ranges(starts[order], counts[order])]
+            new_turns = turns[end_to_end(starts[order], counts[order])]
             fast = joint_steps_too_fast(
                 np.append(group_start, len(order)).astype(np.int64),
                 self.clip.channel_nodes[columns[order[group_start]]].astype(np.int64),
@@ -202,10 +202,10 @@ class SpeedLimits:
         correction ``after`` (F, C) moves channel ``columns[j]`` (a translation) or its joint
         (a rotation) faster than the limits allow and than ``before`` did.
 
-        ``before``'s joint rotations are formed here once; each check forms ``after``'s on the
-        rows where it differs only (a round of the polish tries several steps from one
-        correction; formed anew on every row each time, they took 40 % of a 5,000-frame
-        take's corrective stage).
+        ``before``'s joint rotations and steps are formed here once; each check forms
+        ``after``'s joint rotations on the rows where it differs only (a round of the polish
+        tries several steps from one correction; formed anew on every row each time, they
+        took 40 % of a 5,000-frame take's corrective stage).
 
         Parameters
         ----------
@@ -222,6 +222,8 @@ class SpeedLimits:
         kept = joint_rotations(self.clip, reduced + before, nodes) if n_frames >= 2 else None
         kept_steps = step_distances(kept) if kept is not None else None
         watched = columns[turning]
+        shifted = columns[moving]
+        was = np.diff(reduced[:, shifted] + before[:, shifted], axis=0)
 
         def fast_rows(after: np.ndarray) -> np.ndarray:
             rows = np.zeros((n_frames, len(columns)), dtype=bool)
@@ -229,10 +231,8 @@ class SpeedLimits:
                 return rows
             fast = np.zeros((n_frames - 1, len(columns)), dtype=bool)
             if len(moving):
-                c = columns[moving]
-                fast[:, moving] = faster(np.diff(reduced[:, c] + after[:, c], axis=0),
-                                         np.diff(reduced[:, c] + before[:, c], axis=0),
-                                         self.channel[:, c])
+                fast[:, moving] = faster(np.diff(reduced[:, shifted] + after[:, shifted], axis=0),
+                                         was, self.channel[:, shifted])
             changed = np.flatnonzero(np.any(after[:, watched] != before[:, watched], axis=1))
             if len(turning) and len(changed):
                 # the steps into and out of every changed row, and the rows they join
@@ -254,8 +254,9 @@ class SpeedLimits:
         return fast_rows
 
 
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The ranges ``starts[i]:starts[i] + counts[i]`` laid end to end, (counts.sum(),) int."""
+def end_to_end(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The ranges ``starts[i]:starts[i] + counts[i]`` laid end to end, (counts.sum(),) int
+    (the rows or values of many changes at once, without a loop over them)."""
     ends = np.cumsum(counts)
     return np.repeat(starts - ends + counts, counts) + np.arange(int(ends[-1]) if len(ends)
                                                                   else 0)
@@ -272,12 +273,11 @@ def _channel_changes_too_fast(reduced: np.ndarray, current: np.ndarray, limits: 
     hi = np.minimum(first + counts, n_frames - 1)
     spans = hi - lo + 1
     begins = np.cumsum(spans) - spans
-    rows = np.repeat(lo - begins, spans) + np.arange(int(spans.sum()))
+    rows = end_to_end(lo, spans)
     cols = np.repeat(columns, spans)
     before = current[rows, cols]
     after = before.copy()
-    inner = np.repeat(begins + first - lo - np.cumsum(counts) + counts, counts) \
-        + np.arange(int(counts.sum()))
+    inner = end_to_end(begins + first - lo, counts)
     after[inner] = reduced[rows[inner], cols[inner]] + values
     # (a span's last row may be the range's: its step, to the next span, is no step)
     fast = faster(np.diff(after), np.diff(before),

@@ -130,12 +130,18 @@ class PoseGraph:
                                          subset_by_index=[n - self.eigen, n - 1])
         else:
             rows = np.repeat(np.arange(n), k + 1)
+            # each frame's pose is joined to the next frame's too: a cycle repeated exactly
+            # (a loop played over and over) has its NEIGHBOURS nearest poses all copies of
+            # itself, and its graph fell into one piece per pose of the cycle whatever sigma
+            steps = np.linalg.norm(np.diff(poses, axis=0), axis=1)
 
             def spectrum(width: float) -> tuple[np.ndarray, np.ndarray] | None:
                 weights = np.exp(-distances.ravel() ** 2 / (2.0 * width**2))
                 kernel = scipy.sparse.coo_matrix((weights, (rows, neighbours.ravel())),
                                                  shape=(n, n)).tocsr()
-                kernel = kernel.maximum(kernel.T)
+                chain = scipy.sparse.diags(np.exp(-steps**2 / (2.0 * width**2)), 1,
+                                           shape=(n, n), format="csr")
+                kernel = kernel.maximum(kernel.T).maximum(chain).maximum(chain.T)
                 # a graph in pieces (to the weights' precision) has no falloff, and ARPACK
                 # took 50 s not to converge on one (a long hold at its adapted sigma)
                 joined = kernel.multiply(kernel > SPARSE_JOIN * kernel.max())

@@ -130,6 +130,29 @@ def test_long_clips_use_a_sparse_graph(monkeypatch):
     assert weights[50] == 1.0 and weights[50 + 100] > 0.5  # one loop later, a similar pose
 
 
+def test_a_loop_played_over_and_over_holds_together_in_the_sparse_graph(monkeypatch,
+                                                                         sample_clip):
+    """A stride of the walk played 40 times exactly: every pose's nearest NEIGHBOURS poses are
+    its own copies, and the sparse graph fell into one piece per pose of the stride ("the
+    poses of this motion stay apart even at sigma ...; give a larger sigma", which no sigma
+    mended). Each frame is joined to the next as well: the edit reaches the same phase of
+    every loop in global mode and stays in its own loop in local mode, as on the dense graph
+    of four loops (test_a_looped_real_walk_cycle)."""
+    from sp_core import falloff
+    from sp_core.falloff import wand_poses
+
+    stride = wand_poses(sample_clip.sub_range(600, 627))  # 28 distinct poses
+    poses = np.concatenate([stride] * 40)
+    monkeypatch.setattr(falloff, "DENSE_LIMIT", 500)
+    graph = PoseGraph(poses)
+    frame = 14 + 20 * len(stride)
+    everywhere = graph.weights(frame, mode="global")
+    copies = frame % len(stride) + len(stride) * np.arange(40)
+    assert min(everywhere[copies]) >= 0.8
+    local = graph.weights(frame, mode="local")
+    assert local[frame] == 1.0 and max(local[copies[copies != frame]]) < 0.2
+
+
 def test_propagate_command(sample_path, tmp_path, capsys):
     from sp_core.cli import main
     from sp_core.io.bvh import read_bvh

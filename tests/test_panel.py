@@ -718,8 +718,16 @@ def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(make_panel,
     # at the end of a 5,000-frame analysis with the tab never opened
     assert session._graph is None
     panel.tabs.setCurrentWidget(panel.wand)
-    assert session._graph is not None
+    # ... and is built off the UI thread, the tab saying so meanwhile
     wand = panel.wand
+    assert wand._building is not None and wand.note.text() == "Building the pose graph…"
+    assert wand.weights is None and wand.curve.getData() == (None, None)
+    qtbot.mouseClick(wand.apply_button, QtCore.Qt.MouseButton.LeftButton)
+    assert panel.status.text() == "the falloff is still being computed (the pose graph); " \
+                                  "apply the edit once it shows"
+    np.testing.assert_array_equal(host.evaluated_channels(), clip.channels)
+    qtbot.waitUntil(lambda: wand._building is None, timeout=10000)
+    assert session._graph is not None and wand.note.text() == ""
     wand.frame_spin.setValue(150)
     wand.node_combo.setCurrentText("RightShoulder")
     wand.offsets[2].setValue(30.0)
@@ -910,6 +918,7 @@ def test_a_falloff_the_clip_cannot_have_is_said_in_its_tab_not_over_the_analysis
     analyse(qtbot, panel)
     assert session.k == 2
     panel.tabs.setCurrentWidget(panel.wand)
+    qtbot.waitUntil(lambda: panel.wand._building is None, timeout=10000)
     assert panel.status.text().startswith("Analysed frames 0–1")
     assert panel.wand.note.text() == "No falloff: a falloff needs at least 3 frames, the range " \
                                      "has 2"

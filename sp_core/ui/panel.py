@@ -265,7 +265,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         setup_layout.addWidget(self.analysis_box)
         setup_layout.addWidget(self.pins)
         self.tabs.addTab(scrolled(setup), "Setup")
-        self.wand = PropagateTab(self.binder, self._wand_status)
+        self.wand = PropagateTab(self.binder, self._wand_status, self.runner)
         self.tabs.addTab(self.wand, "Propagate edit")
         outer.addWidget(self.tabs, 1)
 

@@ -10,10 +10,11 @@ from PySide6 import QtGui, QtWidgets
 
 from sp_core.errors import SalientPosesError
 from sp_core.options import Options
+from sp_core.session import GraphEntry
 from sp_core.ui.analysis_box import form_layout
 from sp_core.ui.axes import WholeNumberAxis
 from sp_core.ui.bindings import Binder
-from sp_core.ui.worker import readable
+from sp_core.ui.worker import Task, TaskRunner, readable
 
 
 class PropagateTab(QtWidgets.QWidget):
@@ -26,11 +27,14 @@ class PropagateTab(QtWidgets.QWidget):
     sliders).
     """
 
-    def __init__(self, binder: Binder, status: Callable[..., None],
+    def __init__(self, binder: Binder, status: Callable[..., None], runner: TaskRunner,
                  parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = binder.session
         self.status = status
+        self.runner = runner
+        self._building: Task | None = None  # the pose graph's build, off the UI thread
+        self._quiet = False  # the refresh that waits for that build is quiet
         form = form_layout(None)
         self.frame_spin = QtWidgets.QSpinBox()
         self.frame_spin.setRange(-10**7, 10**7)
@@ -137,22 +141,56 @@ class PropagateTab(QtWidgets.QWidget):
             self._stale = True
             return
         self._stale = False
+        if self._building is not None:  # its end refreshes again, with what is set then
+            self._quiet = self._quiet and quiet
+            return
         try:
             wand = self.session.options.wand
+            build = self.session.pose_graph_build(wand.sigma, wand.eigen)
+            if build is not None and not hidden:
+                self._build(build, quiet)
+                return
             graph = self.session.pose_graph(wand.sigma, wand.eigen)
             frame = self.frame_spin.value()
             region = (self.region[0].value(), self.region[1].value())
             self.weights = graph.weights(frame, region=region, mode=wand.mode)
         except Exception as exc:  # noqa: BLE001 - shown in the tab (and the status line)
-            self.weights = None
-            self.curve.setData([], [])
-            self.note.setText(f"No falloff: {readable(exc)}")
-            if not quiet:
-                self.status(readable(exc), error=True)
+            self._no_falloff(readable(exc), quiet)
             return
         self.note.setText("")
         self.curve.setData(self.session.motion.frames, self.weights)
         self.marker.setValue(frame)
+
+    def _build(self, build: Callable[[], GraphEntry], quiet: bool) -> None:
+        """Build the pose graph on a worker thread, then refresh (its spectrum held the UI
+        thread for 0.6 s when the tab was first shown after a 5,000-frame analysis)."""
+        task = Task(lambda _report, _token: build())
+        # bound methods of this UI-thread object: Qt queues the calls to the UI thread
+        task.finished.connect(self._built)
+        task.failed.connect(self._build_failed)
+        task.cancelled.connect(self._build_failed)
+        self._building, self._quiet = self.runner.start(task), quiet
+        if self._building is None:  # the panel is closing
+            return
+        self.weights = None
+        self.curve.setData([], [])
+        self.note.setText("Building the pose graph…")
+
+    def _built(self, entry: GraphEntry) -> None:
+        self._building = None
+        self.session.keep_pose_graph(entry)
+        self.refresh(quiet=self._quiet)
+
+    def _build_failed(self, message: str = "cancelled") -> None:
+        self._building = None
+        self._no_falloff(message, self._quiet)
+
+    def _no_falloff(self, message: str, quiet: bool) -> None:
+        self.weights = None
+        self.curve.setData([], [])
+        self.note.setText(f"No falloff: {message}")
+        if not quiet:
+            self.status(message, error=True)
 
     def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
@@ -203,6 +241,10 @@ class PropagateTab(QtWidgets.QWidget):
     def apply(self) -> None:
         if self.session.motion is None:
             self.status("analyse first", error=True)
+            return
+        if self._building is not None:
+            self.status("the falloff is still being computed (the pose graph); apply the edit "
+                        "once it shows", error=True)
             return
         if self._stale:  # (a script's Apply, the tab not shown yet)
             self.refresh(quiet=True, hidden=True)

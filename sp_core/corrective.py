@@ -311,7 +311,11 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
     used = 0
     steps = 0
     floor = max(slack, stop_at)
-    initial = float(np.sum(np.clip(np.where(given_up, 0.0, frame_max) - floor, 0.0, None)))
+    # the progress: the mean of the shares of the excess over the floor and of the frames
+    # over it that are gone. The excess alone ran ahead (the worst frames go first: 0.88 at
+    # half the time of a 5,000-frame take's greedy search), the frames alone lagged (0.34)
+    initial = float(np.sum(np.clip(frame_max - floor, 0.0, None)))
+    initial_frames = int(np.count_nonzero(frame_max > floor))
     share = 0.85 if polish else 1.0  # of the progress; the rest is the polish
     done = 0.0
     reached = 0.0
@@ -342,7 +346,10 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
             open_max = np.where(given_up, -1.0, frame_max)
             if progress is not None:
                 left = float(np.sum(np.clip(open_max - floor, 0.0, None)))
-                done = max(done, 1.0 - left / initial if initial > 0 else 1.0, used / budget)
+                frames = int(np.count_nonzero(open_max > floor))
+                gone = 1.0 - 0.5 * (left / initial + frames / initial_frames) \
+                    if initial > 0 else 1.0
+                done = max(done, gone, used / budget)
                 report(share * done, f"corrective keys: {used} of at most {budget}"
                                      + (f" (round {cycle + 1})" if cycle else ""))
             worst = int(np.argmax(open_max))

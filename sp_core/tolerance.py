@@ -61,6 +61,10 @@ from sp_core.selection import SelectionSpace
 
 #: Shares of the search's progress: the channel bisection, the fitted search, the checks.
 STAGES = (0.05, 0.35, 0.60)
+#: What each check leaves of the checks' share of the progress for the checks after it.
+CHECK_REST = 0.15
+#: Tries of a predicted search (stages 1 and 2) that its share of the progress is cut into.
+GUIDED_TRIES = 3
 #: The fit stages 1 and 2 bound and predict with: the channel fit the world fit starts from
 #: (:func:`~sp_core.reduction.reduce`'s ``start_only``).
 START = "start"
@@ -166,13 +170,17 @@ class ToleranceSearch:
             motion, k, ~constant_channels(motion.channels), fit.world_iterations,
             fit.key_values, fit.objective) > reduction_module.WORLD_FIT_FLOP_LIMIT)
 
-    def pose_error(self, k: int, fit_space: str) -> tuple[float, float]:
-        """(mean, max) mm of the pose keys alone at ``k`` with the fit in ``fit_space``."""
+    def pose_error(self, k: int, fit_space: str, start: float | None = None,
+                   stop: float | None = None) -> tuple[float, float]:
+        """(mean, max) mm of the pose keys alone at ``k`` with the fit in ``fit_space``; a fit
+        moves the progress from ``start`` to ``stop`` if they are given (else only its
+        messages and cancel checks go on while the bar stays)."""
         if (k, fit_space) not in self._pose:
-            # the bar moves by the bisection's steps; the messages (and cancel checks) by the
-            # fit's iterations
+            low = self._fraction if start is None else start
+            high = low if stop is None else stop
             plain = self._reduce(k, fit_space,
-                                 lambda f, m: self._progress(self._fraction, f"K = {k}: {m}"))
+                                 lambda f, m: self._progress(low + (high - low) * f,
+                                                             f"K = {k}: {m}"))
             metrics = plain.metrics
             self._pose[k, fit_space] = (metrics.mean_mm, metrics.max_mm)
             if fit_space == self.fit.space:  # error() may check it next
@@ -196,13 +204,15 @@ class ToleranceSearch:
             plain = self._reduce(k, self.fit.space,
                                  lambda f, m: self._progress(start + 0.3 * (stop - start) * f,
                                                              f"K = {k}: {m}"))
+            start += 0.3 * (stop - start)  # the rest is the corrective keys'
+        # (stage 2 fitted the pose keys already: the corrective keys take the whole span, and
+        # the bar no longer jumped by the fit that was not run)
         metrics = plain.metrics
         self._pose.setdefault((k, self.fit.space), (metrics.mean_mm, metrics.max_mm))
         if self.budget:  # (no corrective key where the pose keys already meet the max)
             plain = with_corrections(
                 self.motion, plain, self.budget, max_mm,
-                lambda f, m: self._progress(start + (stop - start) * (0.3 + 0.7 * f),
-                                            f"K = {k}: {m}"))
+                lambda f, m: self._progress(start + (stop - start) * f, f"K = {k}: {m}"))
             metrics = plain.metrics
         self.fitted[_frames(plain)] = plain  # exactly what reduce() gives at this K
         self._full[k] = (metrics.mean_mm, metrics.max_mm)
@@ -245,18 +255,26 @@ class ToleranceSearch:
         order."""
         mean_mm = self.tolerance[0]
 
-        def mean(j: int) -> float:
-            return self.pose_error(j, fit_space)[0]
+        def mean(j: int, step: int | None = None) -> float:
+            # the fit of try `step` moves the bar through that try's share of it
+            if step is None:
+                return self.pose_error(j, fit_space)[0]
+            share = (stop - start) / max(steps, step + 1)
+            return self.pose_error(j, fit_space, start + share * step,
+                                   start + share * (step + 1))[0]
 
         passed, failed = high, low - 1  # the bracket: holds at `passed`, not at `failed`
-        steps = max(1, math.ceil(math.log2(high - low + 1)))
+        # the bar's steps: the tries a search usually takes, not a bisection's (with those,
+        # the two world fits of a 5,000-frame take's stage 2 moved it through 2 of 9 steps,
+        # and it jumped over the rest when the stage ended)
+        steps = max(1, min(math.ceil(math.log2(high - low + 1)), GUIDED_TRIES))
         edge = 0  # tries in a row that moved the bracket by one K only
         tried: list[int] = []
         guess = first
         while passed - failed > resolution(passed):
             k = min(max(guess, failed + 1), passed - 1)
             width = passed - failed
-            if mean(k) <= mean_mm:
+            if mean(k, len(tried)) <= mean_mm:
                 passed = k
             else:
                 failed = k
@@ -315,14 +333,21 @@ class ToleranceSearch:
             bound = self._bisect(low, high, lambda k: pose_ok(k, START), 0.0, one)
         self._progress(one, f"K at most {bound} (channel fit)")
         checks = 0
+        base = one + two  # where the checks' share of the bar starts
 
         def span() -> tuple[float, float]:
-            # each check takes half of what is left of the progress bar
-            nonlocal checks
-            left = 1.0 - (one + two)
-            start = one + two + left * (1.0 - 0.5 ** checks)
+            # each check takes 85 % of what is left of the progress bar: the first
+            # is often the last (with half, the bar jumped from 0.7 to the end after the one
+            # corrective stage of a 5,000-frame take, the slowest part of its search); a near
+            # miss checked in stage 2 starts where the bar is (it jumped over the rest of
+            # stage 2's share first)
+            nonlocal checks, base
+            if not checks:
+                base = min(base, self._fraction)
+            left = 1.0 - base
+            start = base + left * (1.0 - CHECK_REST ** checks)
             checks += 1
-            return start, one + two + left * (1.0 - 0.5 ** checks)
+            return start, base + left * (1.0 - CHECK_REST ** checks)
 
         def near_miss(j: int) -> bool:
             # pose keys (fitted) that miss the mean by at most NEAR_MISS, which the corrective

@@ -632,6 +632,26 @@ def test_a_short_dock_scrolls_the_keyframes_page_instead_of_squeezing_it(make_pa
     assert heights[700][0] == panel.graph.plot_widget.minimumHeight() < heights[1300][0]
 
 
+def test_every_tab_scrolls_in_a_short_dock(make_panel, qtbot):
+    """The Propagate edit tab was the one page outside a scroll area: its form and plot set
+    the whole panel's minimum height (531 pixels), so a shorter dock cut the panel off. Every
+    page now scrolls, and the panel fits a dock 300 pixels high with Apply edit reachable."""
+    panel, _host, _session = make_panel(width=380)
+    assert all(isinstance(panel.tabs.widget(i), QtWidgets.QScrollArea)
+               for i in range(panel.tabs.count()))
+    assert panel.minimumSizeHint().height() <= 300
+    panel.resize(380, 300)
+    panel.tabs.setCurrentIndex(2)
+    qtbot.wait(50)
+    page = panel.tabs.widget(2)
+    assert page.verticalScrollBar().maximum() > 0
+    page.ensureWidgetVisible(panel.wand.apply_button)
+    qtbot.wait(50)
+    button = panel.wand.apply_button
+    top = button.mapTo(page.viewport(), QtCore.QPoint(0, 0)).y()
+    assert 0 <= top and top + button.height() <= page.viewport().height()
+
+
 def test_layered_mode_previews_labelled_keys_and_draws_both_spaces(make_panel, qtbot):
     panel, host, session = make_panel()
     panel.widget("layered").setChecked(True)
@@ -717,7 +737,7 @@ def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(make_panel,
     # the falloff waits for its tab: the pose graph's spectrum held the UI thread for 0.5 s
     # at the end of a 5,000-frame analysis with the tab never opened
     assert session._graph is None
-    panel.tabs.setCurrentWidget(panel.wand)
+    panel.tabs.setCurrentIndex(2)
     # ... and is built off the UI thread, the tab saying so meanwhile
     wand = panel.wand
     assert wand._building is not None and wand.note.text() == "Building the pose graph…"
@@ -917,7 +937,7 @@ def test_a_falloff_the_clip_cannot_have_is_said_in_its_tab_not_over_the_analysis
     panel, _host, session = make_panel(host=FakeHost(sample_clip.sub_range(0, 1)))
     analyse(qtbot, panel)
     assert session.k == 2
-    panel.tabs.setCurrentWidget(panel.wand)
+    panel.tabs.setCurrentIndex(2)
     qtbot.waitUntil(lambda: panel.wand._building is None, timeout=10000)
     assert panel.status.text().startswith("Analysed frames 0–1")
     assert panel.wand.note.text() == "No falloff: a falloff needs at least 3 frames, the range " \

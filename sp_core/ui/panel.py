@@ -266,7 +266,12 @@ class SalientPosesPanel(QtWidgets.QWidget):
         setup_layout.addWidget(self.pins)
         self.tabs.addTab(scrolled(setup), "Setup")
         self.wand = PropagateTab(self.binder, self._wand_status, self.runner)
-        self.tabs.addTab(self.wand, "Propagate edit")
+        # scrolled too: unscrolled, its form and plot set the whole panel's minimum height
+        wand_page = _Page()
+        wand_layout = QtWidgets.QVBoxLayout(wand_page)
+        wand_layout.setContentsMargins(0, 0, 0, 0)
+        wand_layout.addWidget(self.wand)
+        self.tabs.addTab(scrolled(wand_page), "Propagate edit")
         outer.addWidget(self.tabs, 1)
 
         self.status = QtWidgets.QLabel("Select the character and press Analyze.")

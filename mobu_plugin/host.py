@@ -603,10 +603,45 @@ class MobuHost:
             take.SetCurrentLayer(current if current < take.GetLayerCount() else 0)
 
     def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+        """The reduced curves in a new override layer. A part of the take (the keys' first
+        and last frames inside the take's span) also gets a Linear key of what the scene shows
+        on every frame of the take outside it, on every channel the layer keys: a curve holds
+        its end keys' values outside them, so the layer showed the range's end poses over the
+        motion there (and keying the layer's weight is not documented: docs/mobu.md)."""
         clock = self.clock()
         targets = [(c, ch) for c, ch in enumerate(curves.channel_names)
                    if curves.animated[c] and ch not in self.skipped]
         self._refuse_driven([ch for _, ch in targets])
+        # the still axes of the properties the layer animates get keys of their value: what
+        # an override layer shows on an axis whose curve has no key is not documented (the
+        # FBX SDK evaluates a curve without keys to its default value)
+        column = {ch: c for c, ch in enumerate(curves.channel_names)}
+        properties = list(dict.fromkeys(self._split(ch)[:2] for _, ch in targets))
+        still = [(column[ch], ch) for node, kind in properties
+                 for ch in (f"{node}.{letter}{kind}" for letter in "XYZ")
+                 if ch in column and not curves.animated[column[ch]] and ch not in self.skipped]
+        first, last = int(curves.frames[0]), int(curves.frames[-1])
+        start, stop = self.playback_range()
+        outside = [f for f in range(start, stop + 1) if not first <= f <= last]
+        # read before the layer exists: the motion the scene shows there now
+        keyed = [ch for _, ch in targets + still]
+        parts = [self.channel_values(keyed, a, b) for a, b in ((start, first - 1),
+                                                              (last + 1, stop)) if a <= b]
+        shown = np.concatenate(parts) if parts else np.zeros((0, len(keyed)))
+        before = sum(1 for f in outside if f < first)
+        linear = fb.FBInterpolation.kFBInterpolationLinear
+        user = fb.FBTangentMode.kFBTangentModeUser
+        outside_times = [fb.FBTime(clock.ticks(f)) for f in outside]
+
+        def around(times: list[fb.FBTime], values: np.ndarray, interpolation: fb.FBInterpolation,
+                   mode: fb.FBTangentMode, j: int) -> tuple[list, list, list, list]:
+            # (the keys of the range between the outside keys before and after it)
+            n = len(times)
+            return (outside_times[:before] + times + outside_times[before:],
+                    [*shown[:before, j], *values, *shown[before:, j]],
+                    [linear] * before + [interpolation] * n + [linear] * (len(outside) - before),
+                    [user] * before + [mode] * n + [user] * (len(outside) - before))
+
         with host_step(f"creating override layer {layer!r}"):
             created, index = self._new_layer(layer, fb.FBLayerMode.kFBLayerModeOverride)
         times = [fb.FBTime(clock.ticks(int(f))) for f in curves.frames]
@@ -628,35 +663,38 @@ class MobuHost:
                     # out handle of key k lies in segment k; in handle of key k in segment k-1
                     out_d, out_w = to_mobu(curves.out_handles[:-1, c], spans, clock.fps)
                     in_d, in_w = to_mobu(curves.in_handles[1:, c], spans, clock.fps)
-                    self._key(fcurve, channel, times, curves.values[:, c], cubic, mode)
+                    keys = around(times, curves.values[:, c], cubic, mode, n)
+                    self._key(fcurve, channel, *keys)
                     _set_tangents(fcurve, len(times), out_d, in_d,
                                   (out_w, in_w) if curves.tangents == "weighted" else None,
-                                  broken=not one_slope)
-                    fcurve.EditEnd(len(times))
-            # the still axes of the properties the layer animates get one key of their value:
-            # what an override layer shows on an axis whose curve has no key is not documented
-            # (the FBX SDK evaluates a curve without keys to its default value)
-            column = {ch: c for c, ch in enumerate(curves.channel_names)}
-            for (node, kind), curves_of in animation.items():
-                for axis, letter in enumerate("XYZ"):
-                    channel = f"{node}.{letter}{kind}"
-                    c = column.get(channel, -1)
-                    if c < 0 or curves.animated[c] or channel in self.skipped:
-                        continue
-                    with host_step(f"keying {channel} in layer {created.Name!r}"):
-                        fcurve = curves_of.Nodes[axis].FCurve
-                        self._key(fcurve, channel, times[:1], curves.values[:1, c], cubic, mode)
-                        fcurve.EditEnd(1)
+                                  broken=not one_slope, offset=before)
+                    fcurve.EditEnd(len(keys[0]))
+            for n, (c, channel) in enumerate(still, start=len(targets)):
+                node, kind, axis = self._split(channel)
+                with host_step(f"keying {channel} in layer {created.Name!r}"):
+                    fcurve = animation[node, kind].Nodes[axis].FCurve
+                    # one key, or with keys outside, Linear ones on the range's ends (a key on
+                    # the first frame alone would ease to the next outside key over the range)
+                    ends = times[:1] if not outside or first == last else [times[0], times[-1]]
+                    keys = around(ends, np.full(len(ends), curves.values[0, c]),
+                                  linear if outside else cubic, user if outside else mode, n)
+                    self._key(fcurve, channel, *keys)
+                    fcurve.EditEnd(len(keys[0]))
         return LayerHandle(created.Name, "override", token=created.Name)
 
     @staticmethod
-    def _key(fcurve: fb.FBFCurve, channel: str, times: list[fb.FBTime], values: np.ndarray,
-             interpolation: fb.FBInterpolation, mode: fb.FBTangentMode) -> None:
-        """``EditBegin`` and one ``KeysAdd`` (the caller sets tangents, then ``EditEnd``)."""
+    def _key(fcurve: fb.FBFCurve, channel: str, times: list[fb.FBTime],
+             values: Sequence[float] | np.ndarray,
+             interpolations: fb.FBInterpolation | list[fb.FBInterpolation],
+             modes: fb.FBTangentMode | list[fb.FBTangentMode]) -> None:
+        """``EditBegin`` and one ``KeysAdd`` (the caller sets tangents, then ``EditEnd``);
+        an interpolation or tangent mode for every key, or one for all."""
         n = len(times)
         fcurve.EditBegin(n)
-        if not fcurve.KeysAdd(times, [float(v) for v in values], [interpolation] * n,
-                              [mode] * n):
+        if not fcurve.KeysAdd(times, [float(v) for v in values],
+                              interpolations if isinstance(interpolations, list)
+                              else [interpolations] * n,
+                              modes if isinstance(modes, list) else [modes] * n):
             fcurve.EditEnd(n)
             raise HostError(f"keying {channel}: MotionBuilder refused the keys (is the "
                             "property or the layer locked?)")
@@ -882,8 +920,10 @@ class MobuHost:
 
 
 def _set_tangents(fcurve: fb.FBFCurve, n: int, out_d: np.ndarray, in_d: np.ndarray,
-                  weights: tuple[np.ndarray, np.ndarray] | None, broken: bool) -> None:
-    """Per key: clamping off, the slope(s) in value per second, and the weights if any.
+                  weights: tuple[np.ndarray, np.ndarray] | None, broken: bool,
+                  offset: int = 0) -> None:
+    """Per key: clamping off, the slope(s) in value per second, and the weights if any; the
+    n keys are the curve's keys ``offset`` .. ``offset + n - 1``.
 
     Every key takes both derivatives it has (the left one from its in handle, then the right
     one from its out handle; a one-slope (User) key's two are the same slope), so no key's
@@ -893,18 +933,19 @@ def _set_tangents(fcurve: fb.FBFCurve, n: int, out_d: np.ndarray, in_d: np.ndarr
     key k − 1 as "next left")."""
     unclamped = fb.FBTangentClampMode.kFBTangentClampModeNone
     for k in range(n):
-        fcurve.KeySetTangentClampMode(k, unclamped)
+        key = offset + k
+        fcurve.KeySetTangentClampMode(key, unclamped)
         if broken:
-            fcurve.KeySetTangentBreak(k, True)
+            fcurve.KeySetTangentBreak(key, True)
         if k > 0:
-            fcurve.KeySetLeftDerivative(k, float(in_d[k - 1]))
+            fcurve.KeySetLeftDerivative(key, float(in_d[k - 1]))
         if k < n - 1:
-            fcurve.KeySetRightDerivative(k, float(out_d[k]))
+            fcurve.KeySetRightDerivative(key, float(out_d[k]))
         if weights is not None:
             if k < n - 1:
-                fcurve.KeySetRightTangentWeight(k, float(weights[0][k]))
+                fcurve.KeySetRightTangentWeight(key, float(weights[0][k]))
             if k > 0:
-                fcurve.KeySetLeftTangentWeight(k, float(weights[1][k - 1]))
+                fcurve.KeySetLeftTangentWeight(key, float(weights[1][k - 1]))
 
 
 def _property(model: fb.FBModel, kind: str) -> fb.FBPropertyAnimatableVector3d:

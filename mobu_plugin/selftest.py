@@ -7,11 +7,12 @@ It replaces the open scene (save your work first): a skeleton is built from the 
 compares what the override layer evaluates to with the engine's curves on every frame (and
 that a rotation axis held still at 15 degrees, which the layer keys once, stays there), applies
 with the residual and compares the scene's world positions with the original ones on every
-frame, then removes the layers and checks the scene is back; last it applies corrective keys and
+frame, then removes the layers and checks the scene is back; it applies corrective keys and
 checks that the corrective layer holds a few keys, not one per frame, and that the corrected
 channels show base + corrections (rotations exactly on their key frames: in MotionBuilder's
-default per layer rotation mode the layer holds turns, linear between the keys). It prints PASS
-or FAIL per step and the time the read and each Apply took.
+default per layer rotation mode the layer holds turns, linear between the keys); last it applies to a
+part of the take and checks that the joints outside it play the original motion. It prints
+PASS or FAIL per step and the time the read and each Apply took.
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def build_scene(host: MobuHost) -> list[str]:
         model.Selected = False
     models[clip.node_names[0]].Selected = True
     return list(clip.node_names)
+
+
+def part_of_the_take() -> tuple[int, int]:
+    """The frames the part-of-the-take step analyses and applies to: the middle half."""
+    return FIRST + FRAMES // 4, FIRST + 3 * FRAMES // 4 - 1
 
 
 def _layer_keys(layer: str, nodes: Sequence[str]) -> int:
@@ -216,6 +222,22 @@ def run(report: Callable[[str], None] = print) -> bool:
             return f"{count - 1} layers left"
         return None if error < 1e-6 else f"scene differs from before by {error:.4g}"
 
+    def part() -> str | None:
+        first, last = part_of_the_take()
+        session = Session(host)
+        session.analyze(motion=host.motion(state["names"][:1], first, last))
+        session.set_k(KEYS // 2)  # (half the frames: K at most half of them)
+        session.set_options(space="channel", residual_layer=False)
+        session.apply()
+        try:
+            shown = host.world_positions(state["names"], frames)
+        finally:
+            session.remove()
+        rows = [i for i, f in enumerate(frames) if not first <= f <= last]
+        error = np.abs(shown[rows] - state["positions"][rows]).max()
+        return None if error < TOLERANCE else \
+            f"joints outside the analysed frames moved by up to {error:.4g} units"
+
     def limb() -> str | None:
         session = Session(host, Options().replace(roots=[SELF_TEST_LIMB]))
         return limb_check(session, host, state["names"], FIRST, FRAMES, TOLERANCE)
@@ -230,6 +252,8 @@ def run(report: Callable[[str], None] = print) -> bool:
               (f"corrective keys ({CORRECTIVE}): a few linear keys; translations = base + "
                "corrections on every frame, rotations on their key frames (turns in a per "
                "layer rotation layer); removed again", with_corrections),
+              ("a part of the take (frames {}-{}): outside it the joints play the original "
+               "motion on every frame".format(*part_of_the_take()), part),
               (f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",
                limb)]
     return run_self_test(steps, report, essential=2)

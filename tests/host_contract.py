@@ -234,10 +234,6 @@ class MobuScene(ContractScene):
             "mobu_plugin/selftest.py checks undo in MotionBuilder itself",
         "test_undo_takes_the_corrective_layer_away_in_one_step":
             "the fake's FBUndoManager.Undo does not take back layer creation (as above)",
-        "test_apply_to_a_part_of_the_take_leaves_the_motion_outside_it":
-            "the override layer holds the range's end poses outside it: the SDK documents "
-            "FBAnimationLayer.Weight as animatable but not on which layer its keys go, and no "
-            "public code keys it, so the adapter does not (docs/mobu.md)",
     }
 
     def build(self) -> None:

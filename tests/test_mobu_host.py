@@ -429,6 +429,7 @@ def test_selftest_passes_on_the_fake_and_catches_a_wrong_residual(monkeypatch):
     assert any(line.startswith("PASS  apply weighted") for line in lines)
     assert any(line.startswith("PASS  undo") for line in lines)
     assert any(line.startswith("PASS  corrective keys") for line in lines)
+    assert any(line.startswith("PASS  a part of the take") for line in lines)
     real = MobuHost._rotation_residual
 
     def wrong(self, *args):
@@ -440,6 +441,34 @@ def test_selftest_passes_on_the_fake_and_catches_a_wrong_residual(monkeypatch):
     lines.clear()
     assert not selftest.run(lines.append)
     assert any(line.startswith("FAIL  residual") for line in lines)
+
+
+def test_selftest_catches_an_override_layer_that_holds_its_ends_outside_a_part(monkeypatch):
+    """The adapter before it keyed the take outside a part: the layer's curves held the
+    range's end poses there, over the motion."""
+    from mobu_plugin import selftest
+
+    monkeypatch.setattr(selftest, "FRAMES", 30)
+    monkeypatch.setattr(selftest, "TANGENTS", ("unified",))
+    spans: list[tuple[int, int]] = []
+
+    def only_the_range(self):  # (write_curves then sees no frame outside the range)
+        return spans[-1]
+
+    real = MobuHost.write_curves
+
+    def without_outside_keys(self, curves, layer):
+        spans.append((int(curves.frames[0]), int(curves.frames[-1])))
+        return real(self, curves, layer)
+
+    monkeypatch.setattr(MobuHost, "write_curves", without_outside_keys)
+    original = MobuHost.playback_range
+    monkeypatch.setattr(MobuHost, "playback_range",
+                        lambda self: only_the_range(self) if spans else original(self))
+    fb.reset(30.0)
+    lines: list[str] = []
+    assert not selftest.run(lines.append)
+    assert any(line.startswith("FAIL  a part of the take") for line in lines), lines
 
 
 def test_selftest_catches_corrections_keyed_as_plain_euler_offsets(monkeypatch):

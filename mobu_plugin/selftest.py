@@ -10,8 +10,8 @@ with the residual and compares the scene's world positions with the original one
 frame, then removes the layers and checks the scene is back; it applies corrective keys and
 checks that the corrective layer holds a few keys, not one per frame, and that the corrected
 channels show base + corrections (rotations exactly on their key frames: in MotionBuilder's
-default per layer rotation mode the layer holds turns, linear between the keys); last it applies to a
-part of the take and checks that the joints outside it play the original motion. It prints
+default per layer rotation mode the layer holds turns, linear between the keys); it applies to
+a part of the take and checks that the joints outside it play the original motion. It prints
 PASS or FAIL per step and the time the read and each Apply took.
 """
 

@@ -356,7 +356,7 @@ def tab_gap():
     # graph of the motion just analysed built)
     ticks.clear()
     started = time.perf_counter()
-    panel.tabs.setCurrentWidget(panel.wand)
+    panel.tabs.setCurrentIndex(2)  # (the Propagate edit page, in its scroll area)
     while panel.wand._building is not None:
         app.processEvents()
         time.sleep(0.001)

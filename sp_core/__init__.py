@@ -6,7 +6,7 @@ import stat
 import sys
 import tempfile
 
-from sp_core.threads import blas_kernels, numba_vector_width, passive_waiting
+from sp_core.threads import blas_kernels, passive_waiting
 
 
 @functools.cache  # (the package metadata is read from disk; a batch asks per take)
@@ -83,4 +83,3 @@ def _numba_cache_fallback() -> None:
 _numba_cache_fallback()
 passive_waiting()
 blas_kernels()
-numba_vector_width()

@@ -86,64 +86,6 @@ def blas_kernels(flags: set[str] | None = None) -> str | None:
     return None
 
 
-#: What numba's target needs to use 512-bit vectors: LLVM tunes every Intel processor with
-#: AVX-512 for 256-bit ones ("prefer-256-bit", since Skylake-SP lowered its clock for 512-bit
-#: work), and numba compiles for the host with LLVM's tuning.
-WIDE_VECTORS = "-prefer-256-bit"
-
-
-def vector_features(flags: set[str], host_features: str) -> str | None:
-    """The numba target features for 512-bit vectors on this processor, or None to leave
-    LLVM's tuning: only on Intel processors with AVX512-FP16 (Sapphire Rapids and later), which
-    run 512-bit instructions without the clock penalty of the first AVX-512 generations.
-
-    Parameters
-    ----------
-    flags : set of str
-        The processor's feature flags (``/proc/cpuinfo``).
-    host_features : str
-        LLVM's features of the host (``llvmlite.binding.get_host_cpu_features().flatten()``).
-    """
-    if "avx512_fp16" not in flags or not host_features:
-        return None
-    return f"{host_features},{WIDE_VECTORS}"
-
-
-def numba_vector_width(flags: set[str] | None = None) -> str | None:
-    """Let numba's kernels use 512-bit vectors where the processor runs them at full speed
-    (:func:`vector_features`), unless the user chose numba's target.
-
-    On an Emerald Rapids Xeon the selection of 1,102 frames took 0.054 s instead of 0.059 s
-    (medians of 9, four runs of each in turn) and the exact table of a 10,000-frame take 38
-    instead of 42 s, with the same errors to the bit (the kernels reassociate nothing: see
-    :mod:`sp_core._kernels`). numba reads ``NUMBA_CPU_FEATURES`` when it loads, so this runs
-    on ``import sp_core`` (batch workers inherit it, and their kernels are the same), and does
-    nothing in a process that loaded numba before or where ``NUMBA_CPU_NAME`` or
-    ``NUMBA_CPU_FEATURES`` is set. The compiled kernels are cached per target, so the install's
-    (``python -m sp_core.warm``) are this target's.
-
-    Returns
-    -------
-    str or None
-        The features set, or None when left to numba.
-    """
-    if "numba" in sys.modules or "NUMBA_CPU_FEATURES" in os.environ \
-            or "NUMBA_CPU_NAME" in os.environ:
-        return None
-    flags = _cpu_flags() if flags is None else flags
-    if "avx512_fp16" not in flags:  # (spares the import below elsewhere)
-        return None
-    try:
-        from llvmlite import binding
-
-        features = vector_features(flags, binding.get_host_cpu_features().flatten())
-    except Exception:  # noqa: BLE001 - numba's own target then, as without this
-        return None
-    if features:
-        os.environ["NUMBA_CPU_FEATURES"] = features
-    return features
-
-
 def _numpy_blas_kernels() -> str | None:
     """The kernels numpy's OpenBLAS runs in this process (None: numpy not loaded yet, or its
     BLAS is not OpenBLAS)."""

@@ -253,37 +253,3 @@ def test_workers_run_the_blas_kernels_of_the_process_that_starts_them(monkeypatc
     assert out == str(mine)
     assert os.environ["OPENBLAS_CORETYPE"] == ("Prescott" if mine[0] != "Prescott"
                                                else "Haswell")
-
-
-def test_wide_vectors_only_where_the_processor_runs_them_at_full_speed():
-    from sp_core.threads import WIDE_VECTORS, vector_features
-
-    host = "+avx512f,+avx512fp16,+fma"
-    assert vector_features({"avx512f", "avx512_fp16"}, host) == f"{host},{WIDE_VECTORS}"
-    # the first AVX-512 generations lower their clock for 512-bit work: LLVM's tuning stays
-    assert vector_features({"avx2", "fma", "avx512f", "avx512bw"}, host) is None
-    assert vector_features({"avx512_fp16"}, "") is None
-
-
-def test_numbas_kernels_use_wide_vectors_where_sp_core_chose_them(monkeypatch):
-    """In a process that imports sp_core before numba: numba's target is the one chosen, and a
-    kernel's loop runs on 512-bit registers (zmm) there and on 256-bit ones (ymm) without it
-    (LLVM's tuning for Intel processors with AVX-512)."""
-    from sp_core import threads
-
-    if "avx512_fp16" not in threads._cpu_flags():
-        pytest.skip("this processor keeps LLVM's 256-bit tuning")
-    code = ("import sp_core, os, numpy as np, numba\n"
-            "print(numba.config.CPU_FEATURES == os.environ.get('NUMBA_CPU_FEATURES'))\n"
-            "f = numba.njit(lambda a: a * 2.0 + 1.0)\n"
-            "f(np.ones(64))\n"
-            "asm = next(iter(f.inspect_asm().values()))\n"
-            "print('zmm' in asm, 'ymm' in asm)\n")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME")}
-    wide = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, env=env).stdout.split("\n")
-    assert wide[0] == "True" and wide[1].startswith("True ")
-    plain = subprocess.run([sys.executable, "-c", code.replace("import sp_core, ", "import ")],
-                           capture_output=True, text=True, check=True, env=env).stdout
-    assert plain.split("\n")[1] == "False True"

@@ -625,8 +625,9 @@ class MobuHost:
         outside = [f for f in range(start, stop + 1) if not first <= f <= last]
         # read before the layer exists: the motion the scene shows there now
         keyed = [ch for _, ch in targets + still]
-        parts = [self.channel_values(keyed, a, b) for a, b in ((start, first - 1),
-                                                              (last + 1, stop)) if a <= b]
+        # (the take's frames only: a range past the take's end has none after it)
+        parts = [self.channel_values(keyed, a, b) for a, b in (
+            (start, min(first - 1, stop)), (max(last + 1, start), stop)) if a <= b]
         shown = np.concatenate(parts) if parts else np.zeros((0, len(keyed)))
         before = sum(1 for f in outside if f < first)
         linear = fb.FBInterpolation.kFBInterpolationLinear

@@ -924,8 +924,9 @@ class Session:
 
     def keep_pose_graph(self, entry: GraphEntry) -> None:
         """Cache what a :meth:`pose_graph_build` work returned (on the thread that owns the
-        session)."""
-        self._graph = entry
+        session), unless the motion it was built for has been replaced since."""
+        if entry[1] is self.motion:
+            self._graph = entry
 
     def host_pose(self, frame: int) -> np.ndarray:
         """The host's current channel values at ``frame`` (an edit the artist posed there)."""

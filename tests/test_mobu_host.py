@@ -623,3 +623,26 @@ def test_preview_keeps_a_users_mark_on_a_keyframe(sample_clip):
     assert [m["name"] for m in marks if m["time"].Get() == fb.frame_ticks(first)] == [""]
     ours = [m["time"].Get() for m in marks if m["name"] == "SalientPoses"]
     assert ours == [fb.frame_ticks(f) for f in session.keyframes(6) if f != first]
+
+
+def test_a_range_past_the_takes_end_leaves_the_takes_motion_before_it():
+    """A range that runs past the take's last frame: the override layer is keyed on the
+    take's frames before the range (what the scene shows there) and none after it, and the
+    take plays its motion there. (The frames read are clamped to the take's span, so a range
+    wholly outside the take does not read more rows than it keys either.)"""
+    from host_contract import FIRST, FRAMES, MobuScene
+
+    from sp_core.options import Options
+
+    scene = MobuScene()
+    scene.build()
+    nodes = [m.Name for m in scene.fb.scene.models]
+    frames = np.arange(FIRST, FIRST + FRAMES)
+    original = scene.positions(nodes, frames)
+    session = Session(scene.host, Options().replace(frame_range=(FIRST + 30, FIRST + 49)))
+    session.analyze()
+    session.set_k(4)
+    session.set_options(space="channel", residual_layer=False)
+    session.apply()
+    shown = scene.positions(nodes, frames)
+    assert np.abs(shown[:30] - original[:30]).max() < 1e-6

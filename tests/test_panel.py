@@ -768,6 +768,37 @@ def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(make_panel,
     np.testing.assert_array_equal(host.evaluated_channels(), clip.channels)
 
 
+def test_propagate_tab_builds_again_when_a_failed_build_is_out_of_date(make_panel, qtbot,
+                                                                        sample_clip):
+    """A build that fails after sigma changed under it (a refresh waits for the build to end)
+    must not leave the tab saying the old settings' error: the new settings get their graph.
+    And a graph built for a motion that a new analysis replaced is not kept for the new one."""
+    from sp_core.standalone import StandaloneHost
+
+    clip = sample_clip.sub_range(0, 200)
+    panel, _host, session = make_panel(host=StandaloneHost(clip))
+    analyse(qtbot, panel)
+    panel.tabs.setCurrentIndex(2)
+    wand = panel.wand
+    qtbot.waitUntil(lambda: wand._building is None, timeout=10000)
+    assert wand.weights is not None
+    stale = session.pose_graph_build(0.5, 8)()  # (built for this motion, these settings)
+    analyse(qtbot, panel)  # a new motion
+    session.keep_pose_graph(stale)
+    assert session._graph is not stale
+    qtbot.waitUntil(lambda: wand._building is None, timeout=10000)
+    # a failure reported for settings no longer wanted: built again, no error shown
+    wand._built_for = (123.0,)
+    wand._build_failed("sigma 123 is too small for this motion")
+    assert not wand.note.text().startswith("No falloff") or wand._building is not None
+    qtbot.waitUntil(lambda: wand._building is None, timeout=10000)
+    assert wand.note.text() == "" and wand.weights is not None
+    # for the settings still wanted, the error stays
+    wand._built_for = wand._wanted()
+    wand._build_failed("the poses stay apart")
+    assert wand.note.text() == "No falloff: the poses stay apart" and wand.weights is None
+
+
 def test_propagate_tab_takes_the_edit_from_an_edited_bvh(make_panel, qtbot, tmp_path,
                                                         sample_clip):
     from sp_core.io.bvh import write_bvh

@@ -35,6 +35,7 @@ class PropagateTab(QtWidgets.QWidget):
         self.runner = runner
         self._building: Task | None = None  # the pose graph's build, off the UI thread
         self._quiet = False  # the refresh that waits for that build is quiet
+        self._built_for: tuple = ()  # (what that build is for: _wanted)
         form = form_layout(None)
         self.frame_spin = QtWidgets.QSpinBox()
         self.frame_spin.setRange(-10**7, 10**7)
@@ -170,6 +171,7 @@ class PropagateTab(QtWidgets.QWidget):
         task.failed.connect(self._build_failed)
         task.cancelled.connect(self._build_failed)
         self._building, self._quiet = self.runner.start(task), quiet
+        self._built_for = self._wanted()
         if self._building is None:  # the panel is closing
             return
         self.weights = None
@@ -183,7 +185,16 @@ class PropagateTab(QtWidgets.QWidget):
 
     def _build_failed(self, message: str = "cancelled") -> None:
         self._building = None
+        if message != "cancelled" and self._built_for != self._wanted():
+            # the settings or the motion changed while it ran: their graph, not this error
+            self.refresh(quiet=self._quiet)
+            return
         self._no_falloff(message, self._quiet)
+
+    def _wanted(self) -> tuple:
+        """What the graph is built for: the wand's settings, the analysis, the motion."""
+        wand = self.session.options.wand
+        return wand.sigma, wand.eigen, self.session.analysis, id(self.session.motion)
 
     def _no_falloff(self, message: str, quiet: bool) -> None:
         self.weights = None

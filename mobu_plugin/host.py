@@ -622,14 +622,13 @@ class MobuHost:
                  if ch in column and not curves.animated[column[ch]] and ch not in self.skipped]
         first, last = int(curves.frames[0]), int(curves.frames[-1])
         start, stop = self.playback_range()
-        outside = [f for f in range(start, stop + 1) if not first <= f <= last]
+        # the take's frames before and after the range (none after a range past its end)
+        lead, trail = range(start, min(first - 1, stop) + 1), range(max(last + 1, start), stop + 1)
+        outside, before = [*lead, *trail], len(lead)
         # read before the layer exists: the motion the scene shows there now
         keyed = [ch for _, ch in targets + still]
-        # (the take's frames only: a range past the take's end has none after it)
-        parts = [self.channel_values(keyed, a, b) for a, b in (
-            (start, min(first - 1, stop)), (max(last + 1, start), stop)) if a <= b]
+        parts = [self.channel_values(keyed, part[0], part[-1]) for part in (lead, trail) if part]
         shown = np.concatenate(parts) if parts else np.zeros((0, len(keyed)))
-        before = sum(1 for f in outside if f < first)
         linear = fb.FBInterpolation.kFBInterpolationLinear
         user = fb.FBTangentMode.kFBTangentModeUser
         outside_times = [fb.FBTime(clock.ticks(f)) for f in outside]

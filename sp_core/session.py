@@ -907,20 +907,27 @@ class Session:
         clip may replace the motion: its entry names the motion it was built for, and a
         later :meth:`pose_graph` of another motion does not take it.
         """
+        key, motion = self.pose_graph_key(sigma, eigen)
+        if self._graph is not None and self._graph[0] == key and self._graph[1] is motion:
+            return None
+        sigma, eigen, pose, nodes, weights, time_scale = key
+
+        def build() -> GraphEntry:
+            return key, motion, clip_graph(motion, pose, nodes, dict(weights) or None,
+                                           time_scale, sigma, eigen)
+        return build
+
+    def pose_graph_key(self, sigma: float | None = None, eigen: int | None = None
+                       ) -> tuple[tuple, Clip]:
+        """What the pose graph of ``sigma`` and ``eigen`` is built from: its settings (sigma,
+        eigen count and the analysis' pose options) and the motion; two graphs are the same
+        when both settings are equal and the motion is the same object."""
         if self.motion is None:
             raise SelectionError("analyse first: the falloff needs the motion")
         eigen = self.options.wand.eigen if eigen is None else coerce("eigen", eigen)
-        sigma = coerce("sigma", sigma)
-        a, motion = self.analysis, self.motion
-        key = (sigma, int(eigen), a.pose, a.nodes, a.weights, a.time_scale)
-        if self._graph is not None and self._graph[0] == key and self._graph[1] is motion:
-            return None
-        weights = dict(a.weights) or None
-
-        def build() -> GraphEntry:
-            return key, motion, clip_graph(motion, a.pose, a.nodes, weights, a.time_scale,
-                                           sigma, eigen)
-        return build
+        a = self.analysis
+        return (coerce("sigma", sigma), int(eigen), a.pose, a.nodes, a.weights,
+                a.time_scale), self.motion
 
     def keep_pose_graph(self, entry: GraphEntry) -> None:
         """Cache what a :meth:`pose_graph_build` work returned (on the thread that owns the

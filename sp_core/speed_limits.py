@@ -80,7 +80,13 @@ def joint_rotations(clip: Clip, channels: np.ndarray, nodes: np.ndarray) -> np.n
 def step_distances(rotations: np.ndarray) -> np.ndarray:
     """(n - 1, m) float64: ``|R[f + 1] - R[f]|²`` of rotations (n, m, 3, 3), the squared
     distance ``8 sin²(angle / 2)`` of each step (module docstring)."""
-    difference = np.diff(rotations, axis=0)
+    return distances(rotations[:-1], rotations[1:])
+
+
+def distances(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """(n, m) float64: ``|after - before|²`` of rotations (n, m, 3, 3) paired row by row, the
+    squared distance of the step from each ``before`` to its ``after``."""
+    difference = after - before
     return np.einsum("fnij,fnij->fn", difference, difference)
 
 
@@ -243,8 +249,7 @@ class SpeedLimits:
                 turned[new] = joint_rotations(self.clip, reduced[joined[new]]
                                               + after[joined[new]], nodes)
                 first = np.searchsorted(joined, steps)
-                difference = turned[first + 1] - turned[first]
-                moved = np.einsum("fnij,fnij->fn", difference, difference)
+                moved = distances(turned[first], turned[first + 1])
                 fast[steps[:, None], turning] = faster(
                     moved, kept_steps[steps], self.joint[steps[:, None], nodes])[:, place]
             rows[:-1] |= fast

@@ -788,7 +788,7 @@ def test_propagate_tab_builds_again_when_a_failed_build_is_out_of_date(make_pane
     assert session._graph is not stale
     qtbot.waitUntil(lambda: wand._building is None, timeout=10000)
     # a failure reported for settings no longer wanted: built again, no error shown
-    wand._built_for = (123.0,)
+    wand._built_for = ((123.0,), session.motion)
     wand._build_failed("sigma 123 is too small for this motion")
     assert not wand.note.text().startswith("No falloff") or wand._building is not None
     qtbot.waitUntil(lambda: wand._building is None, timeout=10000)

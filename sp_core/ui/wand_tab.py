@@ -35,7 +35,7 @@ class PropagateTab(QtWidgets.QWidget):
         self.runner = runner
         self._building: Task | None = None  # the pose graph's build, off the UI thread
         self._quiet = False  # the refresh that waits for that build is quiet
-        self._built_for: tuple = ()  # (what that build is for: _wanted)
+        self._built_for: tuple[tuple, object] = ((), None)  # (that build's _wanted)
         form = form_layout(None)
         self.frame_spin = QtWidgets.QSpinBox()
         self.frame_spin.setRange(-10**7, 10**7)
@@ -185,16 +185,18 @@ class PropagateTab(QtWidgets.QWidget):
 
     def _build_failed(self, message: str = "cancelled") -> None:
         self._building = None
-        if message != "cancelled" and self._built_for != self._wanted():
-            # the settings or the motion changed while it ran: their graph, not this error
-            self.refresh(quiet=self._quiet)
-            return
+        if message != "cancelled" and self.session.motion is not None:
+            (key, motion), (built_key, built_motion) = self._wanted(), self._built_for
+            if key != built_key or motion is not built_motion:
+                # the settings or the motion changed while it ran: their graph, not its error
+                self.refresh(quiet=self._quiet)
+                return
         self._no_falloff(message, self._quiet)
 
-    def _wanted(self) -> tuple:
-        """What the graph is built for: the wand's settings, the analysis, the motion."""
+    def _wanted(self) -> tuple[tuple, object]:
+        """What the graph is built for now (:meth:`Session.pose_graph_key`)."""
         wand = self.session.options.wand
-        return wand.sigma, wand.eigen, self.session.analysis, id(self.session.motion)
+        return self.session.pose_graph_key(wand.sigma, wand.eigen)
 
     def _no_falloff(self, message: str, quiet: bool) -> None:
         self.weights = None

@@ -758,7 +758,9 @@ class BlenderHost:
         strip.extrapolation = extrapolation
         _constant_influence(strip, influence, int(first))
 
-    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+    def write_curves(self, curves: KeyedCurves, layer: str,
+                     replacing: Sequence[LayerHandle] = ()) -> LayerHandle:
+        # (replacing: nothing is read; outside the range the strip holds nothing)
         targets = self._targets(curves.channel_names, curves.animated)
         obj = self.object()
         first = int(curves.frames[0])

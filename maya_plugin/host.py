@@ -225,6 +225,7 @@ class MayaHost:
         self.notes: list[str] = []
         self._preview: list[int] = []
         self._changed = False  # something undoable happened inside the open undo chunk
+        self._made: set[str] = set()  # the names of the layers this host wrote
 
     # ------------------------------------------------------------------ units and time
     @staticmethod
@@ -472,7 +473,35 @@ class MayaHost:
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         """The transforms under ``roots`` with translate and rotate as channels (composite
-        values, UI units, rotations in degrees), joint orients and rotate orders."""
+        values without the layers this host wrote, UI units, rotations in degrees), joint
+        orients and rotate orders."""
+        with self._without_made():
+            return self._motion(roots, first, last)
+
+    @contextmanager
+    def _without_made(self) -> Iterator[None]:
+        """The layers this host wrote that play muted for the block, then as they were: an
+        Analyze after Apply analyses the motion, not its reduction. The switches stay off the
+        undo queue (undo suspended without flushing it): reading is no step to undo."""
+        made = [name for name in sorted(self._made) if cmds.objExists(name)
+                and not cmds.animLayer(name, query=True, mute=True)]
+        if not made:
+            yield
+            return
+        on = bool(cmds.undoInfo(query=True, state=True))
+        if on:
+            cmds.undoInfo(stateWithoutFlush=False)
+        try:
+            for name in made:
+                cmds.animLayer(name, edit=True, mute=True)
+            yield
+        finally:
+            for name in made:
+                cmds.animLayer(name, edit=True, mute=False)
+            if on:
+                cmds.undoInfo(stateWithoutFlush=True)
+
+    def _motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         nodes = self.hierarchy(roots)
         if not nodes:
             raise HostError("nothing to analyse: select a joint (or the root of a skeleton)")
@@ -604,7 +633,9 @@ class MayaHost:
                             "not keyable")
         return result
 
-    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+    def write_curves(self, curves: KeyedCurves, layer: str,
+                     replacing: Sequence[LayerHandle] = ()) -> LayerHandle:
+        # (replacing: nothing is read; outside the range the weight lets the layers below play)
         _unit, fps, cm = self._units()
         targets = self._plugs_to_write(curves.channel_names, curves.animated)
         self.notes = []  # (this Apply's)
@@ -613,6 +644,7 @@ class MayaHost:
             # which the weight keyed to the range relies on (without it the layer is opaque)
             created = str(cmds.animLayer(_free_name(layer), override=True, passthrough=True))
             self._changed = True  # (after: undoing an empty chunk undoes the user's last step)
+            self._made.add(created)
         with host_step(f"creating the curves of layer {created!r}"):
             names = self._layer_curves(created, [p for _, p in targets],
                                        float(curves.frames[0]))
@@ -670,6 +702,7 @@ class MayaHost:
         with host_step(f"creating additive layer {layer!r}"):
             created = str(cmds.animLayer(_free_name(layer), override=False))
             self._changed = True
+            self._made.add(created)
             # per component (Euler) accumulation, set before the layer gets content
             cmds.setAttr(f"{created}.rotationAccumulationMode", 0)  # type: ignore[arg-type]
             # (maya-stubs types every setAttr value as str; Maya takes the number)

@@ -115,7 +115,13 @@ def run(report: Callable[[str], None] = print) -> bool:
     from maya import cmds
 
     from maya_plugin.host import LOCKED_MODES, MayaHost
-    from sp_core.host import SELF_TEST_LIMB, corrected_reduction, limb_check, run_self_test
+    from sp_core.host import (
+        SELF_TEST_LIMB,
+        corrected_reduction,
+        limb_check,
+        replace_check,
+        run_self_test,
+    )
     from sp_core.options import Options
     from sp_core.session import Session
 
@@ -235,6 +241,30 @@ def run(report: Callable[[str], None] = print) -> bool:
             return f"after Remove: the scene differs by {back:.3g}, {curves_left} curves left"
         return None
 
+    def joints() -> list[str]:
+        return list(dict.fromkeys(plug.rpartition(".")[0] for plug in state["plugs"]))
+
+    def replace() -> str | None:
+        nodes = list(state["session"].motion.node_names)
+        return replace_check(Session(MayaHost()), MayaHost(), nodes, FIRST, FRAMES, KEYS,
+                             TOLERANCE)
+
+    def undo_after_analysis() -> str | None:
+        # the layers muted while the motion is read are no undo step of their own
+        session = Session(MayaHost())
+        session.analyze()
+        session.set_k(KEYS)
+        session.set_options(space="channel", residual_layer=False)
+        session.apply()
+        session.analyze()
+        cmds.undo()
+        left = [la for la in cmds.ls(type="animLayer") or [] if "salientPoses" in la]
+        back = np.abs(composite(state["plugs"]) - state["original"]).max()
+        if left or back > TOLERANCE:
+            return f"after Apply, Analyze and one undo: layers {left}, the scene differs by " \
+                   f"{back:.3g}"
+        return None
+
     def quaternion_default() -> str | None:
         # a user's New Curve Default of quaternion slerp: the layer's rotate curves must still
         # be Euler (a quaternion curve ignores the tangents written)
@@ -268,9 +298,8 @@ def run(report: Callable[[str], None] = print) -> bool:
 
     def limb() -> str | None:
         host = MayaHost()
-        joints = list(dict.fromkeys(plug.rpartition(".")[0] for plug in state["plugs"]))
         limb_session = Session(host, Options().replace(roots=[SELF_TEST_LIMB]))
-        return limb_check(limb_session, host, joints, FIRST, FRAMES, TOLERANCE)
+        return limb_check(limb_session, host, joints(), FIRST, FRAMES, TOLERANCE)
 
     steps: list[tuple[str, Callable[[], str | None]]] = [
         ("build a scene from the sample clip (30 fps, frames 1001+)", setup),
@@ -282,6 +311,11 @@ def run(report: Callable[[str], None] = print) -> bool:
                   "composite = engine on every frame; undo", with_corrections))
     steps.append(("apply to frames 10-39 of the 60: the original plays outside them, the "
                   "engine's curves inside; Remove leaves nothing", part))
+    steps.append(("apply to the second quarter, analyse the middle half and apply replacing "
+                  "it: the analysis reads the motion, not the reduction; the original plays "
+                  "outside the middle; Remove", replace))
+    steps.append(("apply, analyse again, one undo: the Apply is taken back (reading is no "
+                  "undo step)", undo_after_analysis))
     steps.append(("apply with a quaternion New Curve Default: the layer's rotate curves are "
                   "Euler, the preference is put back; undo", quaternion_default))
     steps.append((f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",

@@ -35,7 +35,7 @@ public code making the same call). In short:
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
@@ -155,6 +155,7 @@ class MobuHost:
         self._read: tuple[int, dict[str, np.ndarray]] = (0, {})
         self._created: list[fb.FBAnimationLayer] = []
         self._animated: list[fb.FBPropertyAnimatableVector3d] = []
+        self._made: set[str] = set()  # the names of the layers this host wrote
 
     # ------------------------------------------------------------------ time
     def clock(self) -> Clock:
@@ -366,6 +367,22 @@ class MobuHost:
                     positions[i, inside] = in_parent_frame(positions[i, inside], pose)
         return values, positions
 
+    @contextmanager
+    def _without(self, names: Iterable[str]) -> Iterator[None]:
+        """The take's layers named ``names`` muted (those not muted already) for the block,
+        then as they were: a muted layer "is not included in the result animation"."""
+        take = fb.FBSystem().CurrentTake
+        wanted = set(names)
+        muted = [layer for layer in (take.GetLayer(i) for i in range(1, take.GetLayerCount()))
+                 if layer.Name in wanted and not layer.Mute]
+        for layer in muted:
+            layer.Mute = True
+        try:
+            yield
+        finally:
+            for layer in muted:
+                layer.Mute = False
+
     def _other_layers(self) -> list[str]:
         take = fb.FBSystem().CurrentTake
         return [take.GetLayer(i).Name for i in range(1, take.GetLayerCount())
@@ -373,7 +390,13 @@ class MobuHost:
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         """The models under ``roots`` over ``first..last``: Translation and Rotation (degrees)
-        as channels, rotation orders and pre/post rotations (see the module notes)."""
+        as channels, rotation orders and pre/post rotations (see the module notes), read
+        without the layers this host wrote (an Analyze after Apply analyses the motion, not its
+        reduction)."""
+        with self._without(self._made):
+            return self._motion(roots, first, last)
+
+    def _motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         clock = self.clock()
         parents_of = dict(self.hierarchy(roots))
         nodes = [self._describe(name) for name in parents_of]
@@ -566,6 +589,7 @@ class MobuHost:
         layer = take.GetLayer(index)
         self._created.append(layer)
         layer.Name = unique
+        self._made.add(unique)
         layer.LayerMode = mode
         return layer, index
 
@@ -602,12 +626,14 @@ class MobuHost:
         finally:
             take.SetCurrentLayer(current if current < take.GetLayerCount() else 0)
 
-    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+    def write_curves(self, curves: KeyedCurves, layer: str,
+                     replacing: Sequence[LayerHandle] = ()) -> LayerHandle:
         """The reduced curves in a new override layer. A part of the take (the keys' first
         and last frames inside the take's span) also gets a Linear key of what the scene shows
         on every frame of the take outside it, on every channel the layer keys: a curve holds
         its end keys' values outside them, so the layer showed the range's end poses over the
-        motion there (and keying the layer's weight is not documented: docs/mobu.md)."""
+        motion there (and keying the layer's weight is not documented: docs/mobu.md); what it
+        shows there is read without the layers ``replacing``, which are removed after."""
         clock = self.clock()
         targets = [(c, ch) for c, ch in enumerate(curves.channel_names)
                    if curves.animated[c] and ch not in self.skipped]
@@ -627,7 +653,9 @@ class MobuHost:
         outside, before = [*lead, *trail], len(lead)
         # read before the layer exists: the motion the scene shows there now
         keyed = [ch for _, ch in targets + still]
-        parts = [self.channel_values(keyed, part[0], part[-1]) for part in (lead, trail) if part]
+        with self._without(str(h.token) for h in replacing):
+            parts = [self.channel_values(keyed, part[0], part[-1])
+                     for part in (lead, trail) if part]
         shown = np.concatenate(parts) if parts else np.zeros((0, len(keyed)))
         linear = fb.FBInterpolation.kFBInterpolationLinear
         user = fb.FBTangentMode.kFBTangentModeUser

@@ -27,7 +27,13 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from mobu_plugin.host import ROTATE_ORDERS, MobuHost, fb
-from sp_core.host import SELF_TEST_LIMB, corrected_reduction, limb_check, run_self_test
+from sp_core.host import (
+    SELF_TEST_LIMB,
+    corrected_reduction,
+    limb_check,
+    replace_check,
+    run_self_test,
+)
 from sp_core.io.bvh import read_bvh
 from sp_core.options import Options
 from sp_core.session import Session
@@ -238,6 +244,10 @@ def run(report: Callable[[str], None] = print) -> bool:
         return None if error < TOLERANCE else \
             f"joints outside the analysed frames moved by up to {error:.4g} units"
 
+    def replace() -> str | None:
+        return replace_check(Session(host, Options().replace(roots=state["names"][:1])), host,
+                             state["names"], FIRST, FRAMES, KEYS, TOLERANCE)
+
     def limb() -> str | None:
         session = Session(host, Options().replace(roots=[SELF_TEST_LIMB]))
         return limb_check(session, host, state["names"], FIRST, FRAMES, TOLERANCE)
@@ -254,6 +264,9 @@ def run(report: Callable[[str], None] = print) -> bool:
                "layer rotation layer); removed again", with_corrections),
               ("a part of the take (frames {}-{}): outside it the joints play the original "
                "motion on every frame".format(*part_of_the_take()), part),
+              ("apply to the second quarter, analyse the middle half and apply replacing it: "
+               "the analysis reads the motion, not the reduction (the layers out of the "
+               "read); the original plays outside the middle; removed again", replace),
               (f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",
                limb)]
     return run_self_test(steps, report, essential=2)

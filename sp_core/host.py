@@ -99,11 +99,16 @@ class Host(Protocol):
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         """The skeleton under ``roots`` with its animated channels over the range, as a clip
-        starting at ``first`` (the engine's model for analysis, fitting and errors)."""
+        starting at ``first`` (the engine's model for analysis, fitting and errors), without
+        the layers this tool wrote (an Analyze after Apply analyses the motion, not its
+        reduction)."""
 
-    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+    def write_curves(self, curves: KeyedCurves, layer: str,
+                     replacing: Sequence[LayerHandle] = ()) -> LayerHandle:
         """Key ``curves`` into a new override layer named ``layer``; the original curves stay
-        untouched."""
+        untouched. ``replacing``: layers of this tool that are removed after the write (in
+        the same undo step): a host that keys what the scene shows outside the curves' range
+        reads it without them."""
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
                        layer: str, weight: float) -> LayerHandle:
@@ -301,6 +306,46 @@ def height_unread(reason: object) -> str:
 
 #: The limb the in-host self-tests read and reduce alone (a joint of the sample's skeleton).
 SELF_TEST_LIMB = "RightShoulder"
+
+
+def replace_check(session: Any, host: Host, nodes: Sequence[str], first: int, n_frames: int,
+                  keys: int, tolerance: float) -> str | None:
+    """For the in-host self-tests: Apply over the take's second quarter (the fewest keys),
+    then Analyze its
+    middle half and Apply replacing the first layers. The second analysis reads the original
+    motion (not the first reduction: the tool's own layers are out of the read); outside the
+    middle half the original plays (MotionBuilder's layer keys what the scene shows there,
+    read without the layers it replaces); the layers are removed again. None, or what went
+    wrong (``tolerance`` in scene units). ``session`` is a :class:`sp_core.session.Session`
+    over the whole skeleton ``nodes``, analysed at ``keys`` keys."""
+    frames = list(range(first, first + n_frames))
+    before = host.world_positions(list(nodes), frames)
+    quarter = n_frames // 4
+    session.set_options(frame_range=(first + quarter, first + 2 * quarter - 1),
+                        space="channel", residual_layer=False)
+    session.analyze()
+    session.set_k(session.space.min_keys)  # (coarse: a read of it is far from the motion)
+    session.apply()
+    try:
+        middle = (first + quarter, first + 3 * quarter - 1)
+        session.set_options(frame_range=middle)
+        session.analyze()
+        motion = session.motion
+        order = [list(nodes).index(n) for n in motion.node_names]
+        rows = [f - first for f in motion.frames]
+        read = float(np.linalg.norm(motion.positions - before[rows][:, order], axis=-1).max())
+        session.set_k(min(keys, session.space.max_keys))
+        session.apply(replace=True)
+        shown = host.world_positions(list(nodes), frames)
+    finally:
+        session.remove()
+    if read > tolerance:
+        return f"the analysis after Apply read the reduction: {read:.4g} units off the motion"
+    outside = [i for i, f in enumerate(frames) if not middle[0] <= f <= middle[1]]
+    moved = float(np.linalg.norm(shown[outside] - before[outside], axis=-1).max())
+    if moved > tolerance:
+        return f"after the replacing Apply the joints outside its frames moved by {moved:.4g}"
+    return None
 
 
 def limb_check(session: Any, host: Host, nodes: Sequence[str], first: int, n_frames: int,

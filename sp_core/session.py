@@ -804,7 +804,8 @@ class Session:
                                          f"Salient Poses: apply {self.k} keys")
         with chunk:
             with host_step(f"writing layer {layer.layer!r}"):
-                handles.append(self.host.write_curves(reduction.curves, layer.layer))
+                handles.append(self.host.write_curves(reduction.curves, layer.layer,
+                                                      replacing=removed))
             if reduction.corrections is not None and reduction.corrections.keys:
                 handles.append(self._write_corrections(reduction, layer.layer + "_corrective"))
             if layer.residual_layer:

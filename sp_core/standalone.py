@@ -134,7 +134,9 @@ class StandaloneHost:
         return self.clip.subtrees(roots or self.clip.root_names).sub_range(first, last)
 
     # ------------------------------------------------------------------ layers
-    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+    def write_curves(self, curves: KeyedCurves, layer: str,
+                     replacing: Sequence[LayerHandle] = ()) -> LayerHandle:
+        # (replacing: the clip's layers are kept apart from it; nothing reads through them)
         first, last = int(curves.frames[0]), int(curves.frames[-1])
         rows = np.arange(self.clip.frame_index(first), self.clip.frame_index(last) + 1)
         keep = np.flatnonzero(curves.animated)

@@ -73,7 +73,8 @@ class FakeHost:
         self._call("motion", tuple(roots), first, last)
         return self.clip.sub_range(first, last)
 
-    def write_curves(self, curves: KeyedCurves, layer: str) -> LayerHandle:
+    def write_curves(self, curves: KeyedCurves, layer: str,
+                     replacing: Sequence[LayerHandle] = ()) -> LayerHandle:
         self._call("write_curves", curves, layer)
         handle = LayerHandle(layer, "override", token=object())
         self.layers.append({"handle": handle, "curves": curves, "chunk": self.open_chunks})

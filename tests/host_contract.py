@@ -234,6 +234,8 @@ class MobuScene(ContractScene):
             "mobu_plugin/selftest.py checks undo in MotionBuilder itself",
         "test_undo_takes_the_corrective_layer_away_in_one_step":
             "the fake's FBUndoManager.Undo does not take back layer creation (as above)",
+        "test_an_undo_after_the_next_analysis_takes_the_apply_back":
+            "the fake's FBUndoManager.Undo does not take back layer creation (as above)",
     }
 
     def build(self) -> None:

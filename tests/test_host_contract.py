@@ -210,6 +210,63 @@ def test_apply_to_a_part_of_the_take_leaves_the_motion_outside_it(scene, residua
     assert worst(shown[~outside], inside) <= TOLERANCE * height
 
 
+def test_an_analysis_after_apply_reads_the_motion_not_its_reduction(scene):
+    """An Analyze after Apply (another tolerance, another range) reads the motion under the
+    layers this tool wrote, and leaves them on: read through them, Maya and MotionBuilder
+    analysed the reduction and reported its error against itself."""
+    session = analysed(scene)
+    motion = session.motion
+    reduction = session.apply()
+    again = session.read_motion()
+    height = motion.height()
+    assert worst(again.positions, motion.positions) <= TOLERANCE * height
+    reduced = motion.forward_kinematics(expected_override(session, reduction, scene))
+    assert worst(reduced, motion.positions) > 10 * TOLERANCE * height  # (a test that can fail)
+    shown = scene.positions(list(motion.node_names), motion.frames)
+    assert worst(shown, reduced) <= TOLERANCE * height
+
+
+def test_an_undo_after_the_next_analysis_takes_the_apply_back(scene):
+    """The layers' switches while the motion is read are no step of the host's undo: the
+    user's next undo after an Analyze takes the Apply back."""
+    session = analysed(scene)
+    before = scene.state()
+    session.apply()
+    after = scene.state()
+    session.analyze()
+    assert scene.state() == after
+    scene.undo()
+    assert scene.state() == before
+
+
+def test_replace_over_another_part_of_the_take_leaves_the_original_outside_it(scene):
+    """Apply over frames 10-29, then over 20-34 replacing it: outside 20-34 the original
+    plays, inside it the reduction of the original (MotionBuilder's second layer keyed what
+    the scene showed outside its range, the first layer's reduction, and kept it once that
+    layer was removed)."""
+    session = Session(scene.host, Options().replace(frame_range=(FIRST + 10, FIRST + 29)))
+    session.analyze()
+    session.set_k(K)
+    session.set_options(space="channel")
+    nodes = list(session.motion.node_names)
+    frames = np.arange(FIRST, FIRST + FRAMES)
+    original = scene.positions(nodes, frames)
+    session.apply()
+    session.set_options(frame_range=(FIRST + 20, FIRST + 34))
+    session.analyze()
+    session.set_k(K)
+    motion = session.motion
+    reduction = session.apply(replace=True)
+    assert len(session.applied) == 1
+    part = (frames >= FIRST + 20) & (frames <= FIRST + 34)
+    height = motion.height()
+    assert worst(motion.positions, original[part]) <= TOLERANCE * height
+    shown = scene.positions(nodes, frames)
+    assert worst(shown[~part], original[~part]) <= TOLERANCE * height
+    reduced = motion.forward_kinematics(expected_override(session, reduction, scene))
+    assert worst(shown[part], reduced) <= TOLERANCE * height
+
+
 def test_the_residual_layer_ends_at_zero_around_a_part_of_the_take(scene):
     """Where a layer's curves hold their end values over the whole timeline, the residual
     layer's curves end with a zero key one frame outside the analysed range: held, the

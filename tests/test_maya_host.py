@@ -143,17 +143,25 @@ def test_corrective_keys_are_linear_keys_written_by_the_undoable_command(sample_
     assert [la.name for la in STATE.scene.layers] == []
 
 
-def test_analysing_again_after_apply_reads_the_layered_composite(sample_clip):
+def test_analysing_again_after_apply_reads_the_motion_under_its_layers(sample_clip):
+    """The plugs are driven by the layers' blend nodes now; the read mutes this tool's layers
+    (an Analyze after Apply analysed the reduction) and turns them back on."""
     part, times = build_scene(sample_clip, frames=60)
     host = MayaHost()
     session = Session(host, SUGGESTED)
     session.analyze()
+    before = session.motion
     session.set_k(6)
     session.set_options(space="channel")
     session.apply()
-    motion = host.motion(["Hips"], 1001, 1060)  # plugs now driven by the layers' blend nodes
-    plugs = [host.plug_for(c) for c in motion.channel_names]
-    np.testing.assert_allclose(motion.channels, ui_composite(plugs, times), atol=1e-7)
+    plugs = [host.plug_for(c) for c in before.channel_names]
+    shown = ui_composite(plugs, times)
+    assert np.abs(shown - before.channels).max() > 0.1  # (the reduction plays)
+    motion = host.motion(["Hips"], 1001, 1060)
+    assert motion.channel_names == before.channel_names
+    np.testing.assert_allclose(motion.channels, before.channels, atol=1e-7)
+    np.testing.assert_array_equal(ui_composite(plugs, times), shown)
+    assert not any(layer.mute for layer in STATE.scene.layers)
     assert host.skipped == {LOCKED: "locked"}
 
 
@@ -423,7 +431,8 @@ def test_selftest_passes_on_the_fake_and_fails_when_apply_is_wrong(monkeypatch):
     lines.clear()
     assert not selftest.run(lines.append)
     failed = [line for line in lines if line.startswith("FAIL")]
-    assert len(failed) == 1 and "apply to frames 10-39" in failed[0], "\n".join(lines)
+    assert len(failed) == 2 and "apply to frames 10-39" in failed[0], "\n".join(lines)
+    assert "apply replacing it" in failed[1]  # (a part of the take too)
 
 
 def test_selftest_catches_corrections_written_on_every_frame(monkeypatch):
@@ -676,3 +685,38 @@ def test_a_weight_maya_refuses_to_key_is_said_after_apply(sample_clip, monkeypat
         "can refuse them): outside those frames the layer shows their end poses; key its "
         "weight to 0 there yourself."]
     assert [h.kind for h in session.applied] == ["override"]
+
+
+def test_selftest_catches_reads_through_the_tools_own_layers(monkeypatch):
+    """The adapter before it read the motion through its own layers: an Analyze after Apply
+    analysed the reduction. Muting them with undo recording, a user's next undo after an
+    Analyze unmuted a layer instead of taking the Apply back."""
+    from contextlib import contextmanager, nullcontext
+
+    from maya import cmds
+
+    from maya_plugin import selftest
+
+    monkeypatch.setattr(selftest, "MODES", ("unified",))
+    monkeypatch.setattr(MayaHost, "_without_made", lambda self: nullcontext())
+    testing.reset("film")
+    lines: list[str] = []
+    assert not selftest.run(lines.append)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert len(failed) == 1 and "apply replacing it" in failed[0], "\n".join(lines)
+
+    @contextmanager
+    def recorded(self):  # (the undo queue not suspended)
+        made = sorted(self._made)
+        for name in made:
+            cmds.animLayer(name, edit=True, mute=True)
+        yield
+        for name in made:
+            cmds.animLayer(name, edit=True, mute=False)
+
+    monkeypatch.setattr(MayaHost, "_without_made", recorded)
+    testing.reset("film")
+    lines.clear()
+    assert not selftest.run(lines.append)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert len(failed) == 1 and "one undo" in failed[0], "\n".join(lines)

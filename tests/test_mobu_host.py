@@ -457,9 +457,9 @@ def test_selftest_catches_an_override_layer_that_holds_its_ends_outside_a_part(m
 
     real = MobuHost.write_curves
 
-    def without_outside_keys(self, curves, layer):
+    def without_outside_keys(self, curves, layer, replacing=()):
         spans.append((int(curves.frames[0]), int(curves.frames[-1])))
-        return real(self, curves, layer)
+        return real(self, curves, layer, replacing)
 
     monkeypatch.setattr(MobuHost, "write_curves", without_outside_keys)
     original = MobuHost.playback_range
@@ -646,3 +646,21 @@ def test_a_range_past_the_takes_end_leaves_the_takes_motion_before_it():
     session.apply()
     shown = scene.positions(nodes, frames)
     assert np.abs(shown[:30] - original[:30]).max() < 1e-6
+
+
+def test_selftest_catches_reads_through_the_tools_own_layers(monkeypatch):
+    """The adapter before it read the motion through its own layers (an Analyze after Apply
+    analysed the reduction) and keyed what the scene showed outside a range with the layers
+    it replaced still on (the first reduction stayed there after they were removed)."""
+    from contextlib import nullcontext
+
+    from mobu_plugin import selftest
+
+    monkeypatch.setattr(selftest, "FRAMES", 30)
+    monkeypatch.setattr(selftest, "TANGENTS", ("unified",))
+    monkeypatch.setattr(MobuHost, "_without", lambda self, names: nullcontext())
+    fb.reset(30.0)
+    lines: list[str] = []
+    assert not selftest.run(lines.append)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert len(failed) == 1 and "apply replacing it" in failed[0], "\n".join(lines)

@@ -447,7 +447,9 @@ def animLayer(name: str | None = None, override: bool | None = None,  # noqa: N8
             return [curve] if curve else []
         if weight:
             return layer.weight
-        raise TypeError("animLayer -query: give -findCurveForPlug, -weight or -root")
+        if mute:
+            return layer.mute
+        raise TypeError("animLayer -query: give -findCurveForPlug, -weight, -mute or -root")
     if edit:
         layer = _layer(name)
         for plug in [attribute] if isinstance(attribute, str) else attribute or []:

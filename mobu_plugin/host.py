@@ -663,12 +663,19 @@ class MobuHost:
 
         def around(times: list[fb.FBTime], values: np.ndarray, interpolation: fb.FBInterpolation,
                    mode: fb.FBTangentMode, j: int) -> tuple[list, list, list, list]:
-            # (the keys of the range between the outside keys before and after it)
-            n = len(times)
+            # (the keys of the range between the outside keys before and after it; a key's
+            # interpolation shapes the segment after it, so the range's last key is Linear
+            # before a key outside: its segment to the next frame is a line, as the one from
+            # the frame before the range to its first key, not a cubic whose right slope
+            # nothing set)
+            n, after = len(times), len(outside) - before
+            inside = [interpolation] * n
+            if after:
+                inside[-1] = linear
             return (outside_times[:before] + times + outside_times[before:],
                     [*shown[:before, j], *values, *shown[before:, j]],
-                    [linear] * before + [interpolation] * n + [linear] * (len(outside) - before),
-                    [user] * before + [mode] * n + [user] * (len(outside) - before))
+                    [linear] * before + inside + [linear] * after,
+                    [user] * before + [mode] * n + [user] * after)
 
         with host_step(f"creating override layer {layer!r}"):
             created, index = self._new_layer(layer, fb.FBLayerMode.kFBLayerModeOverride)

@@ -664,3 +664,26 @@ def test_selftest_catches_reads_through_the_tools_own_layers(monkeypatch):
     assert not selftest.run(lines.append)
     failed = [line for line in lines if line.startswith("FAIL")]
     assert len(failed) == 1 and "apply replacing it" in failed[0], "\n".join(lines)
+
+
+@pytest.mark.parametrize("tangents", ["unified", "broken"])
+def test_a_part_of_the_take_ends_with_a_line_to_the_next_frame(sample_clip, tangents):
+    """Between the range's last frame and the next one (the first key outside it) the layer
+    plays a line, as between the frame before the range and its first key: the range's last
+    key was cubic, with a right slope nothing set (a bump between the frames, which only a
+    sub-frame evaluation such as motion blur shows)."""
+    build_scene(sample_clip)
+    first, last = 1011, 1040
+    session = Session(MobuHost(), SUGGESTED.replace(frame_range=(first, last)))
+    session.analyze()
+    session.set_k(6)
+    session.set_options(tangents=tangents, space="channel")
+    session.apply()
+    prop = model("Hips").Translation
+    for a, b in ((first - 1, first), (last, last + 1)):
+        ends = [np.array(prop._composite(fb.frame_ticks(f))) for f in (a, b)]
+        for u in (0.25, 0.5, 0.75):
+            ticks = round(fb.frame_ticks(a) + u * (fb.frame_ticks(b) - fb.frame_ticks(a)))
+            np.testing.assert_allclose(prop._composite(ticks),
+                                       (1 - u) * ends[0] + u * ends[1], atol=1e-9)
+    assert np.abs(ends[1] - ends[0]).max() > 1e-3  # (a segment that moves)

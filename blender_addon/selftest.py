@@ -30,7 +30,13 @@ from typing import Any, cast
 import numpy as np
 
 from blender_addon.host import HANDLE_TYPES, MADE, BlenderHost
-from sp_core.host import SELF_TEST_LIMB, corrected_reduction, limb_check, run_self_test
+from sp_core.host import (
+    SELF_TEST_LIMB,
+    corrected_reduction,
+    limb_check,
+    replace_check,
+    run_self_test,
+)
 from sp_core.options import Options
 from sp_core.session import Session
 
@@ -196,6 +202,12 @@ class SelfTest:
         return limb_check(session, self.host, nodes, FIRST, FRAMES,
                           TOLERANCE * self.session.motion.height())
 
+    def replace(self) -> str | None:
+        assert self.session is not None and self.session.motion is not None
+        motion = self.session.motion
+        return replace_check(Session(self.host), self.host, motion.node_names, FIRST, FRAMES,
+                             KEYS, TOLERANCE * motion.height())
+
     def corrective(self) -> str | None:
         from blender_addon.host import _action_fcurves
 
@@ -243,6 +255,9 @@ class SelfTest:
                 ("Remove restores the original action", self.remove),
                 ("corrective keys: a few linear keys, Blender = engine on every frame",
                  self.corrective),
+                ("apply to the second quarter, analyse the middle half and apply replacing it:"
+                 " the analysis reads the motion, not the reduction; the original plays "
+                 "outside the middle; removed again", self.replace),
                 (f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",
                  self.limb)]
 

@@ -628,6 +628,18 @@ def test_the_self_test_passes(capsys):
     assert "Salient Poses self-test: PASS" in out and "FAIL" not in out
 
 
+def test_the_self_test_catches_a_read_through_the_tools_own_tracks(capsys, monkeypatch):
+    """Read through its own tracks, an Analyze after Apply analysed the reduction."""
+    from blender_addon import selftest
+    from blender_addon.host import BlenderHost
+
+    monkeypatch.setattr(BlenderHost, "motion", BlenderHost._motion)
+    assert selftest.main([]) != 0
+    failed = [line for line in capsys.readouterr().out.splitlines()
+              if line.startswith("FAIL")]
+    assert len(failed) == 1 and "apply replacing it" in failed[0], failed
+
+
 def test_extension_manifest_agrees_with_bl_info_and_the_project():
     import blender_addon
 

@@ -82,8 +82,11 @@ PUSH_RECORD = (PUSHED, PUSHED_ACTION, PUSHED_ALONE)
 #: Why a connected bone's location channels are left alone: Blender ignores them (the bone's
 #: head is its parent's tail), though its FBX importer keys them on every bone.
 CONNECTED = "connected bone: Blender ignores its location"
-#: Action custom property marking the actions this tool made (its value: the layer kind).
+#: Action custom property marking the actions this tool made (its value: the layer kind, or
+#: :data:`EDIT` for a propagated edit's additive layer).
 MADE = "salient_poses_layer"
+#: The kind of a propagated edit's layer: the artist's, which reads of the motion include.
+EDIT = "edit"
 #: Handle types per tangent mode: one tangent per key keeps the handles aligned.
 HANDLE_TYPES = {"unified": "ALIGNED", "weighted": "ALIGNED", "broken": "FREE", "smooth": "FREE"}
 #: A bone's world position may differ this much (fraction of the character's height, or of
@@ -349,8 +352,13 @@ class BlenderHost:
                 rotation.reshape(-1, n, 3).astype(np.float64), heads, carried,
                 None if scale is None else scale.reshape(-1, n, 3).astype(np.float64))
 
-    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
-        """Composite values (NLA included) in engine units: degrees for rotations."""
+    def channel_values(self, channels: Sequence[str], first: int, last: int,
+                       beneath: bool = False) -> np.ndarray:
+        """Composite values (NLA included, or with ``beneath`` without this tool's reduction
+        tracks) in engine units: degrees for rotations."""
+        if beneath:
+            with self._without_made():
+                return self.channel_values(channels, first, last)
         with host_step(f"reading {len(channels)} channels"):
             obj = self.object()
             order = {b.name: i for i, b in enumerate(obj.pose.bones)}
@@ -389,19 +397,30 @@ class BlenderHost:
         """The bones under ``roots`` as a clip, a root below the armature's top read in its
         parent's frame (see :meth:`sp_core.clip.Clip.subtrees`; the height stays the whole
         armature's): rest offsets and orientations from the armature, location and Euler rotation
-        channels read from the scene over the range, without the tracks this tool made (an
-        Analyze after Apply analyses the motion, not its reduction: it read the composite
-        and reported the reduction's error against itself)."""
+        channels read from the scene over the range, without the reduction tracks this tool
+        made (an Analyze after Apply analyses the motion, not its reduction: it read the
+        composite and reported the reduction's error against itself; a propagated edit, the
+        artist's, is read)."""
+        with self._without_made():
+            return self._motion(roots, first, last)
+
+    @contextmanager
+    def _without_made(self) -> Iterator[None]:
+        """The reduction tracks this tool made that play muted for the block, then on again
+        (an edit's track stays on)."""
         data = self.object().animation_data
         made = [] if data is None else [
             t for t in data.nla_tracks if not t.mute
-            and any(s.action is not None and MADE in s.action for s in t.strips)]
-        for track in made:
-            track.mute = True
+            and any(s.action is not None and MADE in s.action and s.action[MADE] != EDIT
+                    for s in t.strips)]
+        muted = []
         try:
-            return self._motion(roots, first, last)
-        finally:
             for track in made:
+                track.mute = True
+                muted.append(track)
+            yield
+        finally:
+            for track in muted:
                 track.mute = False
 
     def motion_digest(self) -> str:
@@ -796,12 +815,13 @@ class BlenderHost:
         return LayerHandle(track.name, "override", token=(obj.name, track.name, action.name))
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
-                       layer: str, weight: float) -> LayerHandle:
+                       layer: str, weight: float, edit: bool = False) -> LayerHandle:
         targets = self._targets(channels, None)
         obj = self.object()
         first = int(frames[0])
         with host_step(f"creating the NLA track of layer {layer!r}"):
-            action, track, _data = self._new_layer(obj, layer, "additive", first)
+            action, track, _data = self._new_layer(obj, layer, EDIT if edit else "additive",
+                                                   first)
         times = np.asarray(frames, dtype=np.float64)
         with host_step(f"writing the residual curves of layer {action.name!r}"):
             bag = _Channels(action, obj)
@@ -872,7 +892,8 @@ class BlenderHost:
         data = obj.animation_data
         if data is None:
             return []
-        return [LayerHandle(t.name, str(s.action[MADE]), token=(obj.name, t.name, s.action.name))
+        return [LayerHandle(t.name, "additive" if s.action[MADE] == EDIT else str(s.action[MADE]),
+                            token=(obj.name, t.name, s.action.name))
                 for t in data.nla_tracks for s in t.strips
                 if s.action is not None and MADE in s.action]
 

@@ -255,9 +255,9 @@ class SelfTest:
                 ("Remove restores the original action", self.remove),
                 ("corrective keys: a few linear keys, Blender = engine on every frame",
                  self.corrective),
-                ("apply to the second quarter, analyse the middle half and apply replacing it:"
-                 " the analysis reads the motion, not the reduction; the original plays "
-                 "outside the middle; removed again", self.replace),
+                ("apply to the second quarter, analyse from its middle to the end of the third"
+                 " and apply replacing it: the analysis reads the motion, not the reduction; "
+                 "the original plays outside those frames; removed again", self.replace),
                 (f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",
                  self.limb)]
 

@@ -225,7 +225,7 @@ class MayaHost:
         self.notes: list[str] = []
         self._preview: list[int] = []
         self._changed = False  # something undoable happened inside the open undo chunk
-        self._made: set[str] = set()  # the names of the layers this host wrote
+        self._made: set[str] = set()  # the names of the reduction layers this host wrote
 
     # ------------------------------------------------------------------ units and time
     @staticmethod
@@ -453,8 +453,12 @@ class MayaHost:
             rotate[:, j, axes] = unwrapped
         return translate, rotate, orders, np.array(orients)
 
-    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
+    def channel_values(self, channels: Sequence[str], first: int, last: int,
+                       beneath: bool = False) -> np.ndarray:
         """Accepts engine names (``hips.Xrotation``) or plugs (``hips.rotateX``)."""
+        if beneath:
+            with self._without_made():
+                return self.channel_values(channels, first, last)
         wanted = []
         for channel in channels:
             node, _, attribute = channel.rpartition(".")
@@ -491,15 +495,22 @@ class MayaHost:
         on = bool(cmds.undoInfo(query=True, state=True))
         if on:
             cmds.undoInfo(stateWithoutFlush=False)
+        muted = []
         try:
             for name in made:
                 cmds.animLayer(name, edit=True, mute=True)
+                muted.append(name)
             yield
         finally:
-            for name in made:
-                cmds.animLayer(name, edit=True, mute=False)
-            if on:
-                cmds.undoInfo(stateWithoutFlush=True)
+            try:  # every layer back on, undo back on, whatever one of them raises
+                for name in muted:
+                    try:
+                        cmds.animLayer(name, edit=True, mute=False)
+                    except RuntimeError:  # (gone: nothing to turn back on)
+                        pass
+            finally:
+                if on:
+                    cmds.undoInfo(stateWithoutFlush=True)
 
     def _motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         nodes = self.hierarchy(roots)
@@ -697,12 +708,14 @@ class MayaHost:
                 pass
         return keyed
 
-    def _additive_layer(self, layer: str, weight: float) -> str:
-        """A new additive layer that accumulates rotations per component (Euler)."""
+    def _additive_layer(self, layer: str, weight: float, edit: bool = False) -> str:
+        """A new additive layer that accumulates rotations per component (Euler); ``edit``:
+        the artist's (reads of the motion include it)."""
         with host_step(f"creating additive layer {layer!r}"):
             created = str(cmds.animLayer(_free_name(layer), override=False))
             self._changed = True
-            self._made.add(created)
+            if not edit:
+                self._made.add(created)
             # per component (Euler) accumulation, set before the layer gets content
             cmds.setAttr(f"{created}.rotationAccumulationMode", 0)  # type: ignore[arg-type]
             # (maya-stubs types every setAttr value as str; Maya takes the number)
@@ -710,10 +723,10 @@ class MayaHost:
         return created
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
-                       layer: str, weight: float) -> LayerHandle:
+                       layer: str, weight: float, edit: bool = False) -> LayerHandle:
         _unit, _fps, cm = self._units()
         targets = self._plugs_to_write(channels, None)
-        created = self._additive_layer(layer, weight)
+        created = self._additive_layer(layer, weight, edit)
         with host_step(f"creating the curves of layer {created!r}"):
             names = self._layer_curves(created, [p for _, p in targets], float(frames[0]))
         frames, residual = ended_at_zero(frames, residual)  # (nothing outside the range)

@@ -311,9 +311,9 @@ def run(report: Callable[[str], None] = print) -> bool:
                   "composite = engine on every frame; undo", with_corrections))
     steps.append(("apply to frames 10-39 of the 60: the original plays outside them, the "
                   "engine's curves inside; Remove leaves nothing", part))
-    steps.append(("apply to the second quarter, analyse the middle half and apply replacing "
-                  "it: the analysis reads the motion, not the reduction; the original plays "
-                  "outside the middle; Remove", replace))
+    steps.append(("apply to the second quarter, analyse from its middle to the end of the third "
+                  "and apply replacing it: the analysis reads the motion, not the reduction; "
+                  "the original plays outside those frames; Remove", replace))
     steps.append(("apply, analyse again, one undo: the Apply is taken back (reading is no "
                   "undo step)", undo_after_analysis))
     steps.append(("apply with a quaternion New Curve Default: the layer's rotate curves are "

@@ -155,7 +155,7 @@ class MobuHost:
         self._read: tuple[int, dict[str, np.ndarray]] = (0, {})
         self._created: list[fb.FBAnimationLayer] = []
         self._animated: list[fb.FBPropertyAnimatableVector3d] = []
-        self._made: set[str] = set()  # the names of the layers this host wrote
+        self._made: set[str] = set()  # the names of the reduction layers this host wrote
 
     # ------------------------------------------------------------------ time
     def clock(self) -> Clock:
@@ -373,11 +373,14 @@ class MobuHost:
         then as they were: a muted layer "is not included in the result animation"."""
         take = fb.FBSystem().CurrentTake
         wanted = set(names)
-        muted = [layer for layer in (take.GetLayer(i) for i in range(1, take.GetLayerCount()))
-                 if layer.Name in wanted and not layer.Mute]
-        for layer in muted:
-            layer.Mute = True
+        wanted_layers = [layer for layer in (take.GetLayer(i)
+                                             for i in range(1, take.GetLayerCount()))
+                         if layer.Name in wanted and not layer.Mute]
+        muted = []
         try:
+            for layer in wanted_layers:
+                layer.Mute = True
+                muted.append(layer)
             yield
         finally:
             for layer in muted:
@@ -538,9 +541,14 @@ class MobuHost:
                     orients=np.array(orients), character_height=height,
                     held_channels=list(self.skipped))  # (locked: Apply leaves them alone)
 
-    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
-        """(last − first + 1, n_channels): what the scene shows (all layers), from the curves
-        when only BaseAnimation plays and nothing drives the models, else by evaluation."""
+    def channel_values(self, channels: Sequence[str], first: int, last: int,
+                       beneath: bool = False) -> np.ndarray:
+        """(last − first + 1, n_channels): what the scene shows (all layers, or with
+        ``beneath`` all but this host's reduction layers), from the curves when only
+        BaseAnimation plays and nothing drives the models, else by evaluation."""
+        if beneath:
+            with self._without(self._made):
+                return self.channel_values(channels, first, last)
         clock = self.clock()
         names = list(dict.fromkeys(self._split(c)[0] for c in channels))
         nodes = [self._describe(n) for n in names]
@@ -735,7 +743,7 @@ class MobuHost:
                             "property or the layer locked?)")
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
-                       layer: str, weight: float) -> LayerHandle:
+                       layer: str, weight: float, edit: bool = False) -> LayerHandle:
         """Translations: original − reduced. Rotations: in a layer that composes rotations per
         layer (quaternions, MotionBuilder's default) the per-frame rotation from the reduced pose
         to the original one; in a per-channel (Euler) layer original − reduced."""
@@ -745,6 +753,8 @@ class MobuHost:
         self._refuse_driven(channels)
         with host_step(f"creating additive layer {layer!r}"):
             created, index = self._new_layer(layer, fb.FBLayerMode.kFBLayerModeAdditive)
+            if edit:  # (the artist's: reads of the motion include it)
+                self._made.discard(created.Name)
             created.Weight = 100.0 * float(weight)
             per_layer = int(created.LayerRotationMode) != int(
                 fb.FBLayerRotationMode.kFBLayerRotationModeEulerRotation)

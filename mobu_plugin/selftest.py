@@ -264,9 +264,10 @@ def run(report: Callable[[str], None] = print) -> bool:
                "layer rotation layer); removed again", with_corrections),
               ("a part of the take (frames {}-{}): outside it the joints play the original "
                "motion on every frame".format(*part_of_the_take()), part),
-              ("apply to the second quarter, analyse the middle half and apply replacing it: "
-               "the analysis reads the motion, not the reduction (the layers out of the "
-               "read); the original plays outside the middle; removed again", replace),
+              ("apply to the second quarter, analyse from its middle to the end of the third "
+               "and apply replacing it: the analysis reads the motion, not the reduction (the "
+               "layers out of the read); the original plays outside those frames, where the "
+               "replaced layer played too; removed again", replace),
               (f"a limb ({SELF_TEST_LIMB}): read in its parent's frame, Apply keys it alone",
                limb)]
     return run_self_test(steps, report, essential=2)

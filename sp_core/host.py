@@ -94,14 +94,17 @@ class Host(Protocol):
     def animated_channels(self, nodes: Sequence[str]) -> list[str]:
         """``"<node>.<attribute>"`` of the animated, unlocked channels of ``nodes``."""
 
-    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
-        """(last - first + 1, n_channels) float64 dense values; rotations in degrees."""
+    def channel_values(self, channels: Sequence[str], first: int, last: int,
+                       beneath: bool = False) -> np.ndarray:
+        """(last - first + 1, n_channels) float64 dense values; rotations in degrees: what the
+        scene shows, or with ``beneath`` what it shows under the reduction layers this tool
+        wrote (as :meth:`motion` reads it)."""
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         """The skeleton under ``roots`` with its animated channels over the range, as a clip
         starting at ``first`` (the engine's model for analysis, fitting and errors), without
-        the layers this tool wrote (an Analyze after Apply analyses the motion, not its
-        reduction)."""
+        the reduction layers this tool wrote (an Analyze after Apply analyses the motion, not
+        its reduction; a propagated edit, the artist's, is read)."""
 
     def write_curves(self, curves: KeyedCurves, layer: str,
                      replacing: Sequence[LayerHandle] = ()) -> LayerHandle:
@@ -111,8 +114,10 @@ class Host(Protocol):
         reads it without them."""
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
-                       layer: str, weight: float) -> LayerHandle:
-        """Key ``residual`` (n_frames, n_channels) on every frame into a new additive layer."""
+                       layer: str, weight: float, edit: bool = False) -> LayerHandle:
+        """Key ``residual`` (n_frames, n_channels) on every frame into a new additive layer;
+        ``edit``: an edit the artist propagated, which later reads of the motion include (a
+        reduction's layers they leave out)."""
 
     def remove_layer(self, handle: LayerHandle) -> None:
         """Delete a layer this tool created; one no longer in the scene (an undo took it away,
@@ -311,13 +316,17 @@ SELF_TEST_LIMB = "RightShoulder"
 def replace_check(session: Any, host: Host, nodes: Sequence[str], first: int, n_frames: int,
                   keys: int, tolerance: float) -> str | None:
     """For the in-host self-tests: Apply over the take's second quarter (the fewest keys),
-    then Analyze its
-    middle half and Apply replacing the first layers. The second analysis reads the original
-    motion (not the first reduction: the tool's own layers are out of the read); outside the
-    middle half the original plays (MotionBuilder's layer keys what the scene shows there,
-    read without the layers it replaces); the layers are removed again. None, or what went
-    wrong (``tolerance`` in scene units). ``session`` is a :class:`sp_core.session.Session`
-    over the whole skeleton ``nodes``, analysed at ``keys`` keys."""
+    then Analyze from the middle of that quarter to the end of the third and Apply replacing
+    the first layers. The second analysis reads the original motion (not the first
+    reduction, which covers its first frames: the tool's own layers are out of the read);
+    outside its frames the original plays, on the first half of the second quarter too,
+    where the replaced layer played its reduction (MotionBuilder's layer keys what the scene
+    shows outside its range, read without the layers it replaces); the layers are removed
+    again. None, or what went wrong (``tolerance`` in scene units). ``session`` is a
+    :class:`sp_core.session.Session` over the whole skeleton ``nodes``, analysed at ``keys``
+    keys; the take has at least 16 frames."""
+    if n_frames < 16:
+        return f"{n_frames} frames: the check needs 16 (four quarters of two frames and more)"
     frames = list(range(first, first + n_frames))
     before = host.world_positions(list(nodes), frames)
     quarter = n_frames // 4
@@ -326,9 +335,9 @@ def replace_check(session: Any, host: Host, nodes: Sequence[str], first: int, n_
     session.analyze()
     session.set_k(session.space.min_keys)  # (coarse: a read of it is far from the motion)
     session.apply()
+    later = (first + quarter + quarter // 2, first + 3 * quarter - 1)
     try:
-        middle = (first + quarter, first + 3 * quarter - 1)
-        session.set_options(frame_range=middle)
+        session.set_options(frame_range=later)
         session.analyze()
         motion = session.motion
         order = [list(nodes).index(n) for n in motion.node_names]
@@ -337,11 +346,16 @@ def replace_check(session: Any, host: Host, nodes: Sequence[str], first: int, n_
         session.set_k(min(keys, session.space.max_keys))
         session.apply(replace=True)
         shown = host.world_positions(list(nodes), frames)
-    finally:
-        session.remove()
+    except BaseException:
+        try:  # (the layers away, and the failure said, not a failure of the removal)
+            session.remove()
+        except Exception:  # noqa: BLE001, S110 - the first failure is the one to report
+            pass
+        raise
+    session.remove()
     if read > tolerance:
         return f"the analysis after Apply read the reduction: {read:.4g} units off the motion"
-    outside = [i for i, f in enumerate(frames) if not middle[0] <= f <= middle[1]]
+    outside = [i for i, f in enumerate(frames) if not later[0] <= f <= later[1]]
     moved = float(np.linalg.norm(shown[outside] - before[outside], axis=-1).max())
     if moved > tolerance:
         return f"after the replacing Apply the joints outside its frames moved by {moved:.4g}"

@@ -940,7 +940,10 @@ class Session:
         """The host's current channel values at ``frame`` (an edit the artist posed there)."""
         assert self.motion is not None
         with host_step(f"reading the pose at frame {frame}"):
-            return self.host.channel_values(self.motion.channel_names, frame, frame)[0]
+            # under the reduction layers, as the motion was read: through them the pose
+            # differed from the motion by the reduction's error, which was taken for an edit
+            return self.host.channel_values(self.motion.channel_names, frame, frame,
+                                            beneath=True)[0]
 
     def propagate_edit(self, frame: int, edited: np.ndarray, weights: np.ndarray,
                        layer: str = "salientPosesEdit") -> LayerHandle:
@@ -960,7 +963,8 @@ class Session:
         with host_step("opening an undo chunk"):
             chunk = self.host.undo_chunk("Salient Poses: propagate edit")
         with chunk, host_step(f"writing the edit layer {layer!r}"):
-            handle = self.host.write_residual(names, motion.frames, delta[:, moved], layer, 1.0)
+            handle = self.host.write_residual(names, motion.frames, delta[:, moved], layer, 1.0,
+                                              edit=True)
         self.applied.append(handle)
         self._emit("applied", [handle], None)
         return handle

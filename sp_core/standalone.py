@@ -32,6 +32,7 @@ class _Layer:
     weight: float = 1.0
     curves: KeyedCurves | None = None
     muted: bool = False  # left out of what the scene shows (a view setting, like a mute)
+    edit: bool = False  # a propagated edit: the artist's, which reads of the motion include
 
 
 class StandaloneHost:
@@ -124,14 +125,21 @@ class StandaloneHost:
         return [c for c, s in zip(self.clip.channel_names, spread, strict=True)
                 if c.rpartition(".")[0] in wanted and s > 0]
 
-    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
-        part = self.clip.sub_range(first, last)
+    def channel_values(self, channels: Sequence[str], first: int, last: int,
+                       beneath: bool = False) -> np.ndarray:
+        rows = slice(self.clip.frame_index(first), self.clip.frame_index(last) + 1)
         columns = [self._column(c) for c in channels]
-        return part.channels[:, columns].copy()
+        values = self.evaluated_channels(not beneath)
+        return values[rows][:, columns].copy()
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
+        """The clip under ``roots`` over the range with the propagated edits (not muted) on
+        it; the reduction layers are left out."""
         self.hierarchy(roots)  # its message for an unknown root
-        return self.clip.subtrees(roots or self.clip.root_names).sub_range(first, last)
+        clip = self.clip
+        if any(layer.edit and not layer.muted for layer in self._layers):
+            clip = clip.with_channels(self.evaluated_channels(False))
+        return clip.subtrees(roots or self.clip.root_names).sub_range(first, last)
 
     # ------------------------------------------------------------------ layers
     def write_curves(self, curves: KeyedCurves, layer: str,
@@ -148,12 +156,12 @@ class StandaloneHost:
         return handle
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
-                       layer: str, weight: float) -> LayerHandle:
+                       layer: str, weight: float, edit: bool = False) -> LayerHandle:
         rows = np.array([self.clip.frame_index(int(f)) for f in frames], dtype=int)
         columns = np.array([self._column(c) for c in channels], dtype=int)
         handle = LayerHandle(self._unique(layer), "additive", token=object())
         self._layers.append(_Layer(handle, columns, rows, np.asarray(residual, float),
-                                   weight=float(weight)))
+                                   weight=float(weight), edit=edit))
         self._notify("layers")
         return handle
 
@@ -240,12 +248,12 @@ class StandaloneHost:
         self.preview_keyframes(frames)
 
     # ------------------------------------------------------------------ results
-    def evaluated_channels(self) -> np.ndarray:
+    def evaluated_channels(self, reductions: bool = True) -> np.ndarray:
         """(n_frames, n_channels): the clip with every layer not muted applied (what the scene
-        shows)."""
+        shows); without ``reductions``, the propagated edits' layers only."""
         values = self.clip.channels.copy()
         for layer in self._layers:
-            if layer.muted:
+            if layer.muted or not (reductions or layer.edit):
                 continue
             block = np.ix_(layer.rows, layer.columns)
             if layer.handle.kind == "override":

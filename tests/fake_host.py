@@ -65,7 +65,8 @@ class FakeHost:
     def animated_channels(self, nodes: Sequence[str]) -> list[str]:
         return list(self.clip.channel_names)
 
-    def channel_values(self, channels: Sequence[str], first: int, last: int) -> np.ndarray:
+    def channel_values(self, channels: Sequence[str], first: int, last: int,
+                       beneath: bool = False) -> np.ndarray:
         columns = [self.clip.channel_names.index(c) for c in channels]
         return self.clip.sub_range(first, last).channels[:, columns]
 
@@ -81,7 +82,7 @@ class FakeHost:
         return handle
 
     def write_residual(self, channels: Sequence[str], frames: np.ndarray, residual: np.ndarray,
-                       layer: str, weight: float) -> LayerHandle:
+                       layer: str, weight: float, edit: bool = False) -> LayerHandle:
         self._call("write_residual", list(channels), frames, residual, layer, weight)
         handle = LayerHandle(layer, "additive", token=object())
         self.layers.append({"handle": handle, "residual": residual, "weight": weight,

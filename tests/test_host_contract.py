@@ -239,6 +239,29 @@ def test_an_undo_after_the_next_analysis_takes_the_apply_back(scene):
     assert scene.state() == before
 
 
+def test_a_propagated_edit_is_read_and_a_reduction_is_not(scene):
+    """After Apply the pose read at a frame (the Propagate tab's "edit") is the motion's, not
+    the reduction's: read through the reduction it differed from the analysed motion by the
+    reduction's error, which Propagate took for an edit. A propagated edit is the artist's:
+    the next analysis reads it (muted, an Apply over it hid it under the reduction)."""
+    session = analysed(scene)
+    motion = session.motion
+    session.apply()
+    row = 20
+    frame = int(motion.frames[row])
+    np.testing.assert_allclose(session.host_pose(frame), motion.channels[row], atol=1e-3)
+    c = motion.channel_names.index("Hips.Zrotation")
+    edited = motion.channels[row].copy()
+    edited[c] += 20.0
+    session.propagate_edit(frame, edited, session.pose_graph().weights(frame))
+    again = session.read_motion()
+    assert again.channels[row, c] == pytest.approx(edited[c], abs=1e-3)
+    shown = scene.positions(list(motion.node_names), motion.frames)
+    assert worst(again.positions, motion.positions) > 10 * TOLERANCE * motion.height()
+    # (the scene shows the reduction, with the edit on it)
+    assert worst(shown, again.positions) > 10 * TOLERANCE * motion.height()
+
+
 def test_replace_over_another_part_of_the_take_leaves_the_original_outside_it(scene):
     """Apply over frames 10-29, then over 20-34 replacing it: outside 20-34 the original
     plays, inside it the reduction of the original (MotionBuilder's second layer keyed what

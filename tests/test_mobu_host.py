@@ -687,3 +687,22 @@ def test_a_part_of_the_take_ends_with_a_line_to_the_next_frame(sample_clip, tang
             np.testing.assert_allclose(prop._composite(ticks),
                                        (1 - u) * ends[0] + u * ends[1], atol=1e-9)
     assert np.abs(ends[1] - ends[0]).max() > 1e-3  # (a segment that moves)
+
+
+def test_selftest_catches_a_replacing_apply_that_reads_through_the_layers_it_replaces(
+        monkeypatch):
+    """The adapter before it keyed what the scene showed outside a replacing Apply's range
+    with the replaced layers on: their reduction stayed there once they were removed."""
+    from mobu_plugin import selftest
+
+    monkeypatch.setattr(selftest, "FRAMES", 30)
+    monkeypatch.setattr(selftest, "TANGENTS", ("unified",))
+    real = MobuHost.write_curves
+    monkeypatch.setattr(MobuHost, "write_curves",
+                        lambda self, curves, layer, replacing=(): real(self, curves, layer))
+    fb.reset(30.0)
+    lines: list[str] = []
+    assert not selftest.run(lines.append)
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert len(failed) == 1 and "apply replacing it" in failed[0], "\n".join(lines)
+    assert "outside its frames moved" in failed[0]

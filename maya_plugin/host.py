@@ -29,7 +29,7 @@ import time as _time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -219,13 +219,15 @@ class MayaHost:
     """
 
     name = "Maya"
+    #: The names of the reduction layers written in this Maya session, by any MayaHost (the
+    #: panel's, a reopened panel's, the TD API's): an Analyze reads the motion under them.
+    _made: ClassVar[set[str]] = set()
 
     def __init__(self) -> None:
         self.skipped: dict[str, str] = {}
         self.notes: list[str] = []
         self._preview: list[int] = []
         self._changed = False  # something undoable happened inside the open undo chunk
-        self._made: set[str] = set()  # the names of the reduction layers this host wrote
 
     # ------------------------------------------------------------------ units and time
     @staticmethod
@@ -487,8 +489,9 @@ class MayaHost:
         """The layers this host wrote that play muted for the block, then as they were: an
         Analyze after Apply analyses the motion, not its reduction. The switches stay off the
         undo queue (undo suspended without flushing it): reading is no step to undo."""
-        made = [name for name in sorted(self._made) if cmds.objExists(name)
-                and not cmds.animLayer(name, query=True, mute=True)]
+        layers = set(cmds.ls(type="animLayer") or [])  # (a name reused by another node: not)
+        made = [name for name in sorted(self._made & layers)
+                if not cmds.animLayer(name, query=True, mute=True)]
         if not made:
             yield
             return

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -146,6 +146,9 @@ class MobuHost:
     """
 
     name = "MotionBuilder"
+    #: The names of the reduction layers written in this MotionBuilder session, by any
+    #: MobuHost (the tool's, a batch's): an Analyze reads the motion under them.
+    _made: ClassVar[set[str]] = set()
     progress_after = 1.0
 
     def __init__(self) -> None:
@@ -155,7 +158,6 @@ class MobuHost:
         self._read: tuple[int, dict[str, np.ndarray]] = (0, {})
         self._created: list[fb.FBAnimationLayer] = []
         self._animated: list[fb.FBPropertyAnimatableVector3d] = []
-        self._made: set[str] = set()  # the names of the reduction layers this host wrote
 
     # ------------------------------------------------------------------ time
     def clock(self) -> Clock:

@@ -165,6 +165,20 @@ def test_analysing_again_after_apply_reads_the_motion_under_its_layers(sample_cl
     assert host.skipped == {LOCKED: "locked"}
 
 
+def test_a_reopened_panel_reads_the_motion_under_the_layers_an_earlier_one_wrote(sample_clip):
+    """The layers are known to every MayaHost of the Maya session: a panel closed and opened
+    again (a new host) or the TD API read the motion, not the reduction."""
+    build_scene(sample_clip, frames=60)
+    session = Session(MayaHost(), SUGGESTED)
+    session.analyze()
+    before = session.motion
+    session.set_k(6)
+    session.set_options(space="channel")
+    session.apply()
+    again = MayaHost().motion(["Hips"], 1001, 1060)
+    np.testing.assert_allclose(again.channels, before.channels, atol=1e-7)
+
+
 def test_remove_is_one_undo_step(sample_clip):
     build_scene(sample_clip)
     session = Session(MayaHost(), SUGGESTED)
@@ -707,7 +721,7 @@ def test_selftest_catches_reads_through_the_tools_own_layers(monkeypatch):
 
     @contextmanager
     def recorded(self):  # (the undo queue not suspended)
-        made = sorted(self._made)
+        made = sorted(self._made & set(cmds.ls(type="animLayer")))
         for name in made:
             cmds.animLayer(name, edit=True, mute=True)
         yield
@@ -719,4 +733,5 @@ def test_selftest_catches_reads_through_the_tools_own_layers(monkeypatch):
     lines.clear()
     assert not selftest.run(lines.append)
     failed = [line for line in lines if line.startswith("FAIL")]
-    assert len(failed) == 1 and "one undo" in failed[0], "\n".join(lines)
+    # (the steps after it find the layer that undo left behind)
+    assert failed and "one undo" in failed[0], "\n".join(lines)

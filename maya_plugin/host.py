@@ -479,14 +479,14 @@ class MayaHost:
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         """The transforms under ``roots`` with translate and rotate as channels (composite
-        values without the layers this host wrote, UI units, rotations in degrees), joint
-        orients and rotate orders."""
+        values without the reduction layers written in this Maya session, UI units, rotations
+        in degrees), joint orients and rotate orders."""
         with self._without_made():
             return self._motion(roots, first, last)
 
     @contextmanager
     def _without_made(self) -> Iterator[None]:
-        """The layers this host wrote that play muted for the block, then as they were: an
+        """The reduction layers of :attr:`_made` that play muted for the block, then on: an
         Analyze after Apply analyses the motion, not its reduction. The switches stay off the
         undo queue (undo suspended without flushing it): reading is no step to undo."""
         layers = set(cmds.ls(type="animLayer") or [])  # (a name reused by another node: not)

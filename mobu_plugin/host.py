@@ -396,8 +396,8 @@ class MobuHost:
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         """The models under ``roots`` over ``first..last``: Translation and Rotation (degrees)
         as channels, rotation orders and pre/post rotations (see the module notes), read
-        without the layers this host wrote (an Analyze after Apply analyses the motion, not its
-        reduction)."""
+        without the reduction layers written in this MotionBuilder session (an Analyze after
+        Apply analyses the motion, not its reduction; a propagated edit is read)."""
         with self._without(self._made):
             return self._motion(roots, first, last)
 

@@ -52,6 +52,7 @@ from sp_core.host import (
     LazyModule,
     host_step,
     in_parent_frame,
+    muted,
     sparse_keys,
 )
 from sp_core.tangents import to_blender
@@ -413,15 +414,8 @@ class BlenderHost:
             t for t in data.nla_tracks if not t.mute
             and any(s.action is not None and MADE in s.action and s.action[MADE] != EDIT
                     for s in t.strips)]
-        muted = []
-        try:
-            for track in made:
-                track.mute = True
-                muted.append(track)
+        with muted(made, _set_mute):
             yield
-        finally:
-            for track in muted:
-                track.mute = False
 
     def motion_digest(self) -> str:
         """A digest of the keys of every action the armature plays that this tool did not
@@ -933,6 +927,10 @@ class BlenderHost:
     def preview(self) -> list[tuple[int, str]]:
         """(frame, name) of the preview markers, by frame."""
         return sorted((m.frame, m.name) for m in self.scene.timeline_markers if _previewing(m))
+
+
+def _set_mute(track: Any, on: bool) -> None:
+    track.mute = on
 
 
 def _previewing(marker: Any) -> bool:

@@ -45,6 +45,7 @@ from sp_core.host import (
     ended_at_zero,
     height_unread,
     host_step,
+    muted,
     sparse_keys,
 )
 from sp_core.tangents import to_maya_xy
@@ -142,6 +143,14 @@ def _euler_curves() -> contextlib.AbstractContextManager[None]:
     user's New Curve Default (a quaternion default would ignore the per-channel tangents);
     the preference is put back after."""
     return option_var(NEW_CURVE_ROTATION, 1)
+
+
+def _set_mute(layer: str, on: bool) -> None:
+    try:
+        cmds.animLayer(layer, edit=True, mute=on)
+    except RuntimeError:  # (gone while muted: nothing to turn back on)
+        if on:
+            raise
 
 
 def _free_name(name: str) -> str:
@@ -498,22 +507,12 @@ class MayaHost:
         on = bool(cmds.undoInfo(query=True, state=True))
         if on:
             cmds.undoInfo(stateWithoutFlush=False)
-        muted = []
         try:
-            for name in made:
-                cmds.animLayer(name, edit=True, mute=True)
-                muted.append(name)
-            yield
-        finally:
-            try:  # every layer back on, undo back on, whatever one of them raises
-                for name in muted:
-                    try:
-                        cmds.animLayer(name, edit=True, mute=False)
-                    except RuntimeError:  # (gone: nothing to turn back on)
-                        pass
-            finally:
-                if on:
-                    cmds.undoInfo(stateWithoutFlush=True)
+            with muted(made, _set_mute):
+                yield
+        finally:  # undo back on whatever turning a layer back on raised
+            if on:
+                cmds.undoInfo(stateWithoutFlush=True)
 
     def _motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         nodes = self.hierarchy(roots)

@@ -56,6 +56,7 @@ from sp_core.host import (
     height_unread,
     host_step,
     in_parent_frame,
+    muted,
     sparse_keys,
 )
 from sp_core.tangents import to_mobu
@@ -375,18 +376,10 @@ class MobuHost:
         then as they were: a muted layer "is not included in the result animation"."""
         take = fb.FBSystem().CurrentTake
         wanted = set(names)
-        wanted_layers = [layer for layer in (take.GetLayer(i)
-                                             for i in range(1, take.GetLayerCount()))
-                         if layer.Name in wanted and not layer.Mute]
-        muted = []
-        try:
-            for layer in wanted_layers:
-                layer.Mute = True
-                muted.append(layer)
+        layers = [layer for layer in (take.GetLayer(i) for i in range(1, take.GetLayerCount()))
+                  if layer.Name in wanted and not layer.Mute]
+        with muted(layers, _set_mute):
             yield
-        finally:
-            for layer in muted:
-                layer.Mute = False
 
     def _other_layers(self) -> list[str]:
         take = fb.FBSystem().CurrentTake
@@ -993,6 +986,10 @@ def _set_tangents(fcurve: fb.FBFCurve, n: int, out_d: np.ndarray, in_d: np.ndarr
                 fcurve.KeySetRightTangentWeight(key, float(weights[0][k]))
             if k > 0:
                 fcurve.KeySetLeftTangentWeight(key, float(weights[1][k - 1]))
+
+
+def _set_mute(layer: fb.FBAnimationLayer, on: bool) -> None:
+    layer.Mute = on
 
 
 def _property(model: fb.FBModel, kind: str) -> fb.FBPropertyAnimatableVector3d:

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -41,6 +41,31 @@ def host_step(what: str) -> Iterator[None]:
         raise
     except Exception as exc:  # noqa: BLE001 - host APIs raise anything; say what we were doing
         raise HostError(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+
+Layer = TypeVar("Layer")
+
+
+@contextmanager
+def muted(layers: Sequence[Layer], mute: Callable[[Layer, bool], None]) -> Iterator[None]:
+    """``layers`` muted for the block (``mute(layer, True)``), then each one that was muted
+    on again (``mute(layer, False)``), every one tried whatever another raises (the first
+    failure is raised after): the hosts' reads of the motion under their own layers."""
+    done: list[Layer] = []
+    try:
+        for layer in layers:
+            mute(layer, True)
+            done.append(layer)
+        yield
+    finally:
+        failure: Exception | None = None
+        for layer in done:
+            try:
+                mute(layer, False)
+            except Exception as exc:  # noqa: BLE001 - the others first, then this one
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
 
 @dataclass(frozen=True)

@@ -578,3 +578,30 @@ def test_a_rotation_no_joint_measures_is_said(clip):
     assert ("the rotation of LeftToe turns no joint or End Site (none below it, or all at its "
             "point): the keys are not chosen for it and the errors do not measure it; give it "
             "an End Site or a child joint to measure it") in session.notes
+
+
+def test_muted_turns_every_layer_back_on_and_raises_the_first_failure():
+    """The hosts' reads under their own layers: a layer that cannot be turned back on does
+    not leave the ones after it muted."""
+    from sp_core.host import muted
+
+    state = {"a": False, "b": False, "c": False}
+
+    def mute(layer: str, on: bool) -> None:
+        if layer == "a" and not on:
+            raise RuntimeError("a is locked")
+        state[layer] = on
+
+    with pytest.raises(RuntimeError, match="a is locked"), muted(["a", "b", "c"], mute):
+        assert state == {"a": True, "b": True, "c": True}
+    assert state == {"a": True, "b": False, "c": False}
+
+    def refuse(layer: str, on: bool) -> None:  # (muting "b" fails: "a" goes back on)
+        if layer == "b":
+            raise RuntimeError("no b")
+        state[layer] = on
+
+    state["a"] = False
+    with pytest.raises(RuntimeError, match="no b"), muted(["a", "b", "c"], refuse):
+        pass
+    assert state == {"a": False, "b": False, "c": False}

@@ -200,6 +200,13 @@ def test_fake_is_strict_about_flags_and_call_forms(sample_clip):
         plug.asMObject()  # an array plug needs an element
     with pytest.raises(MayaError):
         OpenMaya.MSelectionList().add("nobody")
+    cmds.animLayer("layer1", override=True)
+    with pytest.raises(TypeError):  # a query names what it asks (-mute, -weight, ...)
+        cmds.animLayer("layer1", query=True)
+    with pytest.raises(TypeError):  # the flag is -mute; -muted is no flag
+        cmds.animLayer("layer1", edit=True, muted=True)
+    with pytest.raises(TypeError):  # ls -type, not -nodeType
+        cmds.ls(nodeType="animLayer")
     assert OpenMaya.MTime(24.0).asUnits(OpenMaya.MTime.kSeconds) == 1.0  # kFilm by default
 
 

@@ -540,6 +540,9 @@ def test_the_fake_refuses_wrong_call_forms_as_pyfbsdk_does():
         skeleton.GetMatrix(Matrix=fb.FBMatrix(), What=whole)
     assert skeleton.Translation.GetAnimationNode() is None  # not animated yet
     take = fb.scene.take
+    take.CreateNewLayer()
+    with pytest.raises(AttributeError):  # a layer's switch is Mute (read and write)
+        take.GetLayer(1).Muted = True
     with pytest.raises(TypeError):  # AddTimeMark(Time): no name argument
         take.AddTimeMark(time, "SalientPoses")
     assert take.AddTimeMark(time) == 0 and take.AddTimeMark(time) == -1  # one mark a time

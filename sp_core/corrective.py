@@ -405,7 +405,6 @@ class _Kinematics:
 
     def __init__(self, clip: Clip, current: np.ndarray) -> None:
         self.clip = clip
-        self.layout = TreeLayout.of(clip, np.zeros(0, dtype=np.int64))
         self.rotation = clip.is_rotation_channel()
         subtrees = clip._subtrees()  # sorted: a node, then its descendants (parents first)
         self.sub_ptr = np.concatenate([[0], np.cumsum([len(t) for t in subtrees])]
@@ -417,10 +416,9 @@ class _Kinematics:
             self.ancestors[below, a] = True
         self.depth = self.ancestors.sum(axis=1)
         # the skeleton as both kernels take it, after their per-call arrays
-        self.skeleton = (np.ascontiguousarray(clip.offsets), clip.parents,
-                         np.ascontiguousarray(clip._translation_index), self.layout.rot_ptr,
-                         self.layout.rot_chan, clip.rotation_slot, self.layout.orients,
-                         clip.translation_space == "oriented")
+        chain = clip.chain()
+        self.skeleton = (chain.offsets, chain.parents, chain.translation, chain.rot_ptr,
+                         chain.rot_chan, chain.rot_slot, chain.orients, chain.oriented)
         self.turns = clip.axis_rotations(current)
         self.positions, self.world = self._chain(current, self.turns)
 
@@ -430,7 +428,7 @@ class _Kinematics:
         return chain_world(np.ascontiguousarray(channels), turns, *self.skeleton)
 
     def __call__(self, channels: np.ndarray) -> np.ndarray:
-        return pose(self.clip, self.layout, channels)[0]
+        return self.clip.forward_kinematics(channels)
 
     def update(self, rows: np.ndarray, lo: int) -> None:
         """The current motion changed on rows lo..lo + len(rows) - 1: they are now ``rows``

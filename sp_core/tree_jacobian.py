@@ -56,12 +56,9 @@ class TreeLayout:
         Every slot's ancestor owner (a node) and deeper channel.
     slot : (C_all,) int64
         Index of every channel of the clip among ``columns``, -1 for fixed channels.
-    rot_ptr, rot_chan : (n_nodes + 1,), (R,) int64
-        Each node's rotation channels in listed order (CSR), for the kinematic chain.
-    rot_axis : (C_all,) int64
-        Axis 0, 1, 2 (X, Y, Z) of every rotation channel (0 for translations).
-    orients : (n_nodes, 3, 3) float64
-        The clip's orients, identity where it has none.
+
+    The skeleton itself, as the chain kernels take it, is the clip's
+    (:meth:`~sp_core.clip.Clip.chain`).
     """
 
     columns: np.ndarray
@@ -75,10 +72,6 @@ class TreeLayout:
     slot_top: np.ndarray
     slot_lo: np.ndarray
     slot: np.ndarray
-    rot_ptr: np.ndarray
-    rot_chan: np.ndarray
-    rot_axis: np.ndarray
-    orients: np.ndarray
 
     @classmethod
     def of(cls, clip: Clip, columns: np.ndarray) -> TreeLayout:
@@ -113,13 +106,6 @@ class TreeLayout:
         slots = slots.astype(np.int64).reshape(-1, 2)
         slot = np.full(clip.n_channels, -1, dtype=np.int64)
         slot[columns] = np.arange(len(columns))
-        rot_axis = np.zeros(clip.n_channels, dtype=np.int64)
-        for i, chans in enumerate(clip._rotation_index):
-            for k, c in enumerate(chans):
-                rot_axis[c] = AXES.index(clip.rotation_orders[i][k])
-        rot_counts = [len(chans) for chans in clip._rotation_index]
-        orients = (np.broadcast_to(np.eye(3), (clip.n_nodes, 3, 3)) if clip.orients is None
-                   else clip.orients)
         return cls(
             columns=columns,
             rotation=np.asarray(clip.is_rotation_channel(), dtype=bool)[columns],
@@ -131,14 +117,7 @@ class TreeLayout:
             pair_slot=np.ascontiguousarray(pair_slot.reshape(-1), dtype=np.int64),
             slot_top=np.ascontiguousarray(slots[:, 0]),
             slot_lo=np.ascontiguousarray(slots[:, 1]),
-            slot=slot,
-            rot_ptr=np.concatenate([[0], np.cumsum(rot_counts)]).astype(np.int64),
-            rot_chan=np.concatenate([np.asarray(c, dtype=np.int64)
-                                     for c in clip._rotation_index] + [np.zeros(0, np.int64)]),
-            rot_axis=rot_axis,
-            # a writable copy either way: an FBX clip's orients are read-only, and a kernel
-            # compiled for a read-only array is another signature to compile and cache
-            orients=np.array(orients, dtype=np.float64, order="C"))
+            slot=slot)
 
 
 def channel_axes(clip: Clip, channels: np.ndarray, columns: np.ndarray) -> np.ndarray:
@@ -208,10 +187,10 @@ def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray
     from sp_core._fit_kernels import chain_kinematics
 
     channels = np.ascontiguousarray(channels, dtype=np.float64)
-    skeleton = (np.ascontiguousarray(clip.offsets), clip.parents,
-                np.ascontiguousarray(clip._translation_index), layout.rot_ptr, layout.rot_chan,
-                layout.rot_axis, clip.rotation_slot, layout.orients, layout.slot,
-                len(layout.columns), clip.translation_space == "oriented")
+    chain = clip.chain()
+    skeleton = (chain.offsets, chain.parents, chain.translation, chain.rot_ptr, chain.rot_chan,
+                chain.rot_axis, chain.rot_slot, chain.orients, layout.slot, len(layout.columns),
+                chain.oriented)
     n_frames = len(channels)
     if n_frames <= POSE_BLOCK:
         return chain_kinematics(channels, clip.axis_rotations(channels), *skeleton)

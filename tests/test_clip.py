@@ -23,6 +23,15 @@ def test_positions_are_cached_and_recomputed_when_channels_change(sample_clip):
         clip.channels = moved[:5]
 
 
+def test_forward_kinematics_of_values_of_another_layout_is_refused(sample_clip):
+    """The kernel reads a row by the clip's channel indices: values of another width are
+    refused before it runs (it would read past the row), frames of any count are not."""
+    with pytest.raises(ClipError, match=r"channel values must have shape \(n_frames, 96\), "
+                                        r"got \(3, 95\)"):
+        sample_clip.forward_kinematics(sample_clip.channels[:3, :95])
+    assert sample_clip.forward_kinematics(sample_clip.channels[:0]).shape == (0, 38, 3)
+
+
 def test_sub_range_shares_memory_and_keeps_host_frames(sample_clip):
     sample_clip.positions  # noqa: B018 - fill the cache so the sub-clip can slice it
     sub = sample_clip.sub_range(100, 199)

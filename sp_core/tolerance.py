@@ -6,7 +6,10 @@ search spends its fits where they are cheap:
 
 1. a search with the channel fit the world fit starts from (a twentieth of a world fit),
    pose keys alone: the world fit never has a larger mean than its start, so the K found
-   there bounds the answer from above;
+   there bounds the answer from above. A bound is all stage 2 needs, so this search ends at
+   a K that meets once the power law through its latest two tries puts the tolerance there
+   or above, without fitting the K below it that the law foresees missing (the sample at
+   2 mm: K = 53 met, and 52, which missed, is no longer fitted);
 2. a search with the real fit (the world fit, tenths of a second) below that bound, pose keys
    alone, on the mean (and on the max too when no corrective keys may be spent).
 
@@ -19,10 +22,11 @@ search spends its fits where they are cheap:
    long take past its flops limit: the real fit is then a channel fit, whose mean is about
    its start's). A bracket of a K that meets and one that misses is kept, and halved when
    the predictions stop narrowing it.
-   On the sample this takes 5 start fits and 2 world fits instead of 10 and 6, and returns
-   what a bisection returns: a K that meets the mean above one that misses (from K = 200 on,
-   one that misses within 1 % below it: :data:`PRECISION`). Without
-   corrective keys the max decides too, which follows no power law: both are bisections;
+   On the sample (default tolerance) this takes 3 start fits and 1 world fit instead of a
+   bisection's 10 and 6, and stage 2 returns what a bisection returns: a K that meets the
+   mean above one that misses (from K = 200 on, one that misses within 1 % below it:
+   :data:`PRECISION`). Without corrective keys the max decides too, which follows no power
+   law: both are bisections;
 3. that K checked with the corrective keys (seconds), raised until it meets the tolerance (by
    one K at a time while the mean is met, at first, and where the mean is missed as far as
    the power law puts it, a tenth at most; by a tenth after that);
@@ -243,7 +247,7 @@ class ToleranceSearch:
         return high
 
     def _guided(self, low: int, high: int, fit_space: str, first: int, start: float,
-                stop: float, settles: Callable[[int], bool] | None = None
+                stop: float, settles: Callable[[int], bool] | None = None, bound: bool = False
                 ) -> tuple[int, list[int]]:
         """The smallest K in [low, high] whose pose-key mean with the fit in ``fit_space`` is
         within the tolerance, given that it is at ``high``, found by trying ``first``, then
@@ -251,8 +255,10 @@ class ToleranceSearch:
         docstring); the K returned meets the mean and ``K - 1`` (if at least ``low``) does
         not, as a bisection's would (or, from K = 200 on, a K within :data:`PRECISION` of K
         below it does not). ``settles(k)``, optional, is asked of every K that misses: if it
-        holds, the search ends there and returns that K. Returns that K and the K tried, in
-        order."""
+        holds, the search ends there and returns that K. ``bound``: a bound is all that is
+        wanted (stage 1), so the search also ends at the K that meets once the power law puts
+        the tolerance there or above (the try one K below it is foreseen to miss). Returns
+        that K and the K tried, in order."""
         mean_mm = self.tolerance[0]
 
         def mean(j: int, step: int | None = None) -> float:
@@ -287,6 +293,8 @@ class ToleranceSearch:
                 guess = (failed + 1 + passed) // 2
             else:
                 guess = power_law([(j, mean(j)) for j in tried[-2:]], mean_mm)
+                if bound and guess >= passed:
+                    break
         return passed, tried
 
     def smallest_k(self, mean_mm: float, max_mm: float) -> int:
@@ -314,7 +322,7 @@ class ToleranceSearch:
         first = high
         if guided:
             bound, tried = self._guided(low, high, START, round(math.sqrt(low * high)), 0.0,
-                                        one)
+                                        one, bound=True)
             # (the search assumed the start fit meets the mean at `high`: true unless it
             # ended there)
             bounded = bound < high or pose_ok(high, START)

@@ -207,6 +207,30 @@ def test_the_predicted_search_ends_on_a_k_that_meets_above_one_that_misses(top, 
         assert search.fits <= 8
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(3, 400), st.floats(1.2, 3.0), st.floats(0.0, 0.08), st.integers(0, 2**32 - 1),
+       st.integers(0, 400))
+def test_a_search_for_a_bound_stops_before_the_k_it_foresees_missing(top, slope, noise, seed,
+                                                                     first):
+    """Stage 1 wants a bound only: it returns a K whose mean meets the tolerance after the
+    first tries of the full search (no other K fitted), and on means that fall exactly as a
+    power law it leaves out the full search's last fit where that fit only confirmed that
+    the K below the one returned misses."""
+    rng = np.random.default_rng(seed)
+    ks = np.arange(top + 1)
+    means = 2.0 * (np.maximum(ks, 1) / (0.6 * top + 1)) ** -slope \
+        * np.exp(rng.normal(0.0, noise, top + 1))
+    means[top] = min(means[top], 2.0)
+    low = 2
+    _k, full = _Scripted(means, means)._guided(low, top, START, first, 0.0, 1.0)
+    k, tried = _Scripted(means, means)._guided(low, top, START, first, 0.0, 1.0, bound=True)
+    assert low <= k <= top and means[k] <= 2.0
+    assert tried == full[:len(tried)]
+    if noise == 0.0 and len(full) >= 3 and full[-1] == _k - 1:
+        # the full search's last fit only confirmed the miss the power law foresaw
+        assert len(tried) < len(full)
+
+
 class _Checked(_Scripted):
     """A scripted search whose reductions with the corrective keys are given too ((mean, max)
     per K, no corrective stage), and a list of the K checked."""

@@ -368,7 +368,7 @@ def correct(clip: Clip, reduced: np.ndarray, key_rows: np.ndarray, animated: np.
                 correction[c_lo:c_hi + 1, c] = column
                 current[c_lo:c_hi + 1, c] = reduced[c_lo:c_hi + 1, c] + column
             # (rows lo..hi only: the greedy search takes hundreds of steps on a long take)
-            fk.update(current[lo:hi + 1], lo)
+            fk.update(current[lo:hi + 1], lo, np.array([change[0] for change in changes]))
             errors[lo:hi + 1] = new_errors
             frame_max[lo:hi + 1] = new_errors.max(axis=1)
             used += cost
@@ -430,13 +430,21 @@ class _Kinematics:
     def __call__(self, channels: np.ndarray) -> np.ndarray:
         return self.clip.forward_kinematics(channels)
 
-    def update(self, rows: np.ndarray, lo: int) -> None:
+    def update(self, rows: np.ndarray, lo: int, columns: np.ndarray | None = None) -> None:
         """The current motion changed on rows lo..lo + len(rows) - 1: they are now ``rows``
-        (n, C)."""
+        (n, C); ``columns``, optional: the only channels that changed there (the other
+        channels' matrices are kept: making all of them again cost more than the chain)."""
         hi = lo + len(rows)
-        turns = self.clip.axis_rotations(rows)
-        self.turns[lo:hi] = turns
-        self.positions[lo:hi], self.world[lo:hi] = self._chain(rows, turns)
+        if columns is None:
+            self.turns[lo:hi] = self.clip.axis_rotations(rows)
+        else:
+            turning = np.asarray(columns, dtype=np.int64)
+            turning = turning[self.rotation[turning]]
+            n = len(rows)
+            self.turns[lo:hi, self.clip.rotation_slot[turning]] = self.clip.channel_turns(
+                rows[:, turning].T.reshape(-1), np.repeat(turning, n)
+            ).reshape(len(turning), n, 3, 3).transpose(1, 0, 2, 3)
+        self.positions[lo:hi], self.world[lo:hi] = self._chain(rows, self.turns[lo:hi])
 
     def root(self, columns: np.ndarray) -> int:
         """The deepest node above (or at) every node that ``columns`` move."""

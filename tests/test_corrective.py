@@ -220,6 +220,15 @@ def test_patched_kinematics_equals_full_forward_kinematics(sample_clip):
     angles = current[3, turning]
     assert np.array_equal(clip.channel_turns(angles, turning),
                           clip.axis_rotations(current[3:4])[0, clip.rotation_slot[turning]])
+    # an update told which channels changed keeps the others' matrices: the same transforms
+    # as those of a search started on the changed motion
+    changed = np.array([3, 40, 41, int(np.flatnonzero(~clip.is_rotation_channel())[0])])
+    current[100:130, changed] += rng.normal(0.0, 10.0, (30, len(changed)))
+    fk.update(current[100:130], 100, changed)
+    fresh = _Kinematics(clip, current)
+    for kept, made in ((fk.turns, fresh.turns), (fk.positions, fresh.positions),
+                       (fk.world, fresh.world)):
+        assert np.array_equal(kept, made)
 
 
 @settings(max_examples=60, deadline=None)

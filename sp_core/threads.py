@@ -221,6 +221,9 @@ def follow_budget(budget: Any, interval: float = 0.1) -> None:
 #: Held by the thread inside a :func:`single_threaded_blas` block (re-entrant: a reduction's
 #: fit nests one inside its own).
 _ONE_BLAS_THREAD = threading.RLock()
+#: Blocks entered and not left by the thread holding :data:`_ONE_BLAS_THREAD` (changed only
+#: under it).
+_blocks_held = 0
 
 
 @contextlib.contextmanager
@@ -238,10 +241,20 @@ def single_threaded_blas() -> Iterator[None]:
     Without threadpoolctl (a host's Python where it was not installed) the block runs with
     whatever BLAS has: slower on busy cores, results that may differ in the last digits.
     """
+    global _blocks_held
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - a dependency; hosts install it too
         yield
         return
-    with _ONE_BLAS_THREAD, threadpool_limits(limits=1, user_api="blas"):
-        yield
+    with _ONE_BLAS_THREAD:
+        # a block inside this thread's own has the limit already: setting it again costs a
+        # scan of the process's libraries (0.8 ms; five of a default reduce's ten blocks)
+        limit = threadpool_limits(limits=1, user_api="blas") if not _blocks_held \
+            else contextlib.nullcontext()
+        with limit:
+            _blocks_held += 1
+            try:
+                yield
+            finally:
+                _blocks_held -= 1

@@ -52,6 +52,30 @@ def test_single_threaded_blas_limits_inside_the_block_only():
     assert _blas_threads() == before
 
 
+def test_a_block_inside_a_block_keeps_the_limit_and_the_outer_one_restores_it(monkeypatch):
+    """A block nested in the same thread's block (a reduction's fit inside the reduction)
+    sets no limit of its own (no scan of the libraries): BLAS has one thread until the outer
+    block ends, also after the inner one ended, and the count of before after it."""
+    import numpy as np
+    import threadpoolctl
+
+    np.ones((4, 4)) @ np.ones((4, 4))  # BLAS loaded
+    before = _blas_threads()
+    limits = []
+    real = threadpoolctl.threadpool_limits
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits",
+                        lambda **kw: limits.append(kw) or real(**kw))
+    with single_threaded_blas():
+        with single_threaded_blas():
+            assert set(_blas_threads()) == {1}
+        assert set(_blas_threads()) == {1}
+    assert _blas_threads() == before
+    assert limits == [{"limits": 1, "user_api": "blas"}]
+    with single_threaded_blas():  # the count of blocks held went back to none
+        pass
+    assert len(limits) == 2
+
+
 def test_single_threaded_blas_blocks_of_two_threads_take_turns():
     """A block that ends while another thread's runs must not give that one its BLAS threads
     back: the blocks take turns, so the later one starts its limit after the earlier one

@@ -190,13 +190,14 @@ class SpeedLimits:
             order = turned[np.lexsort((nodes, owner[turned]))]  # by candidate, then joint
             key = owner[order] * self.clip.n_nodes + self.clip.channel_nodes[columns[order]]
             group_start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            new_turns = turns[end_to_end(starts[order], counts[order])]
+            # (each change's matrices read where they lie among all of them: gathered in the
+            # candidates' order, they were copied once more on every greedy step)
             fast = joint_steps_too_fast(
                 np.append(group_start, len(order)).astype(np.int64),
                 self.clip.channel_nodes[columns[order[group_start]]].astype(np.int64),
                 first[order].astype(np.int64), counts[order].astype(np.int64),
                 self.clip.rotation_slot[columns[order]].astype(np.int64),
-                (np.cumsum(counts[order]) - counts[order]).astype(np.int64), new_turns,
+                starts[order].astype(np.int64), np.ascontiguousarray(turns, dtype=np.float64),
                 kept_turns, self.node_ptr, self.node_slots, self.joint)
             out[owner[order[group_start[fast]]]] = True
         return out

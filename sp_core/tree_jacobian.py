@@ -180,7 +180,7 @@ def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray
     Returns
     -------
     positions : (F, n_nodes, 3) float64
-        Equal to :meth:`sp_core.clip.Clip.forward_kinematics` to rounding.
+        Those of :meth:`sp_core.clip.Clip.forward_kinematics` (the same kernel).
     axes : (F, Cf, 3) float64
         As :func:`channel_axes`.
     """

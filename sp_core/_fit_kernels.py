@@ -1,8 +1,9 @@
 """numba kernels of the world-space fit (private; use :mod:`sp_core.tree_jacobian`) and of the
 corrective stage's greedy search (used by :mod:`sp_core.corrective`).
 
-Imported only when a world fit runs or the channel fit's arrays are large
-(:data:`sp_core.curves.KERNEL_SIZE`), so reading files and short channel fits never load numba.
+Imported on the first forward kinematics (:meth:`sp_core.clip.Clip.forward_kinematics`, the
+chain kernel), a world fit, or a channel fit of large arrays (:data:`sp_core.curves.KERNEL_SIZE`);
+reading a file loads numba only when its positions are asked for.
 
 The two share their forward kinematics' steps (``_place``, ``_times``) and sums
 (``_pairwise_sum``), so they live in one file: numba's cache of a kernel follows the kernel's
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+
+from sp_core.threads import TakingTurns
 
 
 @njit(cache=True, nogil=True)
@@ -172,6 +175,7 @@ def _segment(s: int, positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
             upper[s, o + b, a] += acc[2, e] if shared else acc[3, e]
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def segment_normal_blocks(positions: np.ndarray, miss: np.ndarray, axes: np.ndarray,
                           rotation: np.ndarray, pivot: np.ndarray, parents: np.ndarray,
@@ -333,6 +337,7 @@ def _place(i: int, row: np.ndarray, position: np.ndarray, world: np.ndarray,
     return parent, _times(parent, orients[i])
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarray,
                      parents: np.ndarray, translation: np.ndarray, rot_ptr: np.ndarray,
@@ -398,6 +403,7 @@ def chain_kinematics(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarra
     return positions, axes
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def bezier_parameter(t: np.ndarray, a: np.ndarray, b: np.ndarray, length: np.ndarray
                      ) -> np.ndarray:
@@ -457,6 +463,7 @@ def _cholesky_solve(m: np.ndarray, b: np.ndarray) -> None:
         b[r] = v / lower[r, r]
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def segment_solve(diagonal: np.ndarray, coupling: np.ndarray, rhs: np.ndarray,
                   shift: np.ndarray) -> np.ndarray:
@@ -580,6 +587,7 @@ def _pairwise_sum(values: np.ndarray) -> float:
             return total
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def segment_normal_sums(w_out: np.ndarray, w_in: np.ndarray, residual: np.ndarray,
                         starts: np.ndarray) -> np.ndarray:
@@ -649,6 +657,7 @@ def segment_normal_sums(w_out: np.ndarray, w_in: np.ndarray, residual: np.ndarra
 # the greedy search's choices follow the last digits of its scores.
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def chain_world(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarray,
                 parents: np.ndarray, translation: np.ndarray, rot_ptr: np.ndarray,
@@ -684,6 +693,7 @@ def chain_world(channels: np.ndarray, turns: np.ndarray, offsets: np.ndarray,
     return positions, world
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def subtree_positions(channels: np.ndarray, base: np.ndarray, roots: np.ndarray,
                       patch_ptr: np.ndarray, patch_chan: np.ndarray, patch_turn: np.ndarray,
@@ -750,6 +760,7 @@ def subtree_positions(channels: np.ndarray, base: np.ndarray, roots: np.ndarray,
     return positions
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def row_errors(positions: np.ndarray, target: np.ndarray, frames: np.ndarray,
                current: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -904,6 +915,7 @@ def _distance(a: tuple, b: tuple) -> float:
     return total
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def joint_steps_too_fast(group_ptr: np.ndarray, group_node: np.ndarray, first: np.ndarray,
                          count: np.ndarray, slot: np.ndarray, start: np.ndarray,

@@ -24,6 +24,8 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from sp_core.threads import TakingTurns
+
 # Contraction (fused multiply-adds) and reciprocals only: the tables and the DP hold inf, so the
 # "no inf / no NaN" fast-math assumptions would be wrong; with reassociation too, a process
 # that compiled the line kernels computed other last digits of their tables than one that
@@ -101,6 +103,7 @@ _LINE_TILE = 16
 _LINE_LATER = 4
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def line_rows(forward: np.ndarray, backward: np.ndarray, candidates: np.ndarray, band: int,
               max_gap: int, timed: bool, table: np.ndarray, first: int, stop: int) -> None:
@@ -284,6 +287,7 @@ _SSE_LANES = 32
 _SSE_LATER = 8
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def sse_rows(poses: np.ndarray, s1: np.ndarray, sk: np.ndarray, sq: np.ndarray,
              earlier: np.ndarray, earlier_s1: np.ndarray, earlier_sk: np.ndarray,
@@ -394,6 +398,7 @@ def _hermite(u: float) -> tuple[float, float, float, float]:
     return 2 * u3 - 3 * u2 + 1, u3 - 2 * u2 + u, -2 * u3 + 3 * u2, u3 - u2
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def curve_rows(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: int,
                lowest: np.ndarray, table: np.ndarray, first: int, stop: int,
@@ -471,6 +476,7 @@ def curve_rows(poses: np.ndarray, candidates: np.ndarray, band: int, max_gap: in
 FLOOR_BLOCK = 16
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def block_floors(table: np.ndarray) -> np.ndarray:
     """A lower bound of every block of :data:`FLOOR_BLOCK` previous keys and all farther ones:
@@ -577,6 +583,7 @@ _DP_GROUP = 32
 DP_PATIENCE = 1 << 18
 
 
+@TakingTurns
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
 def select_rows(table: np.ndarray, floors: np.ndarray, lowest: np.ndarray, first: int,
                 stop: int, use_sum: bool, chunks: int, workers: int, patience: int,

@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: Environment variables that size thread pools when their library loads.
@@ -258,3 +258,59 @@ def single_threaded_blas() -> Iterator[None]:
                 yield
             finally:
                 _blocks_held -= 1
+
+
+#: Held by a thread while its parallel kernel runs, where numba's threading layer is its own
+#: work queue (:class:`TakingTurns`).
+_KERNEL_TURNS = threading.Lock()
+#: Whether numba's threading layer lets threads launch kernels at once (None: no kernel has
+#: run, the layer is not chosen yet).
+_layer_threadsafe: bool | None = None
+
+
+class TakingTurns:
+    """A parallel numba kernel that takes turns with the others where numba's threading layer
+    cannot run two at once.
+
+    numba runs ``parallel=True`` kernels on TBB, OpenMP or, where neither library loads, its
+    own work queue, which terminates the process when two Python threads launch kernels at
+    the same time ("Concurrent access has been detected"; numba's threading-layer docs). pip's
+    numba has no OpenMP or TBB on some platforms (macOS without ``libomp``), and the panel
+    and the hosts run analyses and estimates in worker threads beside each other: there a
+    host application would be killed with the user's scene. So the kernels take turns under
+    one lock until the first has run and numba names its layer, and go on taking turns if
+    that is the work queue; on OpenMP and TBB they run at once, the lock no longer taken.
+
+    Attributes of the kernel (``signatures``, ``py_func``) are the wrapped dispatcher's.
+    """
+
+    def __init__(self, kernel: Callable[..., Any]) -> None:
+        self.kernel = kernel
+        self.__doc__ = kernel.__doc__
+        self.__name__ = getattr(kernel, "__name__", "kernel")
+
+    def __call__(self, *args: Any) -> Any:
+        global _layer_threadsafe
+        if _layer_threadsafe:
+            return self.kernel(*args)
+        with _KERNEL_TURNS:
+            result = self.kernel(*args)
+            if _layer_threadsafe is None:
+                _layer_threadsafe = _threadsafe_layer()
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kernel, name)
+
+
+def _threadsafe_layer() -> bool | None:
+    """Whether the threading layer numba chose lets threads launch kernels at once (None: it
+    has chosen none yet)."""
+    import numba
+
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel region launched yet
+        return None
+    return layer != "workqueue"
+

@@ -277,3 +277,31 @@ def test_workers_run_the_blas_kernels_of_the_process_that_starts_them(monkeypatc
     assert out == str(mine)
     assert os.environ["OPENBLAS_CORETYPE"] == ("Prescott" if mine[0] != "Prescott"
                                                else "Haswell")
+
+
+def test_kernels_of_two_threads_take_turns_on_numbas_own_work_queue(sample_path):
+    """Where numba has neither OpenMP nor TBB (pip's numba on macOS without libomp) it runs
+    its kernels on its own work queue, which terminates the process when two threads launch
+    kernels at once (a host application with the user's scene): the kernels take turns
+    there. Run with that layer forced, two threads' forward kinematics and selections end
+    (without the turns the process aborted: "Concurrent access has been detected")."""
+    script = f"""
+import threading, numba, numpy as np
+from sp_core.io.bvh import read_bvh
+from sp_core.selection import SelectionSpace
+clip = read_bvh({str(sample_path)!r})
+part = clip.sub_range(0, 299)
+def work():
+    for _ in range(5):
+        clip.forward_kinematics(clip.channels)
+        SelectionSpace.from_clip(part)
+threads = [threading.Thread(target=work) for _ in range(2)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print("layer", numba.threading_layer())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["layer", "workqueue"]
+

@@ -313,4 +313,3 @@ def _threadsafe_layer() -> bool | None:
     except ValueError:  # no parallel region launched yet
         return None
     return layer != "workqueue"
-

@@ -286,7 +286,7 @@ def test_kernels_of_two_threads_take_turns_on_numbas_own_work_queue(sample_path)
     there. Run with that layer forced, two threads' forward kinematics and selections end
     (without the turns the process aborted: "Concurrent access has been detected")."""
     script = f"""
-import threading, numba, numpy as np
+import threading, numba
 from sp_core.io.bvh import read_bvh
 from sp_core.selection import SelectionSpace
 clip = read_bvh({str(sample_path)!r})
@@ -304,4 +304,3 @@ print("layer", numba.threading_layer())
                           env={**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["layer", "workqueue"]
-

@@ -581,7 +581,10 @@ class MobuHost:
                 state["bar"].ProgressDone()
 
     # ------------------------------------------------------------------ layers
-    def _new_layer(self, name: str, mode: fb.FBLayerMode) -> tuple[fb.FBAnimationLayer, int]:
+    def _new_layer(self, name: str, mode: fb.FBLayerMode, reduction: bool = True
+                   ) -> tuple[fb.FBAnimationLayer, int]:
+        """A new layer of the current take named ``name`` (numbered if taken); a
+        ``reduction`` layer is left out of later reads of the motion, an edit's is not."""
         take = fb.FBSystem().CurrentTake
         existing = {take.GetLayer(i).Name for i in range(take.GetLayerCount())}
         unique, n = name, 2
@@ -592,7 +595,8 @@ class MobuHost:
         layer = take.GetLayer(index)
         self._created.append(layer)
         layer.Name = unique
-        self._made.add(unique)
+        if reduction:
+            self._made.add(unique)
         layer.LayerMode = mode
         return layer, index
 
@@ -747,9 +751,9 @@ class MobuHost:
         columns = {c: i for i, c in enumerate(channels)}
         self._refuse_driven(channels)
         with host_step(f"creating additive layer {layer!r}"):
-            created, index = self._new_layer(layer, fb.FBLayerMode.kFBLayerModeAdditive)
-            if edit:  # (the artist's: reads of the motion include it)
-                self._made.discard(created.Name)
+            # (an edit is the artist's: reads of the motion include it)
+            created, index = self._new_layer(layer, fb.FBLayerMode.kFBLayerModeAdditive,
+                                             reduction=not edit)
             created.Weight = 100.0 * float(weight)
             per_layer = int(created.LayerRotationMode) != int(
                 fb.FBLayerRotationMode.kFBLayerRotationModeEulerRotation)

@@ -21,12 +21,6 @@ import numpy as np
 
 from sp_core.clip import AXES, Clip
 
-#: Frames per call of :func:`pose`'s kernel. The rotation matrices of every channel take
-#: 670 bytes a frame: on a 36,000-frame take 241 MB, mapped afresh and faulted in at every
-#: pose (0.43 s, half of it in page faults); blocks of this size are reused
-#: from the heap (0.21 s), and the results are the same to the bit.
-POSE_BLOCK = 2048
-
 
 @dataclass(frozen=True)
 class TreeLayout:
@@ -184,23 +178,8 @@ def pose(clip: Clip, layout: TreeLayout, channels: np.ndarray
     axes : (F, Cf, 3) float64
         As :func:`channel_axes`.
     """
-    from sp_core._fit_kernels import chain_kinematics
-
     channels = np.ascontiguousarray(channels, dtype=np.float64)
-    chain = clip.chain()
-    skeleton = (chain.offsets, chain.parents, chain.translation, chain.rot_ptr, chain.rot_chan,
-                chain.rot_axis, chain.rot_slot, chain.orients, layout.slot, len(layout.columns),
-                chain.oriented)
-    n_frames = len(channels)
-    if n_frames <= POSE_BLOCK:
-        return chain_kinematics(channels, clip.axis_rotations(channels), *skeleton)
-    positions = np.empty((n_frames, clip.n_nodes, 3))
-    axes = np.empty((n_frames, len(layout.columns), 3))
-    for lo in range(0, n_frames, POSE_BLOCK):
-        block = channels[lo:lo + POSE_BLOCK]
-        positions[lo:lo + len(block)], axes[lo:lo + len(block)] = chain_kinematics(
-            block, clip.axis_rotations(block), *skeleton)
-    return positions, axes
+    return clip.chain_pass(channels, layout.slot, len(layout.columns))
 
 
 def world_normal_blocks(layout: TreeLayout, starts: np.ndarray, w_out: np.ndarray,

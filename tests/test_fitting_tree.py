@@ -59,15 +59,15 @@ def test_pose_in_blocks_of_frames_is_the_same_to_the_bit(sample_clip, monkeypatc
     """A long take's poses are formed a block of frames at a time (the rotation matrices of
     every frame at once took hundreds of MB): blocks of any size, a short last one included,
     give what one call over every frame gives."""
-    from sp_core import tree_jacobian
+    from sp_core import clip as clip_module
 
     clip = sample_clip.unwrapped()
     channels = clip.channels + np.random.default_rng(3).normal(0, 2.0, clip.channels.shape)
     layout = TreeLayout.of(clip, np.flatnonzero(~constant_channels(clip.channels)))
     whole = pose(clip, layout, channels)
-    assert len(channels) <= tree_jacobian.POSE_BLOCK  # (one call)
+    assert len(channels) <= clip_module.FK_BLOCK  # (one call)
     for block in (1, 97, 500, len(channels) - 1):
-        monkeypatch.setattr(tree_jacobian, "POSE_BLOCK", block)
+        monkeypatch.setattr(clip_module, "FK_BLOCK", block)
         blocked = pose(clip, layout, channels)
         for a, b in zip(whole, blocked, strict=True):
             assert a.shape == b.shape and np.array_equal(a, b), block

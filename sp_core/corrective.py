@@ -41,6 +41,7 @@ Rounds
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -736,8 +737,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                        ).reshape(len(tried) + 1, rows_w, -1)
     miss = moved[0] - target[lo_j:hi_j + 1].reshape(rows_w, -1)
     jac = np.zeros((rows_w, miss.shape[1], len(movers)))
-    for i, m in enumerate(tried):
-        jac[:, :, m] = (moved[i + 1] - moved[0]) / STEP
+    jac[:, :, tried] = np.moveaxis((moved[1:] - moved[0]) / STEP, 0, -1)
     grad = np.einsum("fn,fnc->fc", miss, jac)  # (rows, movers)
     norm = np.einsum("fnc,fnc->fc", jac, jac)
     # every candidate's changes (channel, the knots but the new value at `worst`, the change
@@ -748,16 +748,9 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     # per candidate cost more than its forward kinematics)
     candidates: list[tuple[list[tuple[int, dict[int, float], float, np.ndarray, int, int]],
                            int]] = []
-    firsts: list[int] = []
-    lasts: list[int] = []
-    tops: list[int] = []
-    placed: list[int] = []  # first row in the block
-    in_block: list[int] = []
-    in_take: list[int] = []
-    lengths_of: list[int] = []
-    channel_of: list[int] = []
-    change_hats: list[np.ndarray] = []
-    change_deltas: list[float] = []
+    placed: list[tuple[int, int, int, int]] = []  # lo, hi, top, first row in the block
+    flat: list[tuple[int, int, int, int, np.ndarray, float]] = []  # every change's
+    end = 0  # the block's rows so far
     hats_of: dict[tuple[int, tuple[int, ...]], tuple] = {}
 
     def hat_of(c: int, shape: tuple[int, ...]) -> tuple:
@@ -767,27 +760,22 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         return hats_of[c, shape]
 
     def add(changes: list, cost: int, lo: int, hi: int, top: int) -> None:
-        offset = placed[-1] + lasts[-1] - firsts[-1] + 1 if placed else 0
+        nonlocal end
         for c, _knots, delta, hat, c_lo, c_hi in changes:
-            in_block.append(offset + c_lo - lo)
-            in_take.append(c_lo)
-            lengths_of.append(c_hi - c_lo + 1)
-            channel_of.append(c)
-            change_hats.append(hat)
-            change_deltas.append(delta)
+            flat.append((end + c_lo - lo, c_lo, c_hi - c_lo + 1, c, hat, delta))
         candidates.append((changes, cost))
-        firsts.append(lo)
-        lasts.append(hi)
-        tops.append(top)
-        placed.append(offset)
+        placed.append((lo, hi, top, end))
+        end += hi - lo + 1
 
     # the ranked channels' single hats: each one's Gauss-Newton sums in one kernel call (five
     # numpy calls per hat, for some 40 hats a step, were a sixth of its Python time)
+    # every tried channel's closing knots at each width (see _shapes)
+    closings = {int(movers[m]): _closings(channels[int(movers[m])], worst, n_frames)
+                for m in tried}
     singles = []  # (m, c, hat, knots, lo, hi, cost, window)
     for m in ranked:
         c = int(movers[m])
-        state = channels[c]
-        for shape in _shapes(state, worst, n_frames):
+        for shape in _shapes(closings[c]):
             hat, knots, lo, hi, cost = hat_of(c, shape)
             if cost <= left:
                 singles.append((int(m), c, hat, knots, lo, hi, cost,
@@ -806,58 +794,57 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         if denominator > 0:
             deltas.append(-float(gradients[i]) / denominator)
         for delta in deltas:
-            if np.isfinite(delta) and delta != 0:
+            if math.isfinite(delta) and delta != 0:
                 add([(c, knots, delta, hat, lo, hi)], cost, lo, hi, int(clip.channel_nodes[c]))
     # the best few channels together (a shoulder fix with the wrist compensating): one
     # Gauss-Newton step on their joint hat amplitudes
     together = [int(m) for m in tried]
-    joint = []  # (hats, cost) of every width
-    for width in (0,) + WIDTHS:
+    joint = []  # (hats, cost, lo, hi) of every width
+    for w in range(len(WIDTHS) + 1):  # (a ramp, then a hat of each width)
         hats = []
         for m in together:
             c = int(movers[m])
-            state = channels[c]
-            shape = _shapes(state, worst, n_frames, (width,) if width else ())[-1]
-            hats.append((m, c, *hat_of(c, shape)))
+            hats.append((m, c, *hat_of(c, closings[c][w - 1] if w else ())))
         cost = sum(h[-1] for h in hats)
         if len(hats) < 2 or cost > left:
             continue
-        joint.append((hats, cost))
+        joint.append((hats, cost, min(h[4] for h in hats), max(h[5] for h in hats)))
     # every width's normal equations in one kernel call, from each correction's hat on the
     # Jacobian's rows (the einsums of the weighted columns, to the bit)
     shaped = np.zeros((len(joint), len(together), hi_j - lo_j + 1))
-    for w, (hats, _cost) in enumerate(joint):
+    for w, (hats, *_rest) in enumerate(joint):
         for i, (_m, _c, hat, _knots, lo, hi, _cost_i) in enumerate(hats):
             h, rows = _window(hat, lo, hi, lo_j, hi_j)
             shaped[w, i, rows] = h
     normals, gradients = joint_normals(
-        jac, miss, np.array([[h[0] for h in hats] for hats, _cost in joint],
+        jac, miss, np.array([[h[0] for h in hats] for hats, *_rest in joint],
                             dtype=np.int64).reshape(len(joint), len(together)), shaped)
-    for normal in normals:
-        normal += 1e-9 * np.trace(normal) * np.eye(len(normal))
     diagonal = np.arange(len(together))
+    normals[:, diagonal, diagonal] += 1e-9 * np.trace(normals, axis1=1, axis2=2)[:, None]
     # (every joint step changes the same channels: one topmost node for all)
     joint_top = fk.root(movers[tried]) if joint else -1
     for damping in JOINT_DAMPING:
         damped = normals.copy()
         damped[:, diagonal, diagonal] *= 1.0 + damping
-        for (together_hats, cost), amplitudes in zip(joint, _solve_each(damped, gradients),
-                                                     strict=True):
-            if amplitudes is None or not np.all(np.isfinite(amplitudes)):
+        for (together_hats, cost, lo, hi), solved in zip(joint, _solve_each(damped, gradients),
+                                                          strict=True):
+            amplitudes = [] if solved is None else solved.tolist()
+            if not amplitudes or not all(map(math.isfinite, amplitudes)):
                 continue
-            add([(c, knots, float(d), hat, lo, hi)
-                 for (_m, c, hat, knots, lo, hi, _cost), d in zip(together_hats, amplitudes,
-                                                                   strict=True)],
-                cost, min(h[4] for h in together_hats), max(h[5] for h in together_hats),
-                joint_top)
+            add([(c, knots, d, hat, h_lo, h_hi)
+                 for (_m, c, hat, knots, h_lo, h_hi, _cost), d in zip(together_hats, amplitudes,
+                                                                       strict=True)],
+                cost, lo, hi, joint_top)
     if not candidates:
         return None
     # every candidate's rows in one batch of patched forward kinematics, then the checks and
     # scores of all of them at once (a Python loop over a hundred candidates a step cost more
     # than the kinematics)
-    ranges = np.array([firsts, lasts], dtype=np.int64).T
+    spans = np.array(placed, dtype=np.int64)
+    ranges, tops, offsets = spans[:, :2], spans[:, 2], spans[:, 3]
     lengths = ranges[:, 1] - ranges[:, 0] + 1
-    offsets = np.array(placed, dtype=np.int64)
+    in_block, in_take, lengths_of, channel_of, change_hats, change_deltas = zip(*flat,
+                                                                                 strict=True)
     rows = end_to_end(ranges[:, 0], lengths)  # (the candidates' blocks lie end to end)
     block = current[rows]
     counts = np.array(lengths_of)
@@ -869,10 +856,23 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     values = correction[take_rows, patch_columns] \
         + np.repeat(change_deltas, counts) * np.concatenate(change_hats)
     block[patch_rows, patch_columns] = reduced[take_rows, patch_columns] + values
-    # (the changed channels' matrices once, for the kinematics and the speed checks)
-    turns = clip.channel_turns(block[patch_rows, patch_columns], patch_columns)
+    # the changed channels' matrices once, for the kinematics and the speed checks. A hat is
+    # zero on most of its rows (a closing knot keeps the line to the point beyond it): the
+    # values it leaves keep their matrices, and rows no change moves keep the current
+    # positions instead of their kinematics (the same numbers: 0.6 of the rows, a tenth of
+    # the corrective stage)
+    new = block[patch_rows, patch_columns]
+    changed = new != current[take_rows, patch_columns]
+    turns = np.empty((len(new), 3, 3))
+    turns[changed] = clip.channel_turns(new[changed], patch_columns[changed])
+    slots = clip.rotation_slot[patch_columns]
+    kept = ~changed & (slots >= 0)
+    turns[kept] = fk.turns[take_rows[kept], slots[kept]]
+    moves = np.zeros(len(rows), dtype=bool)
+    moves[patch_rows[changed]] = True
     moved, moved_max, moved_mean, current_max = row_errors(  # per row of every block
-        fk.patched(block, rows, patch_rows, patch_columns, np.repeat(tops, lengths), turns),
+        fk.patched(block, rows, patch_rows, patch_columns,
+                   np.where(moves, np.repeat(tops, lengths), -1), turns),
         target, rows, errors)
     worse = np.logical_or.reduceat((moved_max > base_max[rows] + slack)
                                    | (moved_mean > base_mean[rows] + slack), offsets)
@@ -885,11 +885,10 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     at_worst = offsets + worst - ranges[:, 0]
     kept = np.flatnonzero(~worse & (moved_max[at_worst] < current_max[at_worst]))
     best, best_score = -1, 0.0
+    gained = current_max ** 2 - moved_max ** 2
     for i in kept:
-        lo, hi, offset = ranges[i, 0], ranges[i, 1], offsets[i]
-        new_max = moved_max[offset:offset + hi - lo + 1]
-        old_max = current_max[offset:offset + hi - lo + 1]
-        score = float(np.sum(old_max ** 2 - new_max ** 2)) / max(candidates[i][1], 0.5)
+        offset = offsets[i]
+        score = float(np.sum(gained[offset:offset + lengths[i]])) / max(candidates[i][1], 0.5)
         if score > best_score:
             best_score = score
             best = i
@@ -899,8 +898,8 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     out = []
     for j, (c, knots, delta, _shape, c_lo, c_hi) in enumerate(changes):
         at = starts[first_change[best] + j]
-        out.append((c, {**knots, worst: float(correction[worst, c]) + delta}, c_lo, c_hi,
-                    values[at:at + c_hi - c_lo + 1]))
+        merged = {**channels[c].knots, **knots, worst: float(correction[worst, c]) + delta}
+        out.append((c, merged, c_lo, c_hi, values[at:at + c_hi - c_lo + 1]))
     return out, int(lo), int(hi), moved[offset:offset + hi - lo + 1], cost
 
 
@@ -927,17 +926,18 @@ def _solve_each(normals: np.ndarray, gradients: np.ndarray) -> list[np.ndarray |
 def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, ...]
          ) -> tuple[np.ndarray, dict[int, float], int, int, int]:
     """A unit change at ``worst`` closed by knots at ``shape`` (keeping the correction there):
-    the change on rows lo..hi, the knots (value at ``worst`` still to add), lo, hi, key cost.
+    the change on rows lo..hi, the new knots to lay over the channel's (value at ``worst``
+    still to add), lo, hi, key cost.
 
     Only the points on rows lo..hi and the one beyond each end take part: the new knots
     change the interpolation between the points around them and nothing else, and which keys
     are written (a knot, or a point next to one) only on lo..hi. Working on the whole
-    channel (every pose key of a long take) cost more than the rest of a greedy step.
+    channel (every pose key of a long take) cost more than the rest of a greedy step; so did
+    a copy of the channel's knots per candidate (the winner's are merged once).
     """
     new = {r: float(correction[r]) for r in shape}
     new[worst] = float(correction[worst]) + 1.0
-    knots = dict(state.knots)
-    knots.update(new)
+    old = state.knots
     lo, hi = state.span(list(new))
     rows = state.rows
     first = bisect_left(rows, lo)
@@ -945,21 +945,21 @@ def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, 
     # the current points on lo..hi with one more point each side (if any), then the new ones
     near = rows[max(first - 1, 0):stop + 1]
     points = sorted(set(near).union(new))
-    values = [knots.get(r, 0.0) for r in points]
+    values = [new[r] if r in new else old.get(r, 0.0) for r in points]
     inside = slice(points.index(lo), points.index(hi) + 1)
     hat = np.interp(np.arange(lo, hi + 1), points[inside], values[inside]) \
         - correction[lo:hi + 1]
     written = state.written_rows
-    cost = _written_between(points, knots, lo, hi) \
+    knot = [r in new or r in old for r in points]
+    cost = _written_between(points, knot, lo, hi) \
         - (bisect_right(written, hi) - bisect_left(written, lo))
-    return hat, knots, lo, hi, cost
+    return hat, new, lo, hi, cost
 
 
-def _written_between(points: list[int], knots: dict[int, float], lo: int, hi: int) -> int:
+def _written_between(points: list[int], knot: list[bool], lo: int, hi: int) -> int:
     """How many of ``points`` (ascending rows) on lo..hi a host writes (a knot, or a point next
     to one; see :meth:`_Channel.written`): ``points`` holds every point of lo..hi and the
-    one beyond each end, if any."""
-    knot = [r in knots for r in points]
+    one beyond each end, if any; ``knot[i]``, whether ``points[i]`` is a knot."""
     last = len(points) - 1
     return sum(1 for i, r in enumerate(points)
                if lo <= r <= hi and (knot[i] or (i > 0 and knot[i - 1])
@@ -973,18 +973,22 @@ def _window(hat: np.ndarray, lo: int, hi: int, lo_j: int, hi_j: int
     return hat[inside], slice(max(lo, lo_j) - lo_j, min(hi, hi_j) - lo_j + 1)
 
 
-def _shapes(state: _Channel, worst: int, n_frames: int,
-            widths: tuple[int, ...] = WIDTHS) -> list[tuple[int, ...]]:
-    """Closing knots of the candidate shapes at ``worst``: none (a ramp to the points around
-    it), or one each side at ``w`` frames (a hat), unless a point is already nearer."""
+def _closings(state: _Channel, worst: int, n_frames: int) -> list[tuple[int, ...]]:
+    """For each of :data:`WIDTHS` ``w``, the knots that close a hat at ``worst``: one each side
+    at ``w`` frames, unless a point is already nearer or the take ends first (none: ())."""
     rows = state.rows
     i, j = bisect_left(rows, worst), bisect_right(rows, worst)
     before = rows[i - 1] if i > 0 else -1
     after = rows[j] if j < len(rows) else n_frames
+    return [tuple(r for r in (worst - w, worst + w) if before < r < after and 0 <= r < n_frames)
+            for w in WIDTHS]
+
+
+def _shapes(closings: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Closing knots of the candidate shapes at a frame: none (a ramp to the points around
+    it), then each distinct hat of ``closings`` (:func:`_closings`)."""
     shapes: list[tuple[int, ...]] = [()]
-    for w in widths:
-        shape = tuple(r for r in (worst - w, worst + w)
-                      if before < r < after and 0 <= r < n_frames)
+    for shape in closings:
         if shape and shape not in shapes:
             shapes.append(shape)
     return shapes

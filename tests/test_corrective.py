@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sp_core.corrective as corrective
-from sp_core.corrective import _Channel, _hat, _shapes, budget_keys, correct
+from sp_core.corrective import _Channel, _closings, _hat, _shapes, budget_keys, correct
 from sp_core.errors import OptionError
 from sp_core.io.bvh import read_bvh
 from sp_core.options import Options, coerce, corrective_plan
@@ -361,8 +361,9 @@ def test_a_candidates_hat_and_key_cost_equal_those_of_the_whole_channel(data):
     state.knots = {r: data.draw(st.floats(-2, 2), label="value") for r in rows}
     correction = np.array(data.draw(st.lists(st.floats(-2, 2), min_size=n, max_size=n)))
     worst = data.draw(st.integers(0, n - 1), label="worst")
-    for shape in _shapes(state, worst, n):
-        hat, knots, lo, hi, cost = _hat(state, correction, worst, shape)
+    for shape in _shapes(_closings(state, worst, n)):
+        hat, new, lo, hi, cost = _hat(state, correction, worst, shape)
+        knots = {**state.knots, **new}
         points, values = state.points(knots)
         whole = np.interp(np.arange(lo, hi + 1), points, values) - correction[lo:hi + 1]
         np.testing.assert_array_equal(hat, whole)

@@ -447,18 +447,29 @@ def bench_batch(repeat: int) -> None:
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     with tempfile.TemporaryDirectory() as tmp:
         takes = make_takes(Path(tmp))
+        # one worker on every core (what a user would otherwise run: its takes' parallel
+        # kernels use the other cores too), and one worker on one core (the scaling of
+        # workers alone, N workers on N cores against one on one)
+        one_core = [{min(os.sched_getaffinity(0))}] if hasattr(os, "sched_getaffinity") else []
         for label, extra in (("default options", []), ("`--suggested`", ["--suggested"])):
             seconds = {}
-            for workers in (1, 2):
-                def batch(workers: int = workers, extra: list[str] = extra) -> None:
+            for workers, cores in ((1, None), (2, None), *((1, c) for c in one_core)):
+                def batch(workers: int = workers, extra: list[str] = extra,
+                          cores: set[int] | None = cores) -> None:
                     out = Path(tempfile.mkdtemp(dir=tmp))
                     subprocess.run([*command, *map(str, takes), "--out", str(out / "o"),
                                     *extra, "--workers", str(workers)], check=True,
-                                   capture_output=True, env=env)
-                seconds[workers] = median_time(batch, repeat)
+                                   capture_output=True, env=env,
+                                   preexec_fn=None if cores is None
+                                   else lambda: os.sched_setaffinity(0, cores))
+                seconds[workers, cores is not None] = median_time(batch, repeat)
+            pinned = (f"; on one core: {seconds[1, True]:.2f} s" if one_core else "")
+            scaled = (f" ({seconds[1, True] / seconds[2, False]:.2f}× one worker on one core)"
+                      if one_core else "")
             row(f"`batch --workers 2`, {len(takes)} takes of 400 frames, {label}",
-                "≥ 1.8× one worker", f"{seconds[2]:.2f} s", f"--workers 1: {seconds[1]:.2f} s",
-                f"{seconds[1] / seconds[2]:.2f}× the throughput")
+                "≥ 1.8× one worker", f"{seconds[2, False]:.2f} s",
+                f"--workers 1: {seconds[1, False]:.2f} s{pinned}",
+                f"{seconds[1, False] / seconds[2, False]:.2f}× the throughput{scaled}")
 
 
 def main() -> None:

@@ -767,11 +767,11 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         placed.append((lo, hi, top, end))
         end += hi - lo + 1
 
-    # the ranked channels' single hats: each one's Gauss-Newton sums in one kernel call (five
-    # numpy calls per hat, for some 40 hats a step, were a sixth of its Python time)
     # every tried channel's closing knots at each width (see _shapes)
     closings = {int(movers[m]): _closings(channels[int(movers[m])], worst, n_frames)
                 for m in tried}
+    # the ranked channels' single hats: each one's Gauss-Newton sums in one kernel call (five
+    # numpy calls per hat, for some 40 hats a step, were a sixth of its Python time)
     singles = []  # (m, c, hat, knots, lo, hi, cost, window)
     for m in ranked:
         c = int(movers[m])
@@ -866,8 +866,8 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     turns = np.empty((len(new), 3, 3))
     turns[changed] = clip.channel_turns(new[changed], patch_columns[changed])
     slots = clip.rotation_slot[patch_columns]
-    kept = ~changed & (slots >= 0)
-    turns[kept] = fk.turns[take_rows[kept], slots[kept]]
+    unchanged = ~changed & (slots >= 0)
+    turns[unchanged] = fk.turns[take_rows[unchanged], slots[unchanged]]
     moves = np.zeros(len(rows), dtype=bool)
     moves[patch_rows[changed]] = True
     moved, moved_max, moved_mean, current_max = row_errors(  # per row of every block

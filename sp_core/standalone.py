@@ -127,10 +127,11 @@ class StandaloneHost:
 
     def channel_values(self, channels: Sequence[str], first: int, last: int,
                        beneath: bool = False) -> np.ndarray:
-        rows = slice(self.clip.frame_index(first), self.clip.frame_index(last) + 1)
         columns = [self._column(c) for c in channels]
-        values = self.evaluated_channels(not beneath)
-        return values[rows][:, columns].copy()
+        # the rows asked for only (a pose read is one frame of what may be a long take)
+        values = self.evaluated_channels(not beneath, self.clip.frame_index(first),
+                                         self.clip.frame_index(last) + 1)
+        return values[:, columns]
 
     def motion(self, roots: Sequence[str], first: int, last: int) -> Clip:
         """The clip under ``roots`` over the range with the propagated edits (not muted) on
@@ -248,18 +249,22 @@ class StandaloneHost:
         self.preview_keyframes(frames)
 
     # ------------------------------------------------------------------ results
-    def evaluated_channels(self, reductions: bool = True) -> np.ndarray:
-        """(n_frames, n_channels): the clip with every layer not muted applied (what the scene
-        shows); without ``reductions``, the propagated edits' layers only."""
-        values = self.clip.channels.copy()
+    def evaluated_channels(self, reductions: bool = True, start: int = 0,
+                           stop: int | None = None) -> np.ndarray:
+        """(stop - start, n_channels): rows start..stop - 1 (default all) of the clip with every
+        layer not muted applied (what the scene shows); without ``reductions``, the propagated
+        edits' layers only."""
+        values = self.clip.channels[start:stop].copy()
+        stop = start + len(values)
         for layer in self._layers:
             if layer.muted or not (reductions or layer.edit):
                 continue
-            block = np.ix_(layer.rows, layer.columns)
+            inside = (layer.rows >= start) & (layer.rows < stop)
+            block = np.ix_(layer.rows[inside] - start, layer.columns)
             if layer.handle.kind == "override":
-                values[block] = layer.values
+                values[block] = layer.values[inside]
             else:
-                values[block] += layer.weight * layer.values
+                values[block] += layer.weight * layer.values[inside]
         return values
 
     def evaluated_positions(self) -> np.ndarray:

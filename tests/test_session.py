@@ -189,6 +189,31 @@ def test_standalone_layers_reproduce_the_original_with_the_residual(clip):
     np.testing.assert_array_equal(host.evaluated_channels(), clip.channels)
 
 
+def test_standalone_reads_of_a_few_frames_are_those_of_the_whole_scene(clip):
+    """A pose read evaluates the layers on the frames asked for only: the same values as the
+    whole scene's on those frames, through and beneath the reduction layers, with an override,
+    an additive layer at half weight, a muted layer and a propagated edit."""
+    host = StandaloneHost(clip)
+    session = Session(host, SUGGESTED)
+    session.analyze()
+    session.set_options(residual_layer=True, space="channel")
+    session.apply()
+    names = clip.channel_names
+    frames = clip.frames
+    rng = np.random.default_rng(3)
+    host.write_residual(names[:5], frames[10:40], rng.normal(size=(30, 5)), "half", 0.5)
+    muted = host.write_residual(names[3:9], frames[:20], rng.normal(size=(20, 6)), "muted", 1.0)
+    host.set_muted(muted, True)
+    host.write_residual(names[6:8], frames[25:60], rng.normal(size=(35, 2)), "edit", 1.0,
+                        edit=True)
+    for first, last in ((0, 0), (12, 30), (35, 35), (len(frames) - 3, len(frames) - 1)):
+        for beneath in (False, True):
+            whole = host.evaluated_channels(not beneath)
+            np.testing.assert_array_equal(
+                host.channel_values(names, int(frames[first]), int(frames[last]), beneath),
+                whole[first:last + 1])
+
+
 def test_apply_refuses_an_analysis_the_options_no_longer_describe(clip):
     """Pins, stride or the tolerance changed after Analyze: the keys of K still come from the
     old space, so Apply would write neither the pins nor the stride (an audit found the panel

@@ -152,6 +152,43 @@ def test_console_script_demo_and_help(tmp_path):
         assert help_run.returncode == 0 and "usage: salient-poses" in help_run.stdout
 
 
+def test_the_command_ends_with_its_status_output_and_exit_handlers(sample_path, tmp_path):
+    """``run`` ends the process without the interpreter's teardown: the command's exit status,
+    its whole output (a pipe, block-buffered) and its exit handlers must come through as
+    with a plain exit, and a thread the command left running must still finish."""
+    script = tmp_path / "command.py"
+    script.write_text(
+        "import atexit, sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from sp_core import cli\n"
+        "out = Path(sys.argv[1])\n"
+        "atexit.register(lambda: (out / 'handler').write_text('ran'))\n"
+        "if sys.argv[2] == 'thread':\n"
+        "    threading.Thread(target=lambda: (time.sleep(0.5),\n"
+        "                                     (out / 'thread').write_text('done'))).start()\n"
+        "sys.argv = ['salient-poses', *sys.argv[3:]]\n"
+        "print('begun')\n"
+        "cli.run()\n")
+    for thread, argv, status in (("none", ["info", str(sample_path)], 0),
+                                 ("none", ["info", str(tmp_path / "missing.bvh")], 2),
+                                 ("thread", ["info", str(sample_path)], 0)):
+        out = tmp_path / f"{thread}{status}"
+        out.mkdir()
+        result = subprocess.run([sys.executable, str(script), str(out), thread, *argv],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == status, result.stderr
+        assert (out / "handler").read_text() == "ran"
+        if status:
+            assert "salient-poses: error:" in result.stderr
+        else:
+            assert result.stdout.startswith("begun\nClip ") and "994" in result.stdout
+            assert result.stdout.removeprefix("begun\n") == subprocess.run(
+                [sys.executable, "-c", "import sys; from sp_core.cli import main; "
+                 "sys.exit(main(sys.argv[1:]))", *argv],
+                capture_output=True, text=True, timeout=120).stdout
+        assert (out / "thread").exists() == (thread == "thread")
+
+
 def test_the_plot_of_a_still_clip_says_why_it_is_empty(sample_clip, tmp_path, monkeypatch):
     """`analyze --plot` of a clip in which nothing moves drew empty axes (no K has a cost a
     log axis can show); it says why, as the panel's graph does."""

@@ -740,7 +740,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     jac[:, :, tried] = np.moveaxis((moved[1:] - moved[0]) / STEP, 0, -1)
     grad = np.einsum("fn,fnc->fc", miss, jac)  # (rows, movers)
     norm = np.einsum("fnc,fnc->fc", jac, jac)
-    # every candidate's changes (channel, the knots but the new value at `worst`, the change
+    # every candidate's changes (channel, its new knots but the value at `worst`, the change
     # delta times hat on rows lo..hi of the correction) and cost, its rows lo..hi, topmost
     # moved node and place in the block of all candidates' rows; each change's first row in
     # that block and in the take, its length, channel, hat and delta (the new correction

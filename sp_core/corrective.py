@@ -855,13 +855,13 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     # (each change's column as correction[lo:hi + 1, c] + delta * hat, to the bit)
     values = correction[take_rows, patch_columns] \
         + np.repeat(change_deltas, counts) * np.concatenate(change_hats)
-    block[patch_rows, patch_columns] = reduced[take_rows, patch_columns] + values
+    new = reduced[take_rows, patch_columns] + values
+    block[patch_rows, patch_columns] = new
     # the changed channels' matrices once, for the kinematics and the speed checks. A hat is
     # zero on most of its rows (a closing knot keeps the line to the point beyond it): the
     # values it leaves keep their matrices, and rows no change moves keep the current
     # positions instead of their kinematics (the same numbers: 0.6 of the rows, a tenth of
     # the corrective stage)
-    new = block[patch_rows, patch_columns]
     changed = new != current[take_rows, patch_columns]
     turns = np.empty((len(new), 3, 3))
     turns[changed] = clip.channel_turns(new[changed], patch_columns[changed])

@@ -846,7 +846,6 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     in_block, in_take, lengths_of, channel_of, change_hats, change_deltas = zip(*flat,
                                                                                  strict=True)
     rows = end_to_end(ranges[:, 0], lengths)  # (the candidates' blocks lie end to end)
-    block = current[rows]
     counts = np.array(lengths_of)
     starts = np.cumsum(counts) - counts  # each change's first value among all of them
     patch_rows = end_to_end(np.array(in_block), counts)
@@ -856,12 +855,11 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     values = correction[take_rows, patch_columns] \
         + np.repeat(change_deltas, counts) * np.concatenate(change_hats)
     new = reduced[take_rows, patch_columns] + values
-    block[patch_rows, patch_columns] = new
     # the changed channels' matrices once, for the kinematics and the speed checks. A hat is
     # zero on most of its rows (a closing knot keeps the line to the point beyond it): the
-    # values it leaves keep their matrices, and rows no change moves keep the current
-    # positions instead of their kinematics (the same numbers: 0.6 of the rows, a tenth of
-    # the corrective stage)
+    # values it leaves keep their matrices, and only the rows a change moves get forward
+    # kinematics and distances; the others keep the current ones, which are the same
+    # numbers (0.6 of the rows; with their kinematics, a tenth of the corrective stage)
     changed = new != current[take_rows, patch_columns]
     turns = np.empty((len(new), 3, 3))
     turns[changed] = clip.channel_turns(new[changed], patch_columns[changed])
@@ -870,12 +868,28 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     turns[unchanged] = fk.turns[take_rows[unchanged], slots[unchanged]]
     moves = np.zeros(len(rows), dtype=bool)
     moves[patch_rows[changed]] = True
-    moved, moved_max, moved_mean, current_max = row_errors(  # per row of every block
-        fk.patched(block, rows, patch_rows, patch_columns,
-                   np.where(moves, np.repeat(tops, lengths), -1), turns),
-        target, rows, errors)
-    worse = np.logical_or.reduceat((moved_max > base_max[rows] + slack)
-                                   | (moved_mean > base_mean[rows] + slack), offsets)
+    live = np.flatnonzero(moves)
+    place = np.cumsum(moves) - 1  # a moved row's place among the moved rows
+    block = current[rows[live]]
+    on_live = moves[patch_rows]
+    block[place[patch_rows[on_live]], patch_columns[on_live]] = new[on_live]
+    moved_live, max_live, mean_live, _ = row_errors(
+        fk.patched(block, rows[live], place[patch_rows[changed]], patch_columns[changed],
+                   np.repeat(tops, lengths)[live], turns[changed]),
+        target, rows[live], errors)
+    # every row's worst (as it is, or moved) and whether it is worse than the pose keys'
+    # result, from the current errors of the frames the candidates span
+    first, last = int(ranges[:, 0].min()), int(ranges[:, 1].max())
+    near = errors[first:last + 1]
+    near_max = near.max(axis=1)
+    current_max = near_max[rows - first]
+    moved_max = current_max.copy()
+    moved_max[live] = max_live
+    row_worse = ((near_max > base_max[first:last + 1] + slack)
+                 | (near.mean(axis=1) > base_mean[first:last + 1] + slack))[rows - first]
+    row_worse[live] = (max_live > base_max[rows[live]] + slack) \
+        | (mean_live > base_mean[rows[live]] + slack)
+    worse = np.logical_or.reduceat(row_worse, offsets)
     changes_of = np.array([len(changes) for changes, _cost in candidates])
     first_change = np.cumsum(changes_of) - changes_of
     worse |= limits.changes_too_fast(reduced, current, fk.turns,
@@ -895,12 +909,15 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     if best < 0:
         return None
     (changes, cost), (lo, hi), offset = candidates[best], ranges[best], offsets[best]
+    new_errors = errors[lo:hi + 1].copy()
+    its = live[(live >= offset) & (live <= offset + hi - lo)]
+    new_errors[its - offset] = moved_live[place[its]]
     out = []
     for j, (c, knots, delta, _shape, c_lo, c_hi) in enumerate(changes):
         at = starts[first_change[best] + j]
         merged = {**channels[c].knots, **knots, worst: float(correction[worst, c]) + delta}
         out.append((c, merged, c_lo, c_hi, values[at:at + c_hi - c_lo + 1]))
-    return out, int(lo), int(hi), moved[offset:offset + hi - lo + 1], cost
+    return out, int(lo), int(hi), new_errors, cost
 
 
 def _solve_each(normals: np.ndarray, gradients: np.ndarray) -> list[np.ndarray | None]:

@@ -587,6 +587,41 @@ def _pairwise_sum(values: np.ndarray) -> float:
             return total
 
 
+@njit(cache=True, nogil=True)
+def tridiagonal_rows(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solve one symmetric positive definite tridiagonal system per row (Thomas elimination).
+
+    The same operations in the same order as :func:`sp_core.blocks._solve_tridiagonal`, so
+    the same numbers to the bit; one call instead of its numpy loop over the keys (a channel
+    fit solves a dozen such systems of 50 keys and 100 channels, 0.3 ms each in numpy).
+
+    Parameters
+    ----------
+    diagonal, rhs : (n, K) float64
+    upper : (n, K - 1) float64
+        A[k, k + 1] = A[k + 1, k] of every row's system.
+
+    Returns
+    -------
+    x : (n, K) float64
+    """
+    n_systems, n_keys = rhs.shape
+    x = np.empty((n_systems, n_keys))
+    factor = np.empty(n_keys)
+    partial = np.empty(n_keys)
+    for c in range(n_systems):
+        pivot = diagonal[c, 0]
+        partial[0] = rhs[c, 0] / pivot
+        for k in range(1, n_keys):
+            factor[k - 1] = upper[c, k - 1] / pivot
+            pivot = diagonal[c, k] - upper[c, k - 1] * factor[k - 1]
+            partial[k] = (rhs[c, k] - upper[c, k - 1] * partial[k - 1]) / pivot
+        x[c, n_keys - 1] = partial[n_keys - 1]
+        for k in range(n_keys - 2, -1, -1):
+            x[c, k] = partial[k] - factor[k] * x[c, k + 1]
+    return x
+
+
 @TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def segment_normal_sums(w_out: np.ndarray, w_in: np.ndarray, residual: np.ndarray,

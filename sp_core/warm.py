@@ -55,10 +55,12 @@ def warm() -> float:
     size = KERNEL_SIZE
     solve_parameter(np.full(size, 0.5), np.full(size, 0.3), np.full(size, 0.2),
                     np.ones(size))
-    from sp_core._fit_kernels import segment_normal_sums
+    from sp_core._fit_kernels import segment_normal_sums, tridiagonal_rows
 
     weights = np.ones((4, 2))
     segment_normal_sums(weights, weights, weights, np.array([0, 2], dtype=np.int64))
+    # and their scalar tridiagonal systems (from sp_core.blocks.KERNEL_UNKNOWNS)
+    tridiagonal_rows(np.full((2, 3), 4.0), np.ones((2, 2)), np.ones((2, 3)))
     return time.perf_counter() - started
 
 

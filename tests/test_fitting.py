@@ -38,6 +38,31 @@ def test_block_tridiagonal_equals_dense_solve(keys, q, batch):
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize(("keys", "batch"), [(2, (1_000,)), (50, (96,)), (40, (4, 25))])
+def test_scalar_tridiagonal_kernel_equals_numpy_elimination(keys, batch):
+    """Systems of scalar blocks from KERNEL_UNKNOWNS unknowns go to the numba kernel: the same
+    numbers as numpy's elimination to the bit (the fits' results must not depend on the size
+    at which the kernel takes over), and a dense solve's to rounding."""
+    from sp_core.blocks import KERNEL_UNKNOWNS, _solve_tridiagonal
+
+    rng = np.random.default_rng(keys)
+    diagonal = rng.uniform(2.5, 4.0, batch + (keys, 1, 1))
+    upper = rng.uniform(-1.0, 1.0, batch + (keys - 1, 1, 1))  # diagonally dominant
+    rhs = rng.normal(size=batch + (keys, 1))
+    assert rhs.size >= KERNEL_UNKNOWNS
+    got = solve_block_tridiagonal(diagonal, upper, rhs)
+    assert got.shape == rhs.shape
+    np.testing.assert_array_equal(
+        got[..., 0], _solve_tridiagonal(diagonal[..., 0, 0], upper[..., 0, 0], rhs[..., 0]))
+    full = np.zeros(batch + (keys, keys))
+    index = np.arange(keys)
+    full[..., index, index] = diagonal[..., 0, 0]
+    full[..., index[:-1], index[1:]] = upper[..., 0, 0]
+    full[..., index[1:], index[:-1]] = upper[..., 0, 0]
+    np.testing.assert_allclose(got[..., 0], np.linalg.solve(full, rhs)[..., 0], rtol=1e-10,
+                               atol=1e-12)
+
+
 @pytest.mark.parametrize(("keys", "batch"), [(1, (2,)), (2, ()), (8, (3, 2))])
 def test_segment_pairs_equal_the_block_solver(keys, batch):
     """Broken tangents' structure (diagonal key blocks, segments tie out_k with in_k+1 only):

@@ -625,7 +625,7 @@ def tridiagonal_rows(diagonal: np.ndarray, upper: np.ndarray, rhs: np.ndarray) -
 @TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
 def segment_normal_sums(w_out: np.ndarray, w_in: np.ndarray, residual: np.ndarray,
-                        starts: np.ndarray) -> np.ndarray:
+                        starts: np.ndarray, weights: bool) -> np.ndarray:
     """The channel fit's per-segment sums of products (see :func:`sp_core.fitting._normal_blocks`).
 
     Each sum is what numpy's ``add.reduceat`` gives, to the bit: a segment's first row, plus
@@ -639,6 +639,9 @@ def segment_normal_sums(w_out: np.ndarray, w_in: np.ndarray, residual: np.ndarra
         Basis weights of the out and in slopes of every row, and the residual.
     starts : (S,) int64
         First row of every segment (the last runs to row F - 1).
+    weights : bool
+        Whether to sum the products of the weights too (False: they are left unset; a fit's
+        rounds change the residual, not the weights, so the caller keeps their sums).
 
     Returns
     -------
@@ -652,30 +655,25 @@ def segment_normal_sums(w_out: np.ndarray, w_in: np.ndarray, residual: np.ndarra
     # it without allocating (allocations in parallel threads grew the heap by arenas; only a
     # segment of more than 129 rows allocates, _pairwise_sum's small stack)
     terms = np.empty((5, n_rows))
+    first = 0 if weights else 3
     for s in prange(n_segments):
         lo = starts[s]
         hi = starts[s + 1] if s + 1 < n_segments else n_rows
         rest = hi - lo - 1
         for c in range(n_channels):
-            for f in range(lo + 1, hi):
+            for f in range(lo, hi):
                 o = w_out[f, c]
                 i = w_in[f, c]
                 r = residual[f, c]
-                terms[0, f] = o * o
-                terms[1, f] = i * i
-                terms[2, f] = o * i
+                if weights:
+                    terms[0, f] = o * o
+                    terms[1, f] = i * i
+                    terms[2, f] = o * i
                 terms[3, f] = o * r
                 terms[4, f] = i * r
-            o = w_out[lo, c]
-            i = w_in[lo, c]
-            r = residual[lo, c]
-            out[0, s, c] = o * o
-            out[1, s, c] = i * i
-            out[2, s, c] = o * i
-            out[3, s, c] = o * r
-            out[4, s, c] = i * r
-            if rest:  # (a one-row segment adds nothing: -0.0 stays -0.0, as in numpy)
-                for k in range(5):
+            for k in range(first, 5):
+                out[k, s, c] = terms[k, lo]
+                if rest:  # (a one-row segment adds nothing: -0.0 stays -0.0, as in numpy)
                     out[k, s, c] += _pairwise_sum(terms[k, lo + 1:hi])
     return out
 

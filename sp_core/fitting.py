@@ -211,6 +211,9 @@ class _Basis:
         self.w_in = -b2 * in_length[self.segment]
         # first row of every segment, for per-segment sums (every segment owns its start row)
         self.starts = key_rows[:-1]
+        # per-segment sums of the products of two weight arrays, by the arrays' ids (see
+        # _normal_blocks): shared with every basis made from this one
+        self.sums: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
 
     def evaluate(self, slopes: np.ndarray, q: int) -> np.ndarray:
         """Dense values (F, C) for slopes (K, q, C)."""
@@ -227,7 +230,7 @@ class _Basis:
         Bézier parameters need not be solved again)."""
         other = object.__new__(_Basis)
         other.segment, other.u, other.length = self.segment, self.u, self.length
-        other.starts = self.starts
+        other.starts, other.sums = self.starts, self.sums
         other.w_first, other.w_second = self.w_first, self.w_second
         other.base, other.w_out, other.w_in = base, w_out, w_in
         return other
@@ -285,6 +288,9 @@ def _normal_blocks(basis: _Basis, residual: np.ndarray, q: int
     (C, K, q) for residual = values - base."""
     n_keys = len(basis.starts) + 1
     n_channels = residual.shape[1]
+    # the weights' own sums are the same for every basis that shares the weights (a fit's
+    # rounds of key values and slopes change only the residual): made once for all of them
+    known = basis.sums.get((id(basis.w_out), id(basis.w_in)))  # (w_out, w_in, oo, ii, oi)
     if residual.size >= KERNEL_SIZE:
         # the same sums in one pass over the rows (numba, loaded only for arrays this large):
         # on long takes five (F, C) products and their sums were 4-6 % of a default reduce
@@ -293,13 +299,18 @@ def _normal_blocks(basis: _Basis, residual: np.ndarray, q: int
         oo, ii, oi, ro, ri = segment_normal_sums(
             *(np.ascontiguousarray(a, dtype=np.float64)
               for a in (basis.w_out, basis.w_in, residual)),
-            np.ascontiguousarray(basis.starts, dtype=np.int64))
+            np.ascontiguousarray(basis.starts, dtype=np.int64), known is None)
     else:
-        oo = basis.segment_sums(basis.w_out * basis.w_out)
-        ii = basis.segment_sums(basis.w_in * basis.w_in)
-        oi = basis.segment_sums(basis.w_out * basis.w_in)
+        if known is None:
+            oo = basis.segment_sums(basis.w_out * basis.w_out)
+            ii = basis.segment_sums(basis.w_in * basis.w_in)
+            oi = basis.segment_sums(basis.w_out * basis.w_in)
         ro = basis.segment_sums(basis.w_out * residual)
         ri = basis.segment_sums(basis.w_in * residual)
+    if known is None:  # (the weights kept with their sums: their ids stay theirs)
+        basis.sums[id(basis.w_out), id(basis.w_in)] = (basis.w_out, basis.w_in, oo, ii, oi)
+    else:
+        oo, ii, oi = known[2:]
     diagonal = np.zeros((n_channels, n_keys, q, q))
     upper = np.zeros((n_channels, n_keys - 1, q, q))
     rhs = np.zeros((n_channels, n_keys, q))

@@ -58,7 +58,7 @@ def warm() -> float:
     from sp_core._fit_kernels import segment_normal_sums, tridiagonal_rows
 
     weights = np.ones((4, 2))
-    segment_normal_sums(weights, weights, weights, np.array([0, 2], dtype=np.int64))
+    segment_normal_sums(weights, weights, weights, np.array([0, 2], dtype=np.int64), True)
     # and their scalar tridiagonal systems (from sp_core.blocks.KERNEL_UNKNOWNS)
     tridiagonal_rows(np.full((2, 3), 4.0), np.ones((2, 2)), np.ones((2, 3)))
     return time.perf_counter() - started

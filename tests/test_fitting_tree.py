@@ -381,12 +381,39 @@ def test_segment_sums_kernel_equals_numpys_reduceat_to_the_bit(n_rows, n_channel
         a[zeros] = np.where(rng.random(zeros.sum()) < 0.5, -0.0, 0.0)
         arrays.append(a)
     w_out, w_in, residual = arrays
-    got = segment_normal_sums(w_out, w_in, residual, starts)
+    weights = data.draw(st.booleans())  # False: the residual's sums only
+    got = segment_normal_sums(w_out, w_in, residual, starts, weights)
     for k, product in enumerate((w_out * w_out, w_in * w_in, w_out * w_in, w_out * residual,
                                  w_in * residual)):
+        if k < 3 and not weights:
+            continue
         expected = np.add.reduceat(product, starts, axis=0)
         np.testing.assert_array_equal(got[k], expected)
         np.testing.assert_array_equal(np.signbit(got[k]), np.signbit(expected))
+
+
+@pytest.mark.parametrize("tangents", ["unified", "broken", "smooth", "weighted"])
+@pytest.mark.parametrize("kernel", [True, False])
+def test_channel_fit_reusing_the_weights_sums_is_the_fit_remaking_them(sample_clip, monkeypatch,
+                                                                        tangents, kernel):
+    # a fit's rounds keep the sums of the weights' products of the first round that had those
+    # weights (key values' and slopes' alike); made anew every time, the same fit to the bit
+    values = sample_clip.unwrapped().channels
+    rows = np.linspace(0, len(values) - 1, 40).round().astype(np.int64)
+    if not kernel:
+        monkeypatch.setattr(fitting, "KERNEL_SIZE", values.size + 1)
+    kept = fit_channels(values, rows, tangents, key_values="fitted")
+    remake = fitting._normal_blocks
+
+    def forgetting(basis, residual, q):
+        basis.sums.clear()
+        return remake(basis, residual, q)
+
+    monkeypatch.setattr(fitting, "_normal_blocks", forgetting)
+    made = fit_channels(values, rows, tangents, key_values="fitted")
+    np.testing.assert_array_equal(kept.slopes, made.slopes)
+    np.testing.assert_array_equal(kept.key_values, made.key_values)
+    np.testing.assert_array_equal(kept.out_length, made.out_length)
 
 
 @pytest.mark.parametrize("tangents", ["unified", "broken", "weighted"])

@@ -695,7 +695,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     ``(changes, lo, hi, new errors (hi - lo + 1, n_nodes), cost)``, each change ``(channel,
     knots, lo, hi, column)``; ``current`` is ``reduced + correction``, ``limits``
     the capture's."""
-    from sp_core._fit_kernels import hat_sums, joint_normals, row_errors
+    from sp_core._fit_kernels import block_sums, hat_sums, joint_normals, row_errors
 
     n_frames = reduced.shape[0]
     above, under = movers_of
@@ -898,16 +898,13 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                                      turns, len(candidates))
     at_worst = offsets + worst - ranges[:, 0]
     kept = np.flatnonzero(~worse & (moved_max[at_worst] < current_max[at_worst]))
-    best, best_score = -1, 0.0
-    gained = current_max ** 2 - moved_max ** 2
-    for i in kept:
-        offset = offsets[i]
-        score = float(np.sum(gained[offset:offset + lengths[i]])) / max(candidates[i][1], 0.5)
-        if score > best_score:
-            best_score = score
-            best = i
-    if best < 0:
+    # the best gain per key (the first of equals; none that gains nothing)
+    scores = block_sums(current_max ** 2 - moved_max ** 2, offsets, lengths, kept) \
+        / np.maximum([candidates[i][1] for i in kept], 0.5)
+    scores = np.where(scores > 0.0, scores, 0.0)
+    if not len(kept) or scores.max() <= 0.0:
         return None
+    best = int(kept[np.argmax(scores)])
     (changes, cost), (lo, hi), offset = candidates[best], ranges[best], offsets[best]
     new_errors = errors[lo:hi + 1].copy()
     its = live[(live >= offset) & (live <= offset + hi - lo)]

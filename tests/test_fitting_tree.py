@@ -392,6 +392,24 @@ def test_segment_sums_kernel_equals_numpys_reduceat_to_the_bit(n_rows, n_channel
         np.testing.assert_array_equal(np.signbit(got[k]), np.signbit(expected))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=40), st.data())
+def test_block_sums_kernel_equals_numpys_sum_to_the_bit(lengths, data):
+    # the greedy step's scores: np.sum of each candidate's rows (pairwise over all of them,
+    # not np.add.reduceat's first row plus the rest), for the candidates asked for
+    from sp_core._fit_kernels import block_sums
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    lengths = np.array(lengths, dtype=np.int64)
+    offsets = np.cumsum(lengths) - lengths
+    values = rng.normal(size=int(lengths.sum())) * 10.0 ** rng.integers(-5, 6)
+    values[rng.random(len(values)) < 0.5] = 0.0  # most rows of a candidate gain nothing
+    chosen = np.flatnonzero(rng.random(len(lengths)) < 0.7)
+    got = block_sums(values, offsets, lengths, chosen)
+    expected = [np.sum(values[offsets[i]:offsets[i] + lengths[i]]) for i in chosen]
+    np.testing.assert_array_equal(got, np.array(expected, dtype=np.float64))
+
+
 @pytest.mark.parametrize("tangents", ["unified", "broken", "smooth", "weighted"])
 @pytest.mark.parametrize("kernel", [True, False])
 def test_channel_fit_reusing_the_weights_sums_is_the_fit_remaking_them(sample_clip, monkeypatch,

@@ -952,32 +952,41 @@ def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, 
     new = {r: float(correction[r]) for r in shape}
     new[worst] = float(correction[worst]) + 1.0
     old = state.knots
-    lo, hi = state.span(list(new))
     rows = state.rows
-    first = bisect_left(rows, lo)
-    stop = bisect_right(rows, hi)
+    # the rows lo..hi the new knots change (_Channel.span, inline: tens of calls a step)
+    first = shape[0] if shape and shape[0] < worst else worst
+    last = shape[-1] if shape and shape[-1] > worst else worst
+    before = bisect_left(rows, first) - 1
+    after = bisect_right(rows, last)
+    lo = rows[before] if before >= 0 else first
+    hi = rows[after] if after < len(rows) else last
     # the current points on lo..hi with one more point each side (if any), then the new ones
-    near = rows[max(first - 1, 0):stop + 1]
-    points = sorted(set(near).union(new))
-    values = [new[r] if r in new else old.get(r, 0.0) for r in points]
-    inside = slice(points.index(lo), points.index(hi) + 1)
-    hat = np.interp(np.arange(lo, hi + 1), points[inside], values[inside]) \
+    points = sorted(set(rows[max(before - 1, 0):after + 2]).union(new))
+    values = []
+    knot = []
+    for r in points:
+        if r in new:
+            values.append(new[r])
+            knot.append(True)
+        else:
+            value = old.get(r)
+            values.append(0.0 if value is None else value)
+            knot.append(value is not None)
+    start, stop = points.index(lo), points.index(hi) + 1
+    hat = np.interp(np.arange(lo, hi + 1), points[start:stop], values[start:stop]) \
         - correction[lo:hi + 1]
     written = state.written_rows
-    knot = [r in new or r in old for r in points]
-    cost = _written_between(points, knot, lo, hi) \
+    cost = _written_between(knot, start, stop) \
         - (bisect_right(written, hi) - bisect_left(written, lo))
     return hat, new, lo, hi, cost
 
 
-def _written_between(points: list[int], knot: list[bool], lo: int, hi: int) -> int:
-    """How many of ``points`` (ascending rows) on lo..hi a host writes (a knot, or a point next
-    to one; see :meth:`_Channel.written`): ``points`` holds every point of lo..hi and the
-    one beyond each end, if any; ``knot[i]``, whether ``points[i]`` is a knot."""
-    last = len(points) - 1
-    return sum(1 for i, r in enumerate(points)
-               if lo <= r <= hi and (knot[i] or (i > 0 and knot[i - 1])
-                                     or (i < last and knot[i + 1])))
+def _written_between(knot: list[bool], start: int, stop: int) -> int:
+    """How many of the points ``start:stop`` a host writes (a knot, or a point next to one;
+    see :meth:`_Channel.written`); ``knot[i]``, whether point i (ascending rows) is a knot."""
+    last = len(knot) - 1
+    return sum(1 for i in range(start, stop)
+               if knot[i] or (i > 0 and knot[i - 1]) or (i < last and knot[i + 1]))
 
 
 def _window(hat: np.ndarray, lo: int, hi: int, lo_j: int, hi_j: int

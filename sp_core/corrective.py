@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -241,7 +241,7 @@ class _Channel:
         rows, values = self.points(knots)
         return rows[_with_neighbours(values != 0.0)]
 
-    def span(self, new_rows: list[int]) -> tuple[int, int]:
+    def span(self, new_rows: Sequence[int]) -> tuple[int, int]:
         """Rows lo..hi (inclusive) whose correction changes when ``new_rows`` get knots."""
         rows = self.rows
         first, last = min(new_rows), max(new_rows)
@@ -952,16 +952,12 @@ def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, 
     new = {r: float(correction[r]) for r in shape}
     new[worst] = float(correction[worst]) + 1.0
     old = state.knots
+    lo, hi = state.span((*shape, worst))
     rows = state.rows
-    # the rows lo..hi the new knots change (_Channel.span, inline: tens of calls a step)
-    first = shape[0] if shape and shape[0] < worst else worst
-    last = shape[-1] if shape and shape[-1] > worst else worst
-    before = bisect_left(rows, first) - 1
-    after = bisect_right(rows, last)
-    lo = rows[before] if before >= 0 else first
-    hi = rows[after] if after < len(rows) else last
+    inner = bisect_left(rows, lo)
+    outer = bisect_right(rows, hi)
     # the current points on lo..hi with one more point each side (if any), then the new ones
-    points = sorted(set(rows[max(before - 1, 0):after + 2]).union(new))
+    points = sorted(set(rows[max(inner - 1, 0):outer + 1]).union(new))
     values = []
     knot = []
     for r in points:

@@ -869,8 +869,187 @@ def block_sums(values: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def hat_sums(hats: np.ndarray, starts: np.ndarray, first_rows: np.ndarray,
-             columns: np.ndarray, norm: np.ndarray, grad: np.ndarray
+def _interpolate(x: float, points: np.ndarray, values: np.ndarray, n: int, j: int) -> float:
+    """``np.interp(x, points[:n], values[:n])`` to the bit, ``j`` the point at or before
+    ``x`` (numpy's rules: the value itself at a point and at the last, the slope's line from
+    the point before otherwise, from the point after where that gives NaN)."""
+    if n == 1 or j == n - 1 or points[j] == x:
+        return values[j]
+    slope = (values[j + 1] - values[j]) / (points[j + 1] - points[j])
+    out = slope * (x - points[j]) + values[j]
+    if np.isnan(out):
+        out = slope * (x - points[j + 1]) + values[j + 1]
+        if np.isnan(out) and values[j] == values[j + 1]:
+            out = values[j]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def corrective_hats(point_rows: np.ndarray, point_values: np.ndarray,
+                    point_knots: np.ndarray, point_ptr: np.ndarray, written: np.ndarray,
+                    written_ptr: np.ndarray, correction: np.ndarray, columns: np.ndarray,
+                    worst: int, widths: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                               np.ndarray, np.ndarray, np.ndarray]:
+    """Every candidate shape of a greedy step's change at frame ``worst`` on some channels:
+    a unit change there, closed by knots ``widths[w]`` frames each side that keep the
+    correction as it is (unless a point of the channel is nearer, or the take ends first),
+    or by the points around it (a ramp); its change on the rows it reaches and its key cost.
+
+    Parameters
+    ----------
+    point_rows, point_values, point_knots : (P,) int64, float64, bool
+        Every channel's points (its anchors and knots), ascending rows: their values (0 for
+        an anchor that is no knot) and whether each is a knot; channel t's are
+        ``[point_ptr[t]:point_ptr[t + 1]]``.
+    point_ptr : (T + 1,) int64
+    written, written_ptr : (Q,), (T + 1,) int64
+        The rows of every channel's keys written now (a knot, or a point next to one).
+    correction : (F, C) float64
+    columns : (T,) int64
+        The channels' columns of ``correction``.
+    worst : int
+    widths : (W,) int64
+
+    Returns
+    -------
+    n_shapes : (T,) int64
+        Each channel's distinct shapes: shape 0 the ramp, then one per width that has a
+        closing knot (widths without one are the ramp).
+    shape_of : (T, W + 1) int64
+        The shape of the ramp (0) and of each width.
+    closing : (T, W + 1, 2) int64
+        A shape's closing knots, before and after ``worst`` (-1: none).
+    lo, hi : (T, W + 1) int64
+        The rows a shape's change reaches (inclusive): from the point before its first new
+        knot to the point after its last (the take's ends where there is none).
+    cost : (T, W + 1) int64
+        Keys written after the change minus before (a knot, or a point next to one).
+    hat_ptr : (T (W + 1) + 1,) int64
+    hats : (H,) float64
+        Shape s of channel t changes the correction on rows lo..hi by ``delta`` times
+        ``hats[hat_ptr[t (W + 1) + s]:hat_ptr[t (W + 1) + s + 1]]``: the linear interpolation
+        of the points with the new knots (value 1 above the correction at ``worst``) minus
+        the correction, as ``np.interp`` gives it to the bit.
+    """
+    n_channels = columns.shape[0]
+    n_frames = correction.shape[0]
+    n_slots = widths.shape[0] + 1
+    n_shapes = np.ones(n_channels, dtype=np.int64)
+    shape_of = np.zeros((n_channels, n_slots), dtype=np.int64)
+    closing = np.full((n_channels, n_slots, 2), -1, dtype=np.int64)
+    lo = np.zeros((n_channels, n_slots), dtype=np.int64)
+    hi = np.zeros((n_channels, n_slots), dtype=np.int64)
+    cost = np.zeros((n_channels, n_slots), dtype=np.int64)
+    hat_ptr = np.zeros(n_channels * n_slots + 1, dtype=np.int64)
+    for t in range(n_channels):
+        rows = point_rows[point_ptr[t]:point_ptr[t + 1]]
+        at = np.searchsorted(rows, worst)
+        after_at = np.searchsorted(rows, worst, side="right")
+        before = rows[at - 1] if at > 0 else -1
+        after = rows[after_at] if after_at < rows.shape[0] else n_frames
+        for w in range(widths.shape[0]):
+            first, last = worst - widths[w], worst + widths[w]
+            has_first = before < first and first >= 0
+            has_last = last < after and last < n_frames
+            if has_first or has_last:
+                s = n_shapes[t]
+                n_shapes[t] += 1
+                shape_of[t, w + 1] = s
+                if has_first:
+                    closing[t, s, 0] = first
+                if has_last:
+                    closing[t, s, 1] = last
+        for s in range(n_shapes[t]):
+            first = closing[t, s, 0] if closing[t, s, 0] >= 0 else worst
+            last = closing[t, s, 1] if closing[t, s, 1] >= 0 else worst
+            i = np.searchsorted(rows, first) - 1
+            j = np.searchsorted(rows, last, side="right")
+            lo[t, s] = rows[i] if i >= 0 else first
+            hi[t, s] = rows[j] if j < rows.shape[0] else last
+            hat_ptr[t * n_slots + s + 1] = hi[t, s] - lo[t, s] + 1
+    hat_ptr = np.cumsum(hat_ptr)
+    hats = np.empty(hat_ptr[-1])
+    longest = 0
+    for t in range(n_channels):
+        longest = max(longest, point_ptr[t + 1] - point_ptr[t])
+    merged = np.empty(longest + 3)
+    values = np.empty(longest + 3)
+    knots = np.empty(longest + 3, dtype=np.bool_)
+    for t in range(n_channels):
+        c = columns[t]
+        rows = point_rows[point_ptr[t]:point_ptr[t + 1]]
+        old_values = point_values[point_ptr[t]:point_ptr[t + 1]]
+        old_knots = point_knots[point_ptr[t]:point_ptr[t + 1]]
+        keys = written[written_ptr[t]:written_ptr[t + 1]]
+        for s in range(n_shapes[t]):
+            a, b = lo[t, s], hi[t, s]
+            # the channel's points on a..b and one beyond each end, with the new knots laid
+            # over them (only `worst` can be a point already: the closing knots lie between
+            # the points around it)
+            new_rows = (closing[t, s, 0], worst, closing[t, s, 1])
+            new_values = (correction[max(closing[t, s, 0], 0), c],
+                          correction[worst, c] + 1.0,
+                          correction[max(closing[t, s, 1], 0), c])
+            k = max(np.searchsorted(rows, a) - 1, 0)
+            end = min(np.searchsorted(rows, b, side="right") + 1, rows.shape[0])
+            n = 0
+            for q in range(3):
+                r = new_rows[q]
+                if r < 0:
+                    continue
+                while k < end and rows[k] < r:
+                    merged[n], values[n], knots[n] = rows[k], old_values[k], old_knots[k]
+                    n += 1
+                    k += 1
+                if k < end and rows[k] == r:
+                    k += 1
+                merged[n], values[n], knots[n] = r, new_values[q], True
+                n += 1
+            while k < end:
+                merged[n], values[n], knots[n] = rows[k], old_values[k], old_knots[k]
+                n += 1
+                k += 1
+            start = 0
+            while merged[start] < a:
+                start += 1
+            stop = start
+            while stop < n and merged[stop] <= b:
+                stop += 1
+            # the change on a..b, and the keys written there (a knot or next to one)
+            out = hats[hat_ptr[t * n_slots + s]:hat_ptr[t * n_slots + s + 1]]
+            j = 0
+            for x in range(a, b + 1):
+                while j < stop - start - 1 and merged[start + j + 1] <= x:
+                    j += 1
+                out[x - a] = _interpolate(float(x), merged[start:stop], values[start:stop],
+                                          stop - start, j) - correction[x, c]
+            keys_now = 0
+            for i in range(start, stop):
+                if knots[i] or (i > 0 and knots[i - 1]) or (i < n - 1 and knots[i + 1]):
+                    keys_now += 1
+            cost[t, s] = keys_now - (np.searchsorted(keys, b, side="right")
+                                     - np.searchsorted(keys, a))
+    return n_shapes, shape_of, closing, lo, hi, cost, hat_ptr, hats
+
+
+@njit(cache=True, nogil=True)
+def hat_windows(hats: np.ndarray, hat_ptr: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                chosen: np.ndarray, first: int, last: int) -> np.ndarray:
+    """(S, T, last - first + 1) float64: hat ``chosen[s, t]`` of :func:`corrective_hats`'s
+    (lo, hi flattened) on rows first..last, zero where it does not reach."""
+    out = np.zeros((chosen.shape[0], chosen.shape[1], last - first + 1))
+    for s in range(chosen.shape[0]):
+        for t in range(chosen.shape[1]):
+            h = chosen[s, t]
+            for r in range(max(lo[h], first), min(hi[h], last) + 1):
+                out[s, t, r - first] = hats[hat_ptr[h] + r - lo[h]]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def hat_sums(hats: np.ndarray, begins: np.ndarray, counts: np.ndarray,
+             first_rows: np.ndarray, columns: np.ndarray, norm: np.ndarray, grad: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray]:
     """The greedy step's one-channel Gauss–Newton sums of every hat: ``sum(h * h * norm[rows,
     m])`` and ``sum(h * grad[rows, m])``, the products and sums numpy's (to the bit).
@@ -878,9 +1057,9 @@ def hat_sums(hats: np.ndarray, starts: np.ndarray, first_rows: np.ndarray,
     Parameters
     ----------
     hats : (H,) float64
-        The hats on the Jacobian's rows, laid end to end: hat i is
-        ``hats[starts[i]:starts[i + 1]]``, on rows ``first_rows[i]`` on.
-    starts : (n + 1,) int64
+        The hats' values: hat i is ``hats[begins[i]:begins[i] + counts[i]]`` on the
+        Jacobian's rows ``first_rows[i]`` on.
+    begins, counts : (n,) int64
     first_rows, columns : (n,) int64
         Each hat's first row and its channel (``norm``'s and ``grad``'s column).
     norm, grad : (F, n_movers) float64
@@ -891,15 +1070,12 @@ def hat_sums(hats: np.ndarray, starts: np.ndarray, first_rows: np.ndarray,
     -------
     squares, gradients : (n,) float64
     """
-    n = starts.shape[0] - 1
+    n = begins.shape[0]
     squares = np.empty(n)
     gradients = np.empty(n)
-    longest = 0
+    terms = np.empty(counts.max() if n else 0)
     for i in range(n):
-        longest = max(longest, starts[i + 1] - starts[i])
-    terms = np.empty(longest)
-    for i in range(n):
-        lo, count, m, r = starts[i], starts[i + 1] - starts[i], columns[i], first_rows[i]
+        lo, count, m, r = begins[i], counts[i], columns[i], first_rows[i]
         for k in range(count):
             terms[k] = hats[lo + k] * hats[lo + k] * norm[r + k, m]
         squares[i] = _pairwise_sum(terms[:count])

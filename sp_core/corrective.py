@@ -41,7 +41,6 @@ Rounds
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -201,36 +200,44 @@ class _Channel:
 
     @property
     def knots(self) -> dict[int, float]:
-        """Row → value of every knot (values may change in place; rows only by setting)."""
+        """Row → value of every knot (rows change only by setting, values by :meth:`add`)."""
         return self._knots
 
     @knots.setter
     def knots(self, knots: dict[int, float]) -> None:
         self._knots = knots
-        # rows of the current points, ascending; a list: a greedy step bisects it tens of
-        # times, where numpy's calls on a few rows cost more than the search
-        self.rows: list[int] = self.points(knots)[0].tolist()
+        # the current points, ascending, as the greedy step's hats read them
+        # (:func:`sp_core._fit_kernels.corrective_hats`): rows, values, which are knots
+        self.point_rows, self.point_values, self.point_knots = self._points(knots)
+        # and the rows as a list, which a greedy step bisects for every channel that moves
+        # the worst joint (numpy's calls on a few rows cost more than the search)
+        self.rows: list[int] = self.point_rows.tolist()
         # rows of the keys written, ascending (a candidate counts those on its rows)
-        self.written_rows: list[int] = self.written(knots).tolist()
+        self.written_rows = self.point_rows[_with_neighbours(self.point_knots)]
         self.written_count = len(self.written_rows)
 
-    def points(self, knots: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
-        """Rows and values of the anchors (0) and knots, ascending."""
+    def add(self, row: int, change: float) -> None:
+        """Add ``change`` to the value of the knot on ``row``."""
+        self._knots[row] += change
+        self.point_values[bisect_left(self.rows, row)] = self._knots[row]
+
+    def _points(self, knots: dict[int, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         at = np.fromiter(knots, dtype=np.int64, count=len(knots))
         rows = np.union1d(self.anchors, at)
         values = np.zeros(len(rows))
-        values[np.searchsorted(rows, at)] = np.fromiter(knots.values(), dtype=np.float64,
-                                                        count=len(knots))
-        return rows, values
+        is_knot = np.zeros(len(rows), dtype=bool)
+        places = np.searchsorted(rows, at)
+        values[places] = np.fromiter(knots.values(), dtype=np.float64, count=len(knots))
+        is_knot[places] = True
+        return rows, values, is_knot
+
+    def points(self, knots: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and values of the anchors (0) and knots, ascending."""
+        return self._points(knots)[:2]
 
     def written(self, knots: dict[int, float]) -> np.ndarray:
         """Rows of the keys a host writes: the knots and the anchors next to one."""
-        if not knots:
-            return np.zeros(0, dtype=np.int64)
-        at = np.fromiter(knots, dtype=np.int64, count=len(knots))
-        rows = np.union1d(self.anchors, at)
-        is_knot = np.zeros(len(rows), dtype=bool)
-        is_knot[np.searchsorted(rows, at)] = True
+        rows, _values, is_knot = self._points(knots)
         return rows[_with_neighbours(is_knot)]
 
     def needed(self, knots: dict[int, float]) -> np.ndarray:
@@ -608,7 +615,7 @@ def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
             return
         step = np.where(active, step, 0.0)
         for (c, r), d in zip(unknowns, step, strict=True):
-            channels[c].knots[r] += float(d)
+            channels[c].add(r, float(d))
 
 
 def _damped_step(a: sparse.csr_matrix, rhs: np.ndarray) -> np.ndarray | None:
@@ -695,7 +702,14 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     ``(changes, lo, hi, new errors (hi - lo + 1, n_nodes), cost)``, each change ``(channel,
     knots, lo, hi, column)``; ``current`` is ``reduced + correction``, ``limits``
     the capture's."""
-    from sp_core._fit_kernels import block_sums, hat_sums, joint_normals, row_errors
+    from sp_core._fit_kernels import (
+        block_sums,
+        corrective_hats,
+        hat_sums,
+        hat_windows,
+        joint_normals,
+        row_errors,
+    )
 
     n_frames = reduced.shape[0]
     above, under = movers_of
@@ -740,120 +754,100 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     jac[:, :, tried] = np.moveaxis((moved[1:] - moved[0]) / STEP, 0, -1)
     grad = np.einsum("fn,fnc->fc", miss, jac)  # (rows, movers)
     norm = np.einsum("fnc,fnc->fc", jac, jac)
-    # every candidate's changes (channel, its new knots but the value at `worst`, the change
-    # delta times hat on rows lo..hi of the correction) and cost, its rows lo..hi, topmost
-    # moved node and place in the block of all candidates' rows; each change's first row in
-    # that block and in the take, its length, channel, hat and delta (the new correction
-    # columns are formed for all at once, and a knot dict for the winner only: one of each
-    # per candidate cost more than its forward kinematics)
-    candidates: list[tuple[list[tuple[int, dict[int, float], float, np.ndarray, int, int]],
-                           int]] = []
-    placed: list[tuple[int, int, int, int]] = []  # lo, hi, top, first row in the block
-    flat: list[tuple[int, int, int, int, np.ndarray, float]] = []  # every change's
-    end = 0  # the block's rows so far
-    hats_of: dict[tuple[int, tuple[int, ...]], tuple] = {}
-
-    def hat_of(c: int, shape: tuple[int, ...]) -> tuple:
-        # the joint step below asks again for the single channels' shapes
-        if (c, shape) not in hats_of:
-            hats_of[c, shape] = _hat(channels[c], correction[:, c], worst, shape)
-        return hats_of[c, shape]
-
-    def add(changes: list, cost: int, lo: int, hi: int, top: int) -> None:
-        nonlocal end
-        for c, _knots, delta, hat, c_lo, c_hi in changes:
-            flat.append((end + c_lo - lo, c_lo, c_hi - c_lo + 1, c, hat, delta))
-        candidates.append((changes, cost))
-        placed.append((lo, hi, top, end))
-        end += hi - lo + 1
-
-    # every tried channel's closing knots at each width (see _shapes)
-    closings = {int(movers[m]): _closings(channels[int(movers[m])], worst, n_frames)
-                for m in tried}
-    # the ranked channels' single hats: each one's Gauss-Newton sums in one kernel call (five
-    # numpy calls per hat, for some 40 hats a step, were a sixth of its Python time)
-    singles = []  # (m, c, hat, knots, lo, hi, cost, window)
-    for m in ranked:
-        c = int(movers[m])
-        for shape in _shapes(closings[c]):
-            hat, knots, lo, hi, cost = hat_of(c, shape)
-            if cost <= left:
-                singles.append((int(m), c, hat, knots, lo, hi, cost,
-                                _window(hat, lo, hi, lo_j, hi_j)))
-    if singles:
-        sizes = [len(window[0]) for *_rest, window in singles]
-        squares, gradients = hat_sums(
-            np.concatenate([window[0] for *_rest, window in singles]),
-            np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
-            np.array([window[1].start for *_rest, window in singles], dtype=np.int64),
-            np.array([single[0] for single in singles], dtype=np.int64),
-            np.ascontiguousarray(norm), np.ascontiguousarray(grad))
-    for i, (_m, c, hat, knots, lo, hi, cost, _window_of) in enumerate(singles):
-        denominator = float(squares[i])
-        deltas = [float(residual[worst, c] - correction[worst, c])]
-        if denominator > 0:
-            deltas.append(-float(gradients[i]) / denominator)
-        for delta in deltas:
-            if math.isfinite(delta) and delta != 0:
-                add([(c, knots, delta, hat, lo, hi)], cost, lo, hi, int(clip.channel_nodes[c]))
-    # the best few channels together (a shoulder fix with the wrist compensating): one
-    # Gauss-Newton step on their joint hat amplitudes
-    together = [int(m) for m in tried]
-    joint = []  # (hats, cost, lo, hi) of every width
-    for w in range(len(WIDTHS) + 1):  # (a ramp, then a hat of each width)
-        hats = []
-        for m in together:
-            c = int(movers[m])
-            hats.append((m, c, *hat_of(c, closings[c][w - 1] if w else ())))
-        cost = sum(h[-1] for h in hats)
-        if len(hats) < 2 or cost > left:
-            continue
-        joint.append((hats, cost, min(h[4] for h in hats), max(h[5] for h in hats)))
-    # every width's normal equations in one kernel call, from each correction's hat on the
-    # Jacobian's rows (the einsums of the weighted columns, to the bit)
-    shaped = np.zeros((len(joint), len(together), hi_j - lo_j + 1))
-    for w, (hats, *_rest) in enumerate(joint):
-        for i, (_m, _c, hat, _knots, lo, hi, _cost_i) in enumerate(hats):
-            h, rows = _window(hat, lo, hi, lo_j, hi_j)
-            shaped[w, i, rows] = h
+    # every shape of a change at `worst` on each tried channel (a ramp, then a hat of each
+    # width) in one kernel call: its change per unit on the rows it reaches and its key cost
+    # (hat h = t * slots + s is shape s of tried channel t). Made one by one in Python, the
+    # forty shapes of a step cost more than the kernels of the step
+    tried_channels = movers[tried]
+    states = [channels[int(c)] for c in tried_channels]
+    n_shapes, shape_of, closing, hat_lo, hat_hi, hat_cost, hat_ptr, hats = corrective_hats(
+        np.concatenate([state.point_rows for state in states]),
+        np.concatenate([state.point_values for state in states]),
+        np.concatenate([state.point_knots for state in states]),
+        np.cumsum([0] + [len(state.rows) for state in states]),
+        np.concatenate([state.written_rows for state in states]),
+        np.cumsum([0] + [state.written_count for state in states]),
+        correction, tried_channels, worst, np.array(WIDTHS, dtype=np.int64))
+    slots = shape_of.shape[1]
+    closing = closing.reshape(-1, 2)
+    hat_lo, hat_hi, hat_cost = hat_lo.reshape(-1), hat_hi.reshape(-1), hat_cost.reshape(-1)
+    # the ranked channels' shapes within the budget (a channel's in turn), each with the
+    # correction at `worst` made the residual's, and with its Gauss-Newton step from the
+    # Jacobian's rows
+    single_t, single_s = np.nonzero((np.arange(slots) < n_shapes[:len(ranked), None])
+                                    & (hat_cost.reshape(-1, slots)[:len(ranked)] <= left))
+    single = single_t * slots + single_s
+    inside = np.maximum(hat_lo[single], lo_j)
+    squares, gradients = hat_sums(hats, hat_ptr[single] + inside - hat_lo[single],
+                                  np.minimum(hat_hi[single], hi_j) - inside + 1,
+                                  inside - lo_j, tried[single_t], norm, grad)
+    single_channels = tried_channels[single_t]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        deltas = np.stack([residual[worst, single_channels] - correction[worst, single_channels],
+                           np.where(squares > 0, -gradients / squares, np.nan)], axis=1)
+    good = (np.isfinite(deltas) & (deltas != 0)).reshape(-1)
+    single_hats = np.repeat(single, 2)[good]
+    # every candidate's rows lo..hi, topmost moved node, key cost and number of changes, and
+    # every change's hat, channel and amplitude, in the candidates' order
+    lo_of = [hat_lo[single_hats]]
+    hi_of = [hat_hi[single_hats]]
+    top_of = [clip.channel_nodes[tried_channels[single_hats // slots]]]
+    cost_of = [hat_cost[single_hats]]
+    changes_of = [np.ones(len(single_hats), dtype=np.int64)]
+    change_hat = [single_hats]
+    change_delta = [deltas.reshape(-1)[good]]
+    # the tried channels together, a width at a time (a shoulder fix with the wrist
+    # compensating): one Gauss-Newton step on their amplitudes, every width's normal
+    # equations in one kernel call (the einsums of the weighted columns, to the bit)
+    together = np.arange(len(tried))[:, None] * slots + shape_of  # (T, W + 1) hats
+    width_cost = hat_cost[together].sum(axis=0)
+    widths = np.flatnonzero(width_cost <= left) if len(tried) >= 2 else np.zeros(0, np.int64)
+    joint = np.ascontiguousarray(together[:, widths].T)  # (widths, T)
     normals, gradients = joint_normals(
-        jac, miss, np.array([[h[0] for h in hats] for hats, *_rest in joint],
-                            dtype=np.int64).reshape(len(joint), len(together)), shaped)
-    diagonal = np.arange(len(together))
+        jac, miss, np.tile(tried, (len(joint), 1)).astype(np.int64),
+        hat_windows(hats, hat_ptr, hat_lo, hat_hi, joint, lo_j, hi_j))
+    diagonal = np.arange(len(tried))
     normals[:, diagonal, diagonal] += 1e-9 * np.trace(normals, axis1=1, axis2=2)[:, None]
     # (every joint step changes the same channels: one topmost node for all)
-    joint_top = fk.root(movers[tried]) if joint else -1
+    joint_top = fk.root(tried_channels) if len(joint) else -1
     for damping in JOINT_DAMPING:
         damped = normals.copy()
         damped[:, diagonal, diagonal] *= 1.0 + damping
-        for (together_hats, cost, lo, hi), solved in zip(joint, _solve_each(damped, gradients),
-                                                          strict=True):
-            amplitudes = [] if solved is None else solved.tolist()
-            if not amplitudes or not all(map(math.isfinite, amplitudes)):
+        for hats_w, w, solved in zip(joint, widths, _solve_each(damped, gradients), strict=True):
+            if solved is None or not np.all(np.isfinite(solved)):
                 continue
-            add([(c, knots, d, hat, h_lo, h_hi)
-                 for (_m, c, hat, knots, h_lo, h_hi, _cost), d in zip(together_hats, amplitudes,
-                                                                       strict=True)],
-                cost, lo, hi, joint_top)
-    if not candidates:
+            lo_of.append(hat_lo[hats_w].min(keepdims=True))
+            hi_of.append(hat_hi[hats_w].max(keepdims=True))
+            top_of.append(np.array([joint_top]))
+            cost_of.append(width_cost[w:w + 1])
+            changes_of.append(np.array([len(tried)]))
+            change_hat.append(hats_w)
+            change_delta.append(solved)
+    lo_all, hi_all = np.concatenate(lo_of), np.concatenate(hi_of)
+    n_candidates = len(lo_all)
+    if not n_candidates:
         return None
     # every candidate's rows in one batch of patched forward kinematics, then the checks and
     # scores of all of them at once (a Python loop over a hundred candidates a step cost more
-    # than the kinematics)
-    spans = np.array(placed, dtype=np.int64)
-    ranges, tops, offsets = spans[:, :2], spans[:, 2], spans[:, 3]
-    lengths = ranges[:, 1] - ranges[:, 0] + 1
-    in_block, in_take, lengths_of, channel_of, change_hats, change_deltas = zip(*flat,
-                                                                                 strict=True)
-    rows = end_to_end(ranges[:, 0], lengths)  # (the candidates' blocks lie end to end)
-    counts = np.array(lengths_of)
+    # than the kinematics): the candidates' rows lie end to end in one block
+    changes = np.concatenate(changes_of)
+    change_hats = np.concatenate(change_hat)
+    deltas_all = np.concatenate(change_delta)
+    lengths = hi_all - lo_all + 1
+    offsets = np.cumsum(lengths) - lengths
+    owner = np.repeat(np.arange(n_candidates), changes)
+    in_take = hat_lo[change_hats]  # each change's first row in the take, and in the block
+    in_block = offsets[owner] + in_take - lo_all[owner]
+    counts = hat_hi[change_hats] - in_take + 1
+    change_channels = tried_channels[change_hats // slots]
+    rows = end_to_end(lo_all, lengths)
     starts = np.cumsum(counts) - counts  # each change's first value among all of them
-    patch_rows = end_to_end(np.array(in_block), counts)
-    patch_columns = np.repeat(channel_of, counts)
-    take_rows = end_to_end(np.array(in_take), counts)
+    patch_rows = end_to_end(in_block, counts)
+    patch_columns = np.repeat(change_channels, counts)
+    take_rows = end_to_end(in_take, counts)
     # (each change's column as correction[lo:hi + 1, c] + delta * hat, to the bit)
     values = correction[take_rows, patch_columns] \
-        + np.repeat(change_deltas, counts) * np.concatenate(change_hats)
+        + np.repeat(deltas_all, counts) * hats[end_to_end(hat_ptr[change_hats], counts)]
     new = reduced[take_rows, patch_columns] + values
     # the changed channels' matrices once, for the kinematics and the speed checks. A hat is
     # zero on most of its rows (a closing knot keeps the line to the point beyond it): the
@@ -863,9 +857,9 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     changed = new != current[take_rows, patch_columns]
     turns = np.empty((len(new), 3, 3))
     turns[changed] = clip.channel_turns(new[changed], patch_columns[changed])
-    slots = clip.rotation_slot[patch_columns]
-    unchanged = ~changed & (slots >= 0)
-    turns[unchanged] = fk.turns[take_rows[unchanged], slots[unchanged]]
+    slot_of = clip.rotation_slot[patch_columns]
+    unchanged = ~changed & (slot_of >= 0)
+    turns[unchanged] = fk.turns[take_rows[unchanged], slot_of[unchanged]]
     moves = np.zeros(len(rows), dtype=bool)
     moves[patch_rows[changed]] = True
     live = np.flatnonzero(moves)
@@ -875,11 +869,11 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     block[place[patch_rows[on_live]], patch_columns[on_live]] = new[on_live]
     moved_live, max_live, mean_live, _ = row_errors(
         fk.patched(block, rows[live], place[patch_rows[changed]], patch_columns[changed],
-                   np.repeat(tops, lengths)[live], turns[changed]),
+                   np.repeat(np.concatenate(top_of), lengths)[live], turns[changed]),
         target, rows[live], errors)
     # every row's worst (as it is, or moved) and whether it is worse than the pose keys'
     # result, from the current errors of the frames the candidates span
-    first, last = int(ranges[:, 0].min()), int(ranges[:, 1].max())
+    first, last = int(lo_all.min()), int(hi_all.max())
     near = errors[first:last + 1]
     near_max = near.max(axis=1)
     current_max = near_max[rows - first]
@@ -890,31 +884,33 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     row_worse[live] = (max_live > base_max[rows[live]] + slack) \
         | (mean_live > base_mean[rows[live]] + slack)
     worse = np.logical_or.reduceat(row_worse, offsets)
-    changes_of = np.array([len(changes) for changes, _cost in candidates])
-    first_change = np.cumsum(changes_of) - changes_of
-    worse |= limits.changes_too_fast(reduced, current, fk.turns,
-                                     np.repeat(np.arange(len(candidates)), changes_of),
-                                     np.array(in_take), counts, np.array(channel_of), values,
-                                     turns, len(candidates))
-    at_worst = offsets + worst - ranges[:, 0]
+    worse |= limits.changes_too_fast(reduced, current, fk.turns, owner, in_take, counts,
+                                     change_channels, values, turns, n_candidates)
+    at_worst = offsets + worst - lo_all
     kept = np.flatnonzero(~worse & (moved_max[at_worst] < current_max[at_worst]))
     # the best gain per key (the first of equals; none that gains nothing)
+    costs = np.concatenate(cost_of)
     scores = block_sums(current_max ** 2 - moved_max ** 2, offsets, lengths, kept) \
-        / np.maximum([candidates[i][1] for i in kept], 0.5)
+        / np.maximum(costs[kept], 0.5)
     scores = np.where(scores > 0.0, scores, 0.0)
     if not len(kept) or scores.max() <= 0.0:
         return None
     best = int(kept[np.argmax(scores)])
-    (changes, cost), (lo, hi), offset = candidates[best], ranges[best], offsets[best]
+    lo, hi, offset = int(lo_all[best]), int(hi_all[best]), offsets[best]
     new_errors = errors[lo:hi + 1].copy()
     its = live[(live >= offset) & (live <= offset + hi - lo)]
     new_errors[its - offset] = moved_live[place[its]]
+    # the winner's changes, each with the channel's knots and its own laid over them
     out = []
-    for j, (c, knots, delta, _shape, c_lo, c_hi) in enumerate(changes):
-        at = starts[first_change[best] + j]
-        merged = {**channels[c].knots, **knots, worst: float(correction[worst, c]) + delta}
-        out.append((c, merged, c_lo, c_hi, values[at:at + c_hi - c_lo + 1]))
-    return out, int(lo), int(hi), new_errors, cost
+    first_change = int(np.cumsum(changes)[best] - changes[best])
+    for j in range(first_change, first_change + int(changes[best])):
+        c, h = int(change_channels[j]), int(change_hats[j])
+        knots = {**channels[c].knots,
+                 **{int(r): float(correction[r, c]) for r in closing[h] if r >= 0},
+                 worst: float(correction[worst, c]) + float(deltas_all[j])}
+        out.append((c, knots, int(hat_lo[h]), int(hat_hi[h]),
+                    values[starts[j]:starts[j] + counts[j]]))
+    return out, lo, hi, new_errors, int(costs[best])
 
 
 def _solve_each(normals: np.ndarray, gradients: np.ndarray) -> list[np.ndarray | None]:
@@ -935,79 +931,3 @@ def _solve_each(normals: np.ndarray, gradients: np.ndarray) -> list[np.ndarray |
         except np.linalg.LinAlgError:
             out.append(None)
     return out
-
-
-def _hat(state: _Channel, correction: np.ndarray, worst: int, shape: tuple[int, ...]
-         ) -> tuple[np.ndarray, dict[int, float], int, int, int]:
-    """A unit change at ``worst`` closed by knots at ``shape`` (keeping the correction there):
-    the change on rows lo..hi, the new knots to lay over the channel's (value at ``worst``
-    still to add), lo, hi, key cost.
-
-    Only the points on rows lo..hi and the one beyond each end take part: the new knots
-    change the interpolation between the points around them and nothing else, and which keys
-    are written (a knot, or a point next to one) only on lo..hi. Working on the whole
-    channel (every pose key of a long take) cost more than the rest of a greedy step; so did
-    a copy of the channel's knots per candidate (the winner's are merged once).
-    """
-    new = {r: float(correction[r]) for r in shape}
-    new[worst] = float(correction[worst]) + 1.0
-    old = state.knots
-    lo, hi = state.span((*shape, worst))
-    rows = state.rows
-    inner = bisect_left(rows, lo)
-    outer = bisect_right(rows, hi)
-    # the current points on lo..hi with one more point each side (if any), then the new ones
-    points = sorted(set(rows[max(inner - 1, 0):outer + 1]).union(new))
-    values = []
-    knot = []
-    for r in points:
-        if r in new:
-            values.append(new[r])
-            knot.append(True)
-        else:
-            value = old.get(r)
-            values.append(0.0 if value is None else value)
-            knot.append(value is not None)
-    start, stop = points.index(lo), points.index(hi) + 1
-    hat = np.interp(np.arange(lo, hi + 1), points[start:stop], values[start:stop]) \
-        - correction[lo:hi + 1]
-    written = state.written_rows
-    cost = _written_between(knot, start, stop) \
-        - (bisect_right(written, hi) - bisect_left(written, lo))
-    return hat, new, lo, hi, cost
-
-
-def _written_between(knot: list[bool], start: int, stop: int) -> int:
-    """How many of the points ``start:stop`` a host writes (a knot, or a point next to one;
-    see :meth:`_Channel.written`); ``knot[i]``, whether point i (ascending rows) is a knot."""
-    last = len(knot) - 1
-    return sum(1 for i in range(start, stop)
-               if knot[i] or (i > 0 and knot[i - 1]) or (i < last and knot[i + 1]))
-
-
-def _window(hat: np.ndarray, lo: int, hi: int, lo_j: int, hi_j: int
-            ) -> tuple[np.ndarray, slice]:
-    """The part of ``hat`` (rows lo..hi) inside the Jacobian's rows lo_j..hi_j, and where."""
-    inside = slice(max(lo, lo_j) - lo, min(hi, hi_j) - lo + 1)
-    return hat[inside], slice(max(lo, lo_j) - lo_j, min(hi, hi_j) - lo_j + 1)
-
-
-def _closings(state: _Channel, worst: int, n_frames: int) -> list[tuple[int, ...]]:
-    """For each of :data:`WIDTHS` ``w``, the knots that close a hat at ``worst``: one each side
-    at ``w`` frames, unless a point is already nearer or the take ends first (none: ())."""
-    rows = state.rows
-    i, j = bisect_left(rows, worst), bisect_right(rows, worst)
-    before = rows[i - 1] if i > 0 else -1
-    after = rows[j] if j < len(rows) else n_frames
-    return [tuple(r for r in (worst - w, worst + w) if before < r < after and 0 <= r < n_frames)
-            for w in WIDTHS]
-
-
-def _shapes(closings: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """Closing knots of the candidate shapes at a frame: none (a ramp to the points around
-    it), then each distinct hat of ``closings`` (:func:`_closings`)."""
-    shapes: list[tuple[int, ...]] = [()]
-    for shape in closings:
-        if shape and shape not in shapes:
-            shapes.append(shape)
-    return shapes

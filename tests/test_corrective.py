@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sp_core.corrective as corrective
-from sp_core.corrective import _Channel, _closings, _hat, _shapes, budget_keys, correct
+from sp_core.corrective import WIDTHS, _Channel, budget_keys, correct
 from sp_core.errors import OptionError
 from sp_core.io.bvh import read_bvh
 from sp_core.options import Options, coerce, corrective_plan
@@ -315,7 +315,8 @@ def test_single_hat_sums_equal_numpys_sums_of_the_products():
     columns = rng.integers(0, movers, len(sizes))
     hats = [rng.normal(size=size) for size in sizes]
     squares, gradients = hat_sums(np.concatenate(hats),
-                                  np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                                  (np.cumsum(sizes) - sizes).astype(np.int64),
+                                  np.array(sizes, dtype=np.int64),
                                   np.array(firsts, dtype=np.int64), columns, norm, grad)
     for i, (h, first, m) in enumerate(zip(hats, firsts, columns, strict=True)):
         rows = slice(first, first + len(h))
@@ -352,23 +353,79 @@ def test_joint_normal_equations_equal_the_einsums_of_the_weighted_columns():
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_a_candidates_hat_and_key_cost_equal_those_of_the_whole_channel(data):
-    """The greedy step works on the points around a candidate only; its hat and key cost must
-    be what interpolating every point of the channel and counting every written key give."""
+    """The greedy step's kernel works on the points around a candidate only; every shape's
+    hat and key cost must be what interpolating every point of the channel and counting every
+    written key give, and its closing knots those of the rule (``widths`` frames each side,
+    strictly between the points around the worst frame, inside the take)."""
+    from sp_core._fit_kernels import corrective_hats, hat_windows
+
     n = data.draw(st.integers(6, 60), label="frames")
-    anchors = np.unique([0, n - 1, *data.draw(st.lists(st.integers(0, n - 1), max_size=8))])
-    state = _Channel(anchors)
-    rows = data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=6), label="knots")
-    state.knots = {r: data.draw(st.floats(-2, 2), label="value") for r in rows}
-    correction = np.array(data.draw(st.lists(st.floats(-2, 2), min_size=n, max_size=n)))
+    n_channels = data.draw(st.integers(1, 3), label="channels")
+    states = []
+    for _ in range(n_channels):
+        anchors = np.unique([0, n - 1, *data.draw(st.lists(st.integers(0, n - 1), max_size=8))])
+        state = _Channel(anchors)
+        rows = data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=6), label="knots")
+        state.knots = {r: data.draw(st.floats(-2, 2), label="value") for r in rows}
+        states.append(state)
+    correction = np.array(data.draw(st.lists(st.floats(-2, 2), min_size=n * n_channels,
+                                             max_size=n * n_channels))).reshape(n, n_channels)
     worst = data.draw(st.integers(0, n - 1), label="worst")
-    for shape in _shapes(_closings(state, worst, n)):
-        hat, new, lo, hi, cost = _hat(state, correction, worst, shape)
-        knots = {**state.knots, **new}
-        points, values = state.points(knots)
-        whole = np.interp(np.arange(lo, hi + 1), points, values) - correction[lo:hi + 1]
-        np.testing.assert_array_equal(hat, whole)
-        assert cost == len(state.written(knots)) - state.written_count
-        assert (lo, hi) == state.span([*shape, worst])
+    n_shapes, shape_of, closing, lo, hi, cost, hat_ptr, hats = corrective_hats(
+        np.concatenate([s.point_rows for s in states]),
+        np.concatenate([s.point_values for s in states]),
+        np.concatenate([s.point_knots for s in states]),
+        np.cumsum([0] + [len(s.rows) for s in states]),
+        np.concatenate([s.written_rows for s in states]),
+        np.cumsum([0] + [s.written_count for s in states]),
+        correction, np.arange(n_channels), worst, np.array(WIDTHS))
+    slots = len(WIDTHS) + 1
+    for t, state in enumerate(states):
+        # the rule: a ramp, then each width's knots (if any), in the widths' order
+        before = max((r for r in state.rows if r < worst), default=-1)
+        after = min((r for r in state.rows if r > worst), default=n)
+        shapes = [()]
+        for w, width in enumerate(WIDTHS):
+            shape = tuple(r for r in (worst - width, worst + width)
+                          if before < r < after and 0 <= r < n)
+            if shape:
+                shapes.append(shape)
+            assert shapes[shape_of[t, w + 1]] == shape  # (a width without one: the ramp)
+        assert n_shapes[t] == len(shapes) and shape_of[t, 0] == 0
+        for s, shape in enumerate(shapes):
+            assert tuple(r for r in closing[t, s] if r >= 0) == shape
+            h = t * slots + s
+            a, b = lo[t, s], hi[t, s]
+            knots = {**state.knots, **{r: correction[r, t] for r in shape},
+                     worst: correction[worst, t] + 1.0}
+            points, values = state.points(knots)
+            whole = np.interp(np.arange(a, b + 1), points, values) - correction[a:b + 1, t]
+            np.testing.assert_array_equal(hats[hat_ptr[h]:hat_ptr[h + 1]], whole)
+            assert cost[t, s] == len(state.written(knots)) - state.written_count
+            assert (a, b) == state.span([*shape, worst])
+    # the hats on a window of rows, as the joint step's normal equations take them
+    first, last = sorted(data.draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2)))
+    chosen = np.arange(n_channels)[None, :] * slots + shape_of.T  # a width's shape per channel
+    windows = hat_windows(hats, hat_ptr, lo.reshape(-1), hi.reshape(-1), chosen, first, last)
+    for w in range(slots):
+        for t in range(n_channels):
+            h = chosen[w, t]
+            expected = np.zeros(n)
+            expected[lo.flat[h]:hi.flat[h] + 1] = hats[hat_ptr[h]:hat_ptr[h + 1]]
+            np.testing.assert_array_equal(windows[w, t], expected[first:last + 1])
+
+
+def test_a_knot_changed_by_the_polish_is_the_value_the_next_greedy_search_reads():
+    """The polish adds to knot values in place; the points the greedy step's kernel reads
+    must follow, or a later round's hats would interpolate the old values."""
+    state = _Channel(np.array([0, 10, 20]))
+    state.knots = {4: 0.5, 10: -1.0, 15: 2.0}
+    state.add(10, 0.25)
+    state.add(15, -3.0)
+    rows, values = state.points(state.knots)
+    np.testing.assert_array_equal(state.point_rows, rows)
+    np.testing.assert_array_equal(state.point_values, values)
+    assert values.tolist() == [0.0, 0.5, -0.75, -1.0, 0.0]
 
 
 @given(st.data())

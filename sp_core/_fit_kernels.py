@@ -1094,7 +1094,10 @@ def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
     hat ``shaped[w, i]``; the products are those numpy's ``einsum("fni,fnj->ij")`` and
     ``einsum("fni,fn->i")`` of the weighted columns form, summed in the same order (frames,
     then coordinates), so the steps equal theirs to the bit. Off a hat the column is zero,
-    which adds nothing to a sum.
+    which adds nothing to a sum; so does a column's zero on the coordinates of the nodes its
+    channel does not move (most, for a joint low in the chain), and only the products of the
+    nonzero weighted columns are summed (adding a zero leaves a sum as it is: it starts at
+    +0 and never becomes -0).
 
     Parameters
     ----------
@@ -1117,6 +1120,7 @@ def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
     normals = np.zeros((n_widths, size, size))
     gradients = np.zeros((n_widths, size))
     weighted = np.empty(size)
+    nonzero = np.empty(size, dtype=np.int64)
     for w in range(n_widths):
         for f in range(n_frames):
             reached = False
@@ -1125,16 +1129,31 @@ def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
             if not reached:
                 continue
             for n in range(n_coords):
+                count = 0
                 for i in range(size):
                     weighted[i] = jac[f, n, columns[w, i]] * shaped[w, i, f]
-                for i in range(size):
-                    for j in range(i, size):
-                        normals[w, i, j] += weighted[i] * weighted[j]
+                    if weighted[i] != 0.0:
+                        nonzero[count] = i
+                        count += 1
+                for a in range(count):
+                    i = nonzero[a]
+                    for b in range(a, count):
+                        normals[w, i, nonzero[b]] += weighted[i] * weighted[nonzero[b]]
                     gradients[w, i] += weighted[i] * miss[f, n]
         for i in range(size):
             for j in range(i):
                 normals[w, i, j] = normals[w, j, i]
     return normals, gradients
+
+
+@njit(cache=True, inline="always")
+def _differ(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two 3 x 3 matrices differ in any entry."""
+    for i in range(3):
+        for j in range(3):
+            if a[i, j] != b[i, j]:
+                return True
+    return False
 
 
 @njit(cache=True, inline="always")
@@ -1193,19 +1212,31 @@ def joint_steps_too_fast(group_ptr: np.ndarray, group_node: np.ndarray, first: n
         hi = min(hi, n_frames - 1)
         was_after = _IDENTITY
         was_before = _IDENTITY
+        was_changed = False
         for r in range(lo, hi + 1):
-            after = _IDENTITY
-            before = _IDENTITY
+            # (a row whose new matrices are the kept ones, as on most rows of a hat, has the
+            # joint's rotation as it was; a step between two such rows is the step before)
+            changed = False
             for e in range(node_ptr[node], node_ptr[node + 1]):
                 s = node_slots[e]
-                kept = kept_turns[r, s]
-                turn = kept
                 for q in range(group_ptr[g], group_ptr[g + 1]):
                     if slot[q] == s and first[q] <= r < first[q] + count[q]:
-                        turn = new_turns[start[q] + r - first[q]]
-                after = _times(after, turn)
-                before = _times(before, kept)
-            if r > lo:
+                        changed = changed or _differ(new_turns[start[q] + r - first[q]],
+                                                     kept_turns[r, s])
+            before = _IDENTITY
+            for e in range(node_ptr[node], node_ptr[node + 1]):
+                before = _times(before, kept_turns[r, node_slots[e]])
+            after = before
+            if changed:
+                after = _IDENTITY
+                for e in range(node_ptr[node], node_ptr[node + 1]):
+                    s = node_slots[e]
+                    turn = kept_turns[r, s]
+                    for q in range(group_ptr[g], group_ptr[g + 1]):
+                        if slot[q] == s and first[q] <= r < first[q] + count[q]:
+                            turn = new_turns[start[q] + r - first[q]]
+                    after = _times(after, turn)
+            if r > lo and (changed or was_changed):
                 moved = _distance(after, was_after)
                 bound = max(_distance(before, was_before), limits[r - 1, node])
                 if moved > bound * (1.0 + 1e-9) + 1e-12:
@@ -1213,4 +1244,6 @@ def joint_steps_too_fast(group_ptr: np.ndarray, group_node: np.ndarray, first: n
                     break
             was_after = after
             was_before = before
+            was_changed = changed
     return out
+

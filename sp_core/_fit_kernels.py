@@ -795,10 +795,10 @@ def subtree_positions(channels: np.ndarray, base: np.ndarray, roots: np.ndarray,
 
 @TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
-def row_errors(positions: np.ndarray, target: np.ndarray, frames: np.ndarray,
-               current: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def row_errors(positions: np.ndarray, target: np.ndarray, frames: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every node's distance to its target on rows of candidate motion, with each row's worst
-    and mean, and the current motion's worst on the same frames.
+    and mean.
 
     The same numbers as ``np.linalg.norm(positions - target[frames], axis=-1)`` and its
     ``max``/``mean`` along the nodes to the bit (the sums run in numpy's order): the greedy
@@ -811,25 +811,19 @@ def row_errors(positions: np.ndarray, target: np.ndarray, frames: np.ndarray,
     target : (F, N, 3) float64
     frames : (B,) int64
         Frame of each row.
-    current : (F, N) float64
-        The current motion's distances.
 
     Returns
     -------
     errors : (B, N) float64
     worst, mean : (B,) float64
-    current_worst : (B,) float64
-        ``current[frames].max(axis=1)``.
     """
     n_rows, n_nodes = positions.shape[0], positions.shape[1]
     errors = np.empty((n_rows, n_nodes))
     worst = np.empty(n_rows)
     mean = np.empty(n_rows)
-    current_worst = np.empty(n_rows)
     for b in prange(n_rows):
         f = frames[b]
         top = -np.inf
-        was = -np.inf
         for i in range(n_nodes):
             d0 = positions[b, i, 0] - target[f, i, 0]
             d1 = positions[b, i, 1] - target[f, i, 1]
@@ -837,11 +831,9 @@ def row_errors(positions: np.ndarray, target: np.ndarray, frames: np.ndarray,
             e = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
             errors[b, i] = e
             top = max(top, e)
-            was = max(was, current[f, i])
         worst[b] = top
         mean[b] = _pairwise_sum(errors[b]) / n_nodes
-        current_worst[b] = was
-    return errors, worst, mean, current_worst
+    return errors, worst, mean
 
 
 @njit(cache=True, nogil=True)

@@ -867,10 +867,10 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     block = current[rows[live]]
     on_live = moves[patch_rows]
     block[place[patch_rows[on_live]], patch_columns[on_live]] = new[on_live]
-    moved_live, max_live, mean_live, _ = row_errors(
+    moved_live, max_live, mean_live = row_errors(
         fk.patched(block, rows[live], place[patch_rows[changed]], patch_columns[changed],
                    np.repeat(np.concatenate(top_of), lengths)[live], turns[changed]),
-        target, rows[live], errors)
+        target, rows[live])
     # every row's worst (as it is, or moved) and whether it is worse than the pose keys'
     # result, from the current errors of the frames the candidates span
     first, last = int(lo_all.min()), int(hi_all.max())

@@ -770,69 +770,95 @@ def subtree_positions(channels: np.ndarray, base: np.ndarray, roots: np.ndarray,
     for chunk in prange(chunks):
         world = np.empty((n_nodes, 3, 3))  # the subtree's, and its root's parent's
         for b in range(chunk, n_rows, chunks):
-            f = base[b]
-            positions[b] = kept_positions[f]
-            root = roots[b]
-            if root < 0:
-                continue
-            above = parents[root]
-            if above >= 0:
-                world[above] = kept_world[f, above]
-            for s in range(sub_ptr[root], sub_ptr[root + 1]):
-                i = sub_nodes[s]
-                partial = _place(i, channels[b], positions[b], world, offsets, parents,
-                                 translation, orients, oriented)[1]
-                for e in range(rot_ptr[i], rot_ptr[i + 1]):
-                    c = rot_chan[e]
-                    turn = kept_turns[f, rot_slot[c]]
-                    for q in range(patch_ptr[b], patch_ptr[b + 1]):
-                        if patch_chan[q] == c:
-                            turn = patch_turn[q]
-                    partial = _times(partial, turn)
-                _store(world[i], partial)
+            positions[b] = kept_positions[base[b]]
+            if roots[b] >= 0:
+                _subtree(b, base[b], roots[b], channels, patch_ptr, patch_chan, patch_turn,
+                         kept_turns, kept_world, positions[b], world, sub_ptr, sub_nodes,
+                         offsets, parents, translation, rot_ptr, rot_chan, rot_slot, orients,
+                         oriented)
     return positions
+
+
+@njit(cache=True, inline="always")
+def _subtree(b: int, f: int, root: int, channels: np.ndarray, patch_ptr: np.ndarray,
+             patch_chan: np.ndarray, patch_turn: np.ndarray, kept_turns: np.ndarray,
+             kept_world: np.ndarray, position: np.ndarray, world: np.ndarray,
+             sub_ptr: np.ndarray, sub_nodes: np.ndarray, offsets: np.ndarray,
+             parents: np.ndarray, translation: np.ndarray, rot_ptr: np.ndarray,
+             rot_chan: np.ndarray, rot_slot: np.ndarray, orients: np.ndarray,
+             oriented: bool) -> None:
+    """Row b of :func:`subtree_positions` (frame f): the positions of ``root``'s subtree into
+    ``position`` (N, 3), whose entry for the root's parent is the kept one; ``world`` (N, 3,
+    3) is scratch."""
+    above = parents[root]
+    if above >= 0:
+        world[above] = kept_world[f, above]
+    for s in range(sub_ptr[root], sub_ptr[root + 1]):
+        i = sub_nodes[s]
+        partial = _place(i, channels[b], position, world, offsets, parents, translation,
+                         orients, oriented)[1]
+        for e in range(rot_ptr[i], rot_ptr[i + 1]):
+            c = rot_chan[e]
+            turn = kept_turns[f, rot_slot[c]]
+            for q in range(patch_ptr[b], patch_ptr[b + 1]):
+                if patch_chan[q] == c:
+                    turn = patch_turn[q]
+            partial = _times(partial, turn)
+        _store(world[i], partial)
 
 
 @TakingTurns
 @njit(cache=True, parallel=True, nogil=True)
-def row_errors(positions: np.ndarray, target: np.ndarray, frames: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every node's distance to its target on rows of candidate motion, with each row's worst
-    and mean.
-
-    The same numbers as ``np.linalg.norm(positions - target[frames], axis=-1)`` and its
-    ``max``/``mean`` along the nodes to the bit (the sums run in numpy's order): the greedy
+def subtree_errors(channels: np.ndarray, base: np.ndarray, roots: np.ndarray,
+                   patch_ptr: np.ndarray, patch_chan: np.ndarray, patch_turn: np.ndarray,
+                   kept_turns: np.ndarray, kept_positions: np.ndarray, kept_world: np.ndarray,
+                   kept_errors: np.ndarray, target: np.ndarray, sub_ptr: np.ndarray,
+                   sub_nodes: np.ndarray, offsets: np.ndarray, parents: np.ndarray,
+                   translation: np.ndarray, rot_ptr: np.ndarray, rot_chan: np.ndarray,
+                   rot_slot: np.ndarray, orients: np.ndarray, oriented: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`subtree_positions`' rows' distances to ``target`` (F, N, 3), without the
+    positions: the nodes outside a row's subtree keep their positions, so their distances are
+    the kept ones (``kept_errors`` (F, N), the same numbers), and only the subtree's are
+    formed. The numbers are ``np.linalg.norm(positions - target[base], axis=-1)`` and its
+    ``max``/``mean`` along the nodes to the bit (the sums in numpy's order): the greedy
     search compares candidates by them, so a last digit changes which keys it writes.
-
-    Parameters
-    ----------
-    positions : (B, N, 3) float64
-        Candidate rows' world positions (:func:`subtree_positions`).
-    target : (F, N, 3) float64
-    frames : (B,) int64
-        Frame of each row.
 
     Returns
     -------
     errors : (B, N) float64
     worst, mean : (B,) float64
     """
-    n_rows, n_nodes = positions.shape[0], positions.shape[1]
+    n_rows = channels.shape[0]
+    n_nodes = offsets.shape[0]
     errors = np.empty((n_rows, n_nodes))
     worst = np.empty(n_rows)
     mean = np.empty(n_rows)
-    for b in prange(n_rows):
-        f = frames[b]
-        top = -np.inf
-        for i in range(n_nodes):
-            d0 = positions[b, i, 0] - target[f, i, 0]
-            d1 = positions[b, i, 1] - target[f, i, 1]
-            d2 = positions[b, i, 2] - target[f, i, 2]
-            e = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-            errors[b, i] = e
-            top = max(top, e)
-        worst[b] = top
-        mean[b] = _pairwise_sum(errors[b]) / n_nodes
+    chunks = min(n_rows, 64)
+    for chunk in prange(chunks):
+        world = np.empty((n_nodes, 3, 3))
+        position = np.empty((n_nodes, 3))
+        for b in range(chunk, n_rows, chunks):
+            f = base[b]
+            root = roots[b]
+            errors[b] = kept_errors[f]
+            if root >= 0:
+                if parents[root] >= 0:
+                    position[parents[root]] = kept_positions[f, parents[root]]
+                _subtree(b, f, root, channels, patch_ptr, patch_chan, patch_turn, kept_turns,
+                         kept_world, position, world, sub_ptr, sub_nodes, offsets, parents,
+                         translation, rot_ptr, rot_chan, rot_slot, orients, oriented)
+                for s in range(sub_ptr[root], sub_ptr[root + 1]):
+                    i = sub_nodes[s]
+                    d0 = position[i, 0] - target[f, i, 0]
+                    d1 = position[i, 1] - target[f, i, 1]
+                    d2 = position[i, 2] - target[f, i, 2]
+                    errors[b, i] = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+            top = -np.inf
+            for i in range(n_nodes):
+                top = max(top, errors[b, i])
+            worst[b] = top
+            mean[b] = _pairwise_sum(errors[b]) / n_nodes
     return errors, worst, mean
 
 

@@ -469,6 +469,30 @@ class _Kinematics:
         (:meth:`~sp_core.clip.Clip.channel_turns`; made here if not given)."""
         from sp_core._fit_kernels import subtree_positions
 
+        return subtree_positions(
+            *self._patches(channels, base, rows, columns, roots, turns), self.turns,
+            self.positions, self.world, self.sub_ptr, self.sub_nodes, *self.skeleton)
+
+    def patched_errors(self, channels: np.ndarray, base: np.ndarray, rows: np.ndarray,
+                       columns: np.ndarray, roots: np.ndarray, turns: np.ndarray,
+                       errors: np.ndarray, target: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The nodes' distances (B, n_nodes) to ``target`` (F, n_nodes, 3) of
+        :meth:`patched`'s rows, with each row's worst and mean (B,): the numbers of
+        ``np.linalg.norm`` to the bit. ``errors`` (F, n_nodes) are the current motion's
+        distances, which the nodes outside a row's moved subtree keep."""
+        from sp_core._fit_kernels import subtree_errors
+
+        return subtree_errors(
+            *self._patches(channels, base, rows, columns, roots, turns), self.turns,
+            self.positions, self.world, errors, target, self.sub_ptr, self.sub_nodes,
+            *self.skeleton)
+
+    def _patches(self, channels: np.ndarray, base: np.ndarray, rows: np.ndarray,
+                 columns: np.ndarray, roots: np.ndarray, turns: np.ndarray | None
+                 ) -> tuple[np.ndarray, ...]:
+        """The subtree kernels' first arguments: the rows, their frames and roots, and
+        their changed rotation channels by row (CSR) with those channels' matrices."""
         turning = self.rotation[columns]
         rows, columns = rows[turning], columns[turning]
         order = np.argsort(rows, kind="stable")
@@ -476,11 +500,8 @@ class _Kinematics:
         turns = self.clip.channel_turns(channels[rows, columns], columns) if turns is None \
             else turns[turning][order]
         patch_ptr = np.searchsorted(rows, np.arange(len(base) + 1)).astype(np.int64)
-        return subtree_positions(
-            np.ascontiguousarray(channels), np.asarray(base, dtype=np.int64),
-            np.asarray(roots, dtype=np.int64), patch_ptr, columns.astype(np.int64),
-            turns, self.turns,
-            self.positions, self.world, self.sub_ptr, self.sub_nodes, *self.skeleton)
+        return (np.ascontiguousarray(channels), np.asarray(base, dtype=np.int64),
+                np.asarray(roots, dtype=np.int64), patch_ptr, columns.astype(np.int64), turns)
 
 
 def _polish(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
@@ -708,7 +729,6 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         hat_sums,
         hat_windows,
         joint_normals,
-        row_errors,
     )
 
     n_frames = reduced.shape[0]
@@ -867,10 +887,9 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     block = current[rows[live]]
     on_live = moves[patch_rows]
     block[place[patch_rows[on_live]], patch_columns[on_live]] = new[on_live]
-    moved_live, max_live, mean_live = row_errors(
-        fk.patched(block, rows[live], place[patch_rows[changed]], patch_columns[changed],
-                   np.repeat(np.concatenate(top_of), lengths)[live], turns[changed]),
-        target, rows[live])
+    moved_live, max_live, mean_live = fk.patched_errors(
+        block, rows[live], place[patch_rows[changed]], patch_columns[changed],
+        np.repeat(np.concatenate(top_of), lengths)[live], turns[changed], errors, target)
     # every row's worst (as it is, or moved) and whether it is worse than the pose keys'
     # result, from the current errors of the frames the candidates span
     first, last = int(lo_all.min()), int(hi_all.max())

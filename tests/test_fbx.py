@@ -371,7 +371,7 @@ def test_an_fbx_clip_runs_the_kernels_the_install_compiled_for_bvh():
     from sp_core.warm import practice_clip
 
     kernels = (_fit_kernels.chain_kinematics, _fit_kernels.chain_world,
-               _fit_kernels.subtree_positions)
+               _fit_kernels.subtree_positions, _fit_kernels.subtree_errors)
     clip = practice_clip()
     reduce(clip, [0, 20, clip.n_frames - 1], space="world", corrective_budget="50%")
     known = [len(kernel.signatures) for kernel in kernels]

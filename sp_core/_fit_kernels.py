@@ -1165,16 +1165,6 @@ def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
 
 
 @njit(cache=True, inline="always")
-def _differ(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two 3 x 3 matrices differ in any entry."""
-    for i in range(3):
-        for j in range(3):
-            if a[i, j] != b[i, j]:
-                return True
-    return False
-
-
-@njit(cache=True, inline="always")
 def _distance(a: tuple, b: tuple) -> float:
     """``|a - b|²`` of two rotations' entries (the squared distance of
     :mod:`sp_core.speed_limits`)."""
@@ -1189,15 +1179,17 @@ def _distance(a: tuple, b: tuple) -> float:
 @njit(cache=True, parallel=True, nogil=True)
 def joint_steps_too_fast(group_ptr: np.ndarray, group_node: np.ndarray, first: np.ndarray,
                          count: np.ndarray, slot: np.ndarray, start: np.ndarray,
-                         new_turns: np.ndarray, kept_turns: np.ndarray, node_ptr: np.ndarray,
+                         new_turns: np.ndarray, changed: np.ndarray, kept_turns: np.ndarray,
+                         node_ptr: np.ndarray,
                          node_slots: np.ndarray, limits: np.ndarray) -> np.ndarray:
     """Which groups of changes turn their joint faster than ``limits`` allow and than it
     turned before (:mod:`sp_core.speed_limits`).
 
     Group g changes node ``group_node[g]``'s rotation channels: change q (of
     ``group_ptr[g]:group_ptr[g + 1]``) gives the channel of rotation slot ``slot[q]`` the
-    matrices ``new_turns[start[q]:start[q] + count[q]]`` on rows ``first[q]`` on; its steps
-    are checked from the row before the first change to the row after the last.
+    matrices ``new_turns[start[q]:start[q] + count[q]]`` on rows ``first[q]`` on, those
+    ``changed`` marks (the others keep the kept ones, and are not read); its steps are
+    checked from the row before the first change to the row after the last.
 
     Parameters
     ----------
@@ -1205,6 +1197,7 @@ def joint_steps_too_fast(group_ptr: np.ndarray, group_node: np.ndarray, first: n
     group_node : (G,) int64
     first, count, slot, start : (Q,) int64
     new_turns : (P, 3, 3) float64
+    changed : (P,) bool
     kept_turns : (F, R, 3, 3) float64
         Every rotation channel's matrix before the changes.
     node_ptr, node_slots : (N + 1,), (R,) int64
@@ -1230,31 +1223,29 @@ def joint_steps_too_fast(group_ptr: np.ndarray, group_node: np.ndarray, first: n
         hi = min(hi, n_frames - 1)
         was_after = _IDENTITY
         was_before = _IDENTITY
-        was_changed = False
+        was_moving = False
         for r in range(lo, hi + 1):
-            # (a row whose new matrices are the kept ones, as on most rows of a hat, has the
-            # joint's rotation as it was; a step between two such rows is the step before)
-            changed = False
-            for e in range(node_ptr[node], node_ptr[node + 1]):
-                s = node_slots[e]
-                for q in range(group_ptr[g], group_ptr[g + 1]):
-                    if slot[q] == s and first[q] <= r < first[q] + count[q]:
-                        changed = changed or _differ(new_turns[start[q] + r - first[q]],
-                                                     kept_turns[r, s])
+            # (a row without a changed value, as most rows of a hat, has the joint's rotation
+            # as it was; a step between two such rows is the step before)
+            moves = False
+            for q in range(group_ptr[g], group_ptr[g + 1]):
+                if first[q] <= r < first[q] + count[q]:
+                    moves = moves or changed[start[q] + r - first[q]]
             before = _IDENTITY
             for e in range(node_ptr[node], node_ptr[node + 1]):
                 before = _times(before, kept_turns[r, node_slots[e]])
             after = before
-            if changed:
+            if moves:
                 after = _IDENTITY
                 for e in range(node_ptr[node], node_ptr[node + 1]):
                     s = node_slots[e]
                     turn = kept_turns[r, s]
                     for q in range(group_ptr[g], group_ptr[g + 1]):
-                        if slot[q] == s and first[q] <= r < first[q] + count[q]:
+                        if slot[q] == s and first[q] <= r < first[q] + count[q] \
+                                and changed[start[q] + r - first[q]]:
                             turn = new_turns[start[q] + r - first[q]]
                     after = _times(after, turn)
-            if r > lo and (changed or was_changed):
+            if r > lo and (moves or was_moving):
                 moved = _distance(after, was_after)
                 bound = max(_distance(before, was_before), limits[r - 1, node])
                 if moved > bound * (1.0 + 1e-9) + 1e-12:
@@ -1262,6 +1253,6 @@ def joint_steps_too_fast(group_ptr: np.ndarray, group_node: np.ndarray, first: n
                     break
             was_after = after
             was_before = before
-            was_changed = changed
+            was_moving = moves
     return out
 

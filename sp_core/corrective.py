@@ -875,11 +875,8 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     # kinematics and distances; the others keep the current ones, which are the same
     # numbers (0.6 of the rows; with their kinematics, a tenth of the corrective stage)
     changed = new != current[take_rows, patch_columns]
-    turns = np.empty((len(new), 3, 3))
+    turns = np.empty((len(new), 3, 3))  # (the changed values' only: no check reads others)
     turns[changed] = clip.channel_turns(new[changed], patch_columns[changed])
-    slot_of = clip.rotation_slot[patch_columns]
-    unchanged = ~changed & (slot_of >= 0)
-    turns[unchanged] = fk.turns[take_rows[unchanged], slot_of[unchanged]]
     moves = np.zeros(len(rows), dtype=bool)
     moves[patch_rows[changed]] = True
     live = np.flatnonzero(moves)
@@ -904,7 +901,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         | (mean_live > base_mean[rows[live]] + slack)
     worse = np.logical_or.reduceat(row_worse, offsets)
     worse |= limits.changes_too_fast(reduced, current, fk.turns, owner, in_take, counts,
-                                     change_channels, values, turns, n_candidates)
+                                     change_channels, values, turns, changed, n_candidates)
     at_worst = offsets + worst - lo_all
     kept = np.flatnonzero(~worse & (moved_max[at_worst] < current_max[at_worst]))
     # the best gain per key (the first of equals; none that gains nothing)

@@ -151,7 +151,7 @@ class SpeedLimits:
     def changes_too_fast(self, reduced: np.ndarray, current: np.ndarray,
                          kept_turns: np.ndarray, owner: np.ndarray, first: np.ndarray,
                          counts: np.ndarray, columns: np.ndarray, values: np.ndarray,
-                         turns: np.ndarray, n_owners: int) -> np.ndarray:
+                         turns: np.ndarray, changed: np.ndarray, n_owners: int) -> np.ndarray:
         """(n_owners,) bool: which candidates' changes step too fast (the module docstring).
 
         Change i of candidate ``owner[i]`` gives channel ``columns[i]`` the correction
@@ -168,7 +168,10 @@ class SpeedLimits:
         values : (counts.sum(),) float64
         turns : (counts.sum(), 3, 3) float64
             The matrices of the rotation channels' new values (``reduced`` plus ``values``;
-            :meth:`~sp_core.clip.Clip.channel_turns`), anything for translation channels.
+            :meth:`~sp_core.clip.Clip.channel_turns`) where ``changed``; not read elsewhere
+            (the kept matrices are used there), nor for translation channels.
+        changed : (counts.sum(),) bool
+            Which new values differ from ``current``'s.
         n_owners : int
         """
         out = np.zeros(n_owners, dtype=bool)
@@ -198,7 +201,7 @@ class SpeedLimits:
                 first[order].astype(np.int64), counts[order].astype(np.int64),
                 self.clip.rotation_slot[columns[order]].astype(np.int64),
                 starts[order].astype(np.int64), np.ascontiguousarray(turns, dtype=np.float64),
-                kept_turns, self.node_ptr, self.node_slots, self.joint)
+                changed, kept_turns, self.node_ptr, self.node_slots, self.joint)
             out[owner[order[group_start[fast]]]] = True
         return out
 

@@ -1080,7 +1080,7 @@ def hat_sums(hats: np.ndarray, begins: np.ndarray, counts: np.ndarray,
     begins, counts : (n,) int64
     first_rows, columns : (n,) int64
         Each hat's first row and its channel (``norm``'s and ``grad``'s column).
-    norm, grad : (F, n_movers) float64
+    norm, grad : (F, T) float64
         Per row and channel: the squared norm of the position change per unit, and its dot
         product with the miss.
 
@@ -1119,7 +1119,7 @@ def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
 
     Parameters
     ----------
-    jac : (F, M, n_movers) float64
+    jac : (F, M, T) float64
         Position change per unit of each channel on the window's frames.
     miss : (F, M) float64
         Position minus target on those frames.

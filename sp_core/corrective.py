@@ -770,9 +770,9 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
                        np.repeat(np.concatenate([[-1], mover_nodes[tried]]), rows_w)
                        ).reshape(len(tried) + 1, rows_w, -1)
     miss = moved[0] - target[lo_j:hi_j + 1].reshape(rows_w, -1)
-    jac = np.zeros((rows_w, miss.shape[1], len(movers)))
-    jac[:, :, tried] = np.moveaxis((moved[1:] - moved[0]) / STEP, 0, -1)
-    grad = np.einsum("fn,fnc->fc", miss, jac)  # (rows, movers)
+    # (rows, 3 n_nodes, tried channels), and per row and tried channel the Gauss-Newton sums
+    jac = np.ascontiguousarray(np.moveaxis((moved[1:] - moved[0]) / STEP, 0, -1))
+    grad = np.einsum("fn,fnc->fc", miss, jac)
     norm = np.einsum("fnc,fnc->fc", jac, jac)
     # every shape of a change at `worst` on each tried channel (a ramp, then a hat of each
     # width) in one kernel call: its change per unit on the rows it reaches and its key cost
@@ -800,7 +800,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     inside = np.maximum(hat_lo[single], lo_j)
     squares, gradients = hat_sums(hats, hat_ptr[single] + inside - hat_lo[single],
                                   np.minimum(hat_hi[single], hi_j) - inside + 1,
-                                  inside - lo_j, tried[single_t], norm, grad)
+                                  inside - lo_j, single_t, norm, grad)
     single_channels = tried_channels[single_t]
     with np.errstate(divide="ignore", invalid="ignore"):
         deltas = np.stack([residual[worst, single_channels] - correction[worst, single_channels],
@@ -824,7 +824,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     widths = np.flatnonzero(width_cost <= left) if len(tried) >= 2 else np.zeros(0, np.int64)
     joint = np.ascontiguousarray(together[:, widths].T)  # (widths, T)
     normals, gradients = joint_normals(
-        jac, miss, np.tile(tried, (len(joint), 1)).astype(np.int64),
+        jac, miss, np.tile(np.arange(len(tried)), (len(joint), 1)),
         hat_windows(hats, hat_ptr, hat_lo, hat_hi, joint, lo_j, hi_j))
     diagonal = np.arange(len(tried))
     normals[:, diagonal, diagonal] += 1e-9 * np.trace(normals, axis1=1, axis2=2)[:, None]

@@ -781,13 +781,8 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     tried_channels = movers[tried]
     states = [channels[int(c)] for c in tried_channels]
     n_shapes, shape_of, closing, hat_lo, hat_hi, hat_cost, hat_ptr, hats = corrective_hats(
-        np.concatenate([state.point_rows for state in states]),
-        np.concatenate([state.point_values for state in states]),
-        np.concatenate([state.point_knots for state in states]),
-        np.cumsum([0] + [len(state.rows) for state in states]),
-        np.concatenate([state.written_rows for state in states]),
-        np.cumsum([0] + [state.written_count for state in states]),
-        correction, tried_channels, worst, np.array(WIDTHS, dtype=np.int64))
+        *_laid_end_to_end(states), correction, tried_channels, worst,
+        np.array(WIDTHS, dtype=np.int64))
     slots = shape_of.shape[1]
     closing = closing.reshape(-1, 2)
     hat_lo, hat_hi, hat_cost = hat_lo.reshape(-1), hat_hi.reshape(-1), hat_cost.reshape(-1)
@@ -927,6 +922,18 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
         out.append((c, knots, int(hat_lo[h]), int(hat_hi[h]),
                     values[starts[j]:starts[j] + counts[j]]))
     return out, lo, hi, new_errors, int(costs[best])
+
+
+def _laid_end_to_end(states: list[_Channel]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                      np.ndarray, np.ndarray, np.ndarray]:
+    """The channels' points (rows, values, knot marks) and written keys laid end to end, each
+    with its pointers, as :func:`sp_core._fit_kernels.corrective_hats` takes them."""
+    return (np.concatenate([state.point_rows for state in states]),
+            np.concatenate([state.point_values for state in states]),
+            np.concatenate([state.point_knots for state in states]),
+            np.cumsum([0] + [len(state.rows) for state in states]),
+            np.concatenate([state.written_rows for state in states]),
+            np.cumsum([0] + [state.written_count for state in states]))
 
 
 def _solve_each(normals: np.ndarray, gradients: np.ndarray) -> list[np.ndarray | None]:

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sp_core.corrective as corrective
-from sp_core.corrective import WIDTHS, _Channel, budget_keys, correct
+from sp_core.corrective import WIDTHS, _Channel, _laid_end_to_end, budget_keys, correct
 from sp_core.errors import OptionError
 from sp_core.io.bvh import read_bvh
 from sp_core.options import Options, coerce, corrective_plan
@@ -384,13 +384,7 @@ def test_a_candidates_hat_and_key_cost_equal_those_of_the_whole_channel(data):
                                              max_size=n * n_channels))).reshape(n, n_channels)
     worst = data.draw(st.integers(0, n - 1), label="worst")
     n_shapes, shape_of, closing, lo, hi, cost, hat_ptr, hats = corrective_hats(
-        np.concatenate([s.point_rows for s in states]),
-        np.concatenate([s.point_values for s in states]),
-        np.concatenate([s.point_knots for s in states]),
-        np.cumsum([0] + [len(s.rows) for s in states]),
-        np.concatenate([s.written_rows for s in states]),
-        np.cumsum([0] + [s.written_count for s in states]),
-        correction, np.arange(n_channels), worst, np.array(WIDTHS))
+        *_laid_end_to_end(states), correction, np.arange(n_channels), worst, np.array(WIDTHS))
     slots = len(WIDTHS) + 1
     for t, state in enumerate(states):
         # the rule: a ramp, then each width's knots (if any), in the widths' order

@@ -940,7 +940,7 @@ def corrective_hats(point_rows: np.ndarray, point_values: np.ndarray,
         A shape's closing knots, before and after ``worst`` (-1: none).
     lo, hi : (T, W + 1) int64
         The rows a shape's change reaches (inclusive): from the point before its first new
-        knot to the point after its last (the take's ends where there is none).
+        knot to the point after its last (where there is none, that new knot itself).
     cost : (T, W + 1) int64
         Keys written after the change minus before (a knot, or a point next to one).
     hat_ptr : (T (W + 1) + 1,) int64
@@ -1104,27 +1104,25 @@ def hat_sums(hats: np.ndarray, begins: np.ndarray, counts: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
-                  shaped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def joint_normals(jac: np.ndarray, miss: np.ndarray, shaped: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Normal equations of the greedy step's joint corrections, one per hat width.
 
-    Correction i of width w moves the positions by ``jac[:, :, columns[w, i]]`` times its
+    Correction i of width w moves the positions by ``jac[:, :, i]`` times its
     hat ``shaped[w, i]``; the products are those numpy's ``einsum("fni,fnj->ij")`` and
     ``einsum("fni,fn->i")`` of the weighted columns form, summed in the same order (frames,
     then coordinates), so the steps equal theirs to the bit. Off a hat the column is zero,
     which adds nothing to a sum; so does a column's zero on the coordinates of the nodes its
     channel does not move (most, for a joint low in the chain), and only the products of the
     nonzero weighted columns are summed (adding a zero leaves a sum as it is: it starts at
-    +0 and never becomes -0).
+    +0 and never becomes -0; with finite inputs only, since 0 × inf is not added).
 
     Parameters
     ----------
-    jac : (F, M, T) float64
+    jac : (F, M, S) float64
         Position change per unit of each channel on the window's frames.
     miss : (F, M) float64
         Position minus target on those frames.
-    columns : (W, S) int64
-        The channel (of ``jac``'s last axis) of each correction.
     shaped : (W, S, F) float64
         Each correction's hat on the window's frames (0 where it does not reach).
 
@@ -1133,7 +1131,7 @@ def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
     normals : (W, S, S) float64
     gradients : (W, S) float64
     """
-    n_widths, size = columns.shape
+    n_widths, size = shaped.shape[0], shaped.shape[1]
     n_frames, n_coords = miss.shape
     normals = np.zeros((n_widths, size, size))
     gradients = np.zeros((n_widths, size))
@@ -1149,7 +1147,7 @@ def joint_normals(jac: np.ndarray, miss: np.ndarray, columns: np.ndarray,
             for n in range(n_coords):
                 count = 0
                 for i in range(size):
-                    weighted[i] = jac[f, n, columns[w, i]] * shaped[w, i, f]
+                    weighted[i] = jac[f, n, i] * shaped[w, i, f]
                     if weighted[i] != 0.0:
                         nonzero[count] = i
                         count += 1
@@ -1255,4 +1253,3 @@ def joint_steps_too_fast(group_ptr: np.ndarray, group_node: np.ndarray, first: n
             was_before = before
             was_moving = moves
     return out
-

@@ -191,7 +191,8 @@ class _Channel:
     """Knots of one channel and the keys they cost.
 
     The rows of the current knots' points and the keys they write are kept (the greedy
-    search asks for them for every candidate, and they change only when knots are set).
+    search asks for them for every candidate): rows change only when knots are set, the
+    points' values also through :meth:`add`.
     """
 
     def __init__(self, anchors: np.ndarray) -> None:
@@ -480,7 +481,8 @@ class _Kinematics:
         """The nodes' distances (B, n_nodes) to ``target`` (F, n_nodes, 3) of
         :meth:`patched`'s rows, with each row's worst and mean (B,): the numbers of
         ``np.linalg.norm`` to the bit. ``errors`` (F, n_nodes) are the current motion's
-        distances, which the nodes outside a row's moved subtree keep."""
+        distances, which the nodes outside a row's moved subtree keep (they must be the norms
+        of the kept positions to the bit, as :func:`correct` keeps them)."""
         from sp_core._fit_kernels import subtree_errors
 
         return subtree_errors(
@@ -819,8 +821,7 @@ def _best_candidate(clip: Clip, fk: _Kinematics, reduced: np.ndarray,
     widths = np.flatnonzero(width_cost <= left) if len(tried) >= 2 else np.zeros(0, np.int64)
     joint = np.ascontiguousarray(together[:, widths].T)  # (widths, T)
     normals, gradients = joint_normals(
-        jac, miss, np.tile(np.arange(len(tried)), (len(joint), 1)),
-        hat_windows(hats, hat_ptr, hat_lo, hat_hi, joint, lo_j, hi_j))
+        jac, miss, hat_windows(hats, hat_ptr, hat_lo, hat_hi, joint, lo_j, hi_j))
     diagonal = np.arange(len(tried))
     normals[:, diagonal, diagonal] += 1e-9 * np.trace(normals, axis1=1, axis2=2)[:, None]
     # (every joint step changes the same channels: one topmost node for all)
@@ -931,9 +932,9 @@ def _laid_end_to_end(states: list[_Channel]) -> tuple[np.ndarray, np.ndarray, np
     return (np.concatenate([state.point_rows for state in states]),
             np.concatenate([state.point_values for state in states]),
             np.concatenate([state.point_knots for state in states]),
-            np.cumsum([0] + [len(state.rows) for state in states]),
+            np.cumsum([0] + [len(state.rows) for state in states], dtype=np.int64),
             np.concatenate([state.written_rows for state in states]),
-            np.cumsum([0] + [state.written_count for state in states]))
+            np.cumsum([0] + [state.written_count for state in states], dtype=np.int64))
 
 
 def _solve_each(normals: np.ndarray, gradients: np.ndarray) -> list[np.ndarray | None]:

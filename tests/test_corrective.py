@@ -340,24 +340,23 @@ def test_joint_normal_equations_equal_the_einsums_of_the_weighted_columns():
     from sp_core._fit_kernels import joint_normals
 
     rng = np.random.default_rng(11)
-    frames, coords, movers, size = 23, 57, 9, 5
-    jac = rng.normal(size=(frames, coords, movers))
+    frames, coords, size = 23, 57, 5
+    jac = rng.normal(size=(frames, coords, size))
     # (a channel moves only the nodes below its joint: zero on the other coordinates)
     jac[rng.random(jac.shape) < 0.5] = 0.0
     miss = rng.normal(size=(frames, coords))
-    columns = np.array([rng.choice(movers, size, replace=False) for _ in range(3)])
     shaped = np.zeros((3, size, frames))
     for w in range(3):
         for i in range(size):  # a hat on some window of the frames
             lo = int(rng.integers(0, frames - 2))
             hi = int(rng.integers(lo + 1, frames))
             shaped[w, i, lo:hi] = rng.random(hi - lo)
-    normals, gradients = joint_normals(jac, miss, columns, shaped)
+    normals, gradients = joint_normals(jac, miss, shaped)
     for w in range(3):
         weighted = np.zeros((frames, coords, size))
         for i in range(size):
             rows = np.flatnonzero(shaped[w, i])
-            weighted[rows, :, i] = jac[rows, :, columns[w, i]] * shaped[w, i, rows][:, None]
+            weighted[rows, :, i] = jac[rows, :, i] * shaped[w, i, rows][:, None]
         assert np.array_equal(normals[w], np.einsum("fni,fnj->ij", weighted, weighted))
         assert np.array_equal(gradients[w], np.einsum("fni,fn->i", weighted, miss))
 

@@ -17,10 +17,13 @@ from sp_core.session import AnalysisCancelled, CancelToken, Session
 from sp_core.standalone import StandaloneHost
 from sp_core.tolerance import (
     FORESIGHT,
+    MISS_FRAMES,
+    MISS_KEYS,
     SLOPE_PRIOR,
     START,
     TRIES_BELOW,
     ToleranceSearch,
+    _keys_near,
     resolution,
 )
 
@@ -407,6 +410,103 @@ def test_a_mean_missed_by_a_little_in_stage_3_is_followed_by_the_next_k_not_a_te
     search = _Checked(real, full).searching(start, 600)
     assert search.smallest_k(3.0, 20.0) == 383
     assert search.checks == [379, 380, 381, 382, 383]
+
+
+def test_the_keys_near_a_frame_are_those_within_reach_and_two_beyond_each_side():
+    keys = np.array([0, 10, 20, 30, 45, 60, 100, 140, 141, 180, 220])
+    assert MISS_FRAMES == 32 and MISS_KEYS == 2
+    # within 60 +- 32: 30, 45, 60; two beyond each side: 10, 20 and 100, 140
+    assert _keys_near(keys, 60) == (10, 20, 30, 45, 60, 100, 140)
+    # no key within reach of 120 (88..152 holds 100, 140, 141): two beyond each side
+    assert _keys_near(keys, 120) == (45, 60, 100, 140, 141, 180, 220)
+    assert _keys_near(keys, 0) == (0, 10, 20, 30, 45, 60)  # the take's first frame
+    assert _keys_near(keys, 220) == (141, 180, 220)  # and its last
+
+
+class _Missing(_Checked):
+    """A scripted search whose checks that miss the max record the frames they missed on
+    (``missed[k]``), with keyframes per K (``keys[k]``)."""
+
+    def __init__(self, real, full, keys, missed):
+        super().__init__(real, full)
+        self.keyframes, self.missed = keys, missed
+
+    def searching(self, start, max_keys):
+        super().searching(start, max_keys)
+        self.space.keyframes = lambda k: self.keyframes[k]
+        return self
+
+    def error(self, k, start, stop):
+        fresh = k not in self._full
+        result = super().error(k, start, stop)
+        if fresh and result[1] > self.tolerance[1]:
+            keys = np.asarray(self.keyframes[k])
+            self._misses.append([(f, _keys_near(keys, f)) for f in self.missed[k]])
+        return result
+
+
+def test_stage_3_steps_over_the_k_whose_keys_around_a_missed_frame_stay():
+    """Checks like the 10,000-frame take's: the mean is met from K = 500 on, but the max is
+    missed by 0.59 mm at an elbow on frame 808 while the keys around it stay (K = 500-504),
+    then on frame 2796 (K = 505-510; the take repeats its poses). Stage 3 checks 500, 505 and
+    511 (the first K whose keys around both frames changed), not every K between, and
+    returns what a search without the foresight returns."""
+    ks = np.arange(601)
+    real = dict(zip(ks.tolist(), (2.0 * (np.maximum(ks, 1) / 500.0) ** -2.0).tolist(),
+                    strict=True))
+    start = {k: mean / 0.75 for k, mean in real.items()}
+    # below K = 500 the corrective keys leave the mean missed
+    full = {k: (0.96 * mean if k >= 500 else 2.05, 19.9) for k, mean in real.items()}
+    missed: dict[int, list[int]] = {k: [] for k in range(601)}
+    for k in range(500, 511):
+        full[k] = (1.9, 20.59)
+        missed[k] = [808] if k < 505 else [2796]
+    base = np.arange(0, 10000, 20)
+    keys = {}
+    for k in range(601):
+        shifted = base.copy()
+        # the keys around 808 move at 505, those around 2796 at 505 and again at 511
+        shifted[(base > 700) & (base < 900)] += 1 if k >= 505 else 0
+        shifted[(base > 2700) & (base < 2900)] += 1 if k >= 505 else 0
+        shifted[(base > 2700) & (base < 2900)] += 1 if k >= 511 else 0
+        keys[k] = shifted
+    search = _Missing(real, full, keys, missed).searching(start, 600)
+    assert search.smallest_k(2.0, 20.0) == 511
+    assert [k for k in search.checks if k >= 500] == [500, 505, 511]
+    blind = _Checked(real, full).searching(start, 600)
+    assert blind.smallest_k(2.0, 20.0) == 511
+    assert [k for k in blind.checks if k >= 500] == list(range(500, 512))
+
+
+def test_a_search_with_foresight_skips_only_k_that_miss_on_real_mocap(monkeypatch):
+    """On a 600-frame cut of the sample at 3 / 20 mm the search steps over K whose keys around
+    a frame it missed on stay the same: it returns the K a search checking every K returns,
+    and every K that search checked and this one did not misses the tolerance."""
+    clip = read_bvh(DATA.parent.parent / "examples" / "cmu_131_01.bvh").sub_range(78, 677)
+    options = Options().replace(tolerance="3,20")
+    error = ToleranceSearch.error
+    checked: dict[bool, dict[int, tuple[float, float]]] = {}
+    chosen: dict[bool, int] = {}
+    for foresight in (True, False):
+        seen: dict[int, tuple[float, float]] = {}
+
+        def spy(self, k, start, stop, seen=seen):
+            seen[k] = error(self, k, start, stop)
+            return seen[k]
+
+        monkeypatch.setattr(ToleranceSearch, "error", spy)
+        if not foresight:
+            monkeypatch.setattr(ToleranceSearch, "repeats_miss", lambda self, k: False)
+        session = Session(StandaloneHost(clip), options)
+        session.analyze()
+        checked[foresight], chosen[foresight] = seen, session.k
+        monkeypatch.undo()
+    assert chosen[True] == chosen[False]
+    skipped = set(checked[False]) - set(checked[True])
+    assert skipped, "the cut no longer steps over a K: choose another"
+    for j in skipped:
+        mean, worst = checked[False][j]
+        assert mean > 3.0 or worst > 20.0, j
 
 
 def test_past_the_world_fits_flops_limit_the_first_real_fit_is_where_the_start_fits_meet():

@@ -106,6 +106,10 @@ MISS_KEYS = 2
 #: Share of its corrective budget a check may spend for its misses to be taken as given up
 #: (:meth:`ToleranceSearch.repeats_miss`): above it the budget may be what stopped them.
 MISS_BUDGET = 0.9
+#: Frames missed a check keeps (its worst): one frame foreseen to miss again is enough to step
+#: over a K, and a check that missed on thousands of frames would otherwise be compared frame
+#: by frame for every K stepped over.
+MISS_KEPT = 16
 #: A K whose pose keys miss the mean by at most this fraction is checked with the corrective
 #: keys first (before the smallest K whose pose keys meet it): the corrective keys lowered
 #: the mean by 2-4 % on the shared takes, so such a K often meets the tolerance, and checking
@@ -252,7 +256,7 @@ class ToleranceSearch:
 
     def _missed(self, reduction: Reduction) -> list[int]:
         """The frames (host frames) on which ``reduction``'s worst joint misses the
-        tolerance's max."""
+        tolerance's max, the worst first, :data:`MISS_KEPT` at most."""
         metrics = reduction.metrics
         frames = reduction.frames
         rows = frames - self.motion.first_frame
@@ -260,7 +264,9 @@ class ToleranceSearch:
         worst = np.linalg.norm(self.motion.forward_kinematics(reduction.corrected)
                                - original, axis=-1).max(axis=1)
         scale = metrics.max_mm / metrics.max if metrics.max > 0 else 0.0
-        return [int(f) for f in frames[worst * scale > self.tolerance[1]]]
+        over = np.flatnonzero(worst * scale > self.tolerance[1])
+        over = over[np.argsort(-worst[over], kind="stable")[:MISS_KEPT]]
+        return [int(f) for f in frames[over]]
 
     def repeats_miss(self, k: int) -> bool:
         """Whether a check already made misses the max on a frame around which ``k``'s keys

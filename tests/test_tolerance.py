@@ -18,6 +18,7 @@ from sp_core.standalone import StandaloneHost
 from sp_core.tolerance import (
     FORESIGHT,
     MISS_FRAMES,
+    MISS_KEPT,
     MISS_KEYS,
     SLOPE_PRIOR,
     START,
@@ -421,6 +422,29 @@ def test_the_keys_near_a_frame_are_those_within_reach_and_two_beyond_each_side()
     assert _keys_near(keys, 120) == (45, 60, 100, 140, 141, 180, 220)
     assert _keys_near(keys, 0) == (0, 10, 20, 30, 45, 60)  # the take's first frame
     assert _keys_near(keys, 220) == (141, 180, 220)  # and its last
+
+
+def test_a_check_keeps_the_worst_frames_it_missed_on(sample_clip):
+    """The frames a check missed the max on are the worst ones, worst first, at most
+    MISS_KEPT, each measured as the metrics measure the reduction (corrective keys included)."""
+    clip = sample_clip.sub_range(0, 199)
+    frames = np.array([0, 50, 100, 150, 199])
+    budget, _ = corrective_plan(Options())
+    reduction = reduce(clip, frames, corrective_budget="20", corrective_stop_mm=None)
+    assert reduction.corrections is not None and reduction.corrections.n_keys > 0
+    search = ToleranceSearch(SimpleNamespace(), clip, Options().fit, budget)
+    worst = np.linalg.norm(clip.forward_kinematics(reduction.corrected) - clip.positions,
+                           axis=-1).max(axis=1) * reduction.metrics.max_mm \
+        / reduction.metrics.max
+    assert np.isclose(worst.max(), reduction.metrics.max_mm)
+    search.tolerance = (np.inf, float(np.sort(worst)[-40]))  # 39 frames over it
+    missed = search._missed(reduction)
+    assert len(missed) == MISS_KEPT
+    rows = np.array(missed) - clip.first_frame
+    assert list(worst[rows]) == sorted(worst[rows], reverse=True)
+    assert worst[rows].min() >= np.sort(worst)[-MISS_KEPT]
+    search.tolerance = (np.inf, float(worst.max()))  # none over it
+    assert search._missed(reduction) == []
 
 
 class _Missing(_Checked):

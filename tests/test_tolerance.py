@@ -502,11 +502,12 @@ def test_stage_3_steps_over_the_k_whose_keys_around_a_missed_frame_stay():
     assert [k for k in blind.checks if k >= 500] == list(range(500, 512))
 
 
-def test_a_search_with_foresight_skips_only_k_that_miss_on_real_mocap(monkeypatch):
+def test_a_search_with_foresight_skips_only_k_that_miss_on_real_mocap(sample_clip,
+                                                                      monkeypatch):
     """On a 600-frame cut of the sample at 3 / 20 mm the search steps over K whose keys around
     a frame it missed on stay the same: it returns the K a search checking every K returns,
     and every K that search checked and this one did not misses the tolerance."""
-    clip = read_bvh(DATA.parent.parent / "examples" / "cmu_131_01.bvh").sub_range(78, 677)
+    clip = sample_clip.sub_range(78, 677)
     options = Options().replace(tolerance="3,20")
     error = ToleranceSearch.error
     checked: dict[bool, dict[int, tuple[float, float]]] = {}

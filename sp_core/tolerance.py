@@ -69,6 +69,7 @@ from sp_core import reduction as reduction_module
 from sp_core.clip import Clip
 from sp_core.corrective import budget_keys
 from sp_core.errors import SelectionError
+from sp_core.fitting import joint_errors
 from sp_core.options import FitOptions
 from sp_core.reduction import Reduction, constant_channels, reduce, with_corrections
 from sp_core.selection import SelectionSpace
@@ -260,9 +261,8 @@ class ToleranceSearch:
         metrics = reduction.metrics
         frames = reduction.frames
         rows = frames - self.motion.first_frame
-        original = self.motion.positions[rows]
-        worst = np.linalg.norm(self.motion.forward_kinematics(reduction.corrected)
-                               - original, axis=-1).max(axis=1)
+        worst = joint_errors(self.motion, reduction.corrected,
+                             self.motion.positions[rows]).max(axis=1)
         scale = metrics.max_mm / metrics.max if metrics.max > 0 else 0.0
         over = np.flatnonzero(worst * scale > self.tolerance[1])
         over = over[np.argsort(-worst[over], kind="stable")[:MISS_KEPT]]

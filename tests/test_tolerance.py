@@ -24,6 +24,7 @@ from sp_core.tolerance import (
     START,
     TRIES_BELOW,
     ToleranceSearch,
+    _keys_around,
     _keys_near,
     resolution,
 )
@@ -464,8 +465,7 @@ class _Missing(_Checked):
         fresh = k not in self._full
         result = super().error(k, start, stop)
         if fresh and result[1] > self.tolerance[1]:
-            keys = np.asarray(self.keyframes[k])
-            self._misses.append([(f, _keys_near(keys, f)) for f in self.missed[k]])
+            self._misses.append(_keys_around(self.keyframes[k], self.missed[k]))
         return result
 
 

@@ -476,8 +476,9 @@ def test_corrective_keys_do_not_pop_the_joints_above_a_joint(sample_clip):
 
 def meets_20_mm_at(sample_path, k):
     """The sample's optimal keyframes at ``k``, the default corrective budget and the world-fit
-    reduction with it at a 20 mm max (the default tolerance's), checked: it meets 20 mm where
-    the pose keys alone miss it, and no frame is worse than with the pose keys alone.
+    reduction with it at a 20 mm max (the default tolerance's), or None where that reduction
+    does not meet 20 mm or the pose keys alone meet it already. Where it is returned it is
+    checked: no frame is worse than with the pose keys alone.
 
     The sample is read anew: the greedy search's choices follow the last digits of its fits,
     and those of a clip read once for the session follow what the tests before did with it
@@ -488,7 +489,8 @@ def meets_20_mm_at(sample_path, k):
     frames = session.space.keyframes(k)
     budget, _stop = corrective_plan(Options())
     corrected = reduce(sample_clip, frames, corrective_budget=budget, corrective_stop_mm=20.0)
-    assert corrected.metrics.max_mm <= 20.0 < corrected.pose_metrics.max_mm
+    if not corrected.metrics.max_mm <= 20.0 < corrected.pose_metrics.max_mm:
+        return None
     before_max, before_mean = frame_errors(sample_clip, corrected.reduced)
     after_max, after_mean = frame_errors(sample_clip, corrected.corrected)
     slack = 1e-7 * float(np.ptp(sample_clip.positions))
@@ -496,32 +498,47 @@ def meets_20_mm_at(sample_path, k):
     return frames, budget, corrected
 
 
+def first_k_it_takes(sample_path, monkeypatch, ks, name, value, missed_mm):
+    """The first K of ``ks`` at which the default reduction meets 20 mm
+    (:func:`meets_20_mm_at`) and the same with ``corrective.<name>`` set to ``value`` misses
+    it by more than ``missed_mm``: (K, that reduction, the one without the stage's part).
+
+    Which K shows a part of the corrective stage at work follows the last digits of the fits,
+    and those differ between machines (numba compiles the kernels for the host's CPU: other
+    vector widths sum in another order): on an AVX-512 host the damped joint steps showed at
+    K = 43, on an AVX2 one at K = 45; the test looks along a few K instead of holding one."""
+    for k in ks:
+        met = meets_20_mm_at(sample_path, k)
+        if met is None:
+            continue
+        frames, budget, corrected = met
+        with monkeypatch.context() as patched:
+            patched.setattr(corrective, name, value)
+            without = reduce(read_bvh(sample_path), frames, corrective_budget=budget,
+                             corrective_stop_mm=20.0)
+        if without.metrics.max_mm > missed_mm:
+            return k, corrected, without
+    pytest.fail(f"no K of {list(ks)} meets 20 mm that {name} = {value} misses by "
+                f"{missed_mm} mm")
+
+
 def test_the_greedy_search_starts_again_after_the_polish_until_the_max_is_met(
         sample_path, monkeypatch):
-    """The sample at K = 46 (world fit), the default tolerance's max of 20 mm: one greedy
-    search and its polish leave a joint about 21 mm off; starting the greedy search again from
-    what the polish left, with no frame given up, meets 20 mm, and still no frame is worse than
-    with the pose keys alone. (Which K shows it follows the last digits of the fits: with
-    another forward kinematics' rounding it was K = 47.)"""
-    frames, budget, again = meets_20_mm_at(sample_path, 46)
-    monkeypatch.setattr(corrective, "CYCLES", 1)
-    once = reduce(read_bvh(sample_path), frames, corrective_budget=budget,
-                  corrective_stop_mm=20.0)
-    assert once.metrics.max_mm > 21.0
+    """The sample by the default tolerance's max of 20 mm (world fit), at the first K from 46
+    where it shows: one greedy search and its polish leave a joint over 21 mm off; starting
+    the greedy search again from what the polish left, with no frame given up, meets 20 mm,
+    and still no frame is worse than with the pose keys alone (:func:`meets_20_mm_at`)."""
+    _k, again, once = first_k_it_takes(sample_path, monkeypatch, range(46, 56), "CYCLES", 1,
+                                       21.0)
     assert once.metrics.corrective_keys <= again.metrics.corrective_keys
 
 
 def test_damped_joint_steps_reach_what_the_undamped_one_overshoots(sample_path, monkeypatch):
-    """The sample at K = 43 (world fit), a max of 20 mm: the undamped joint step of the
-    channels that move the worst joints overshoots (a joint stays about 30 mm off); the damped
-    joint steps meet 20 mm there, and no frame is worse than with the pose keys alone. (Which
-    K shows it follows the last digits of the fits: with another forward kinematics' rounding
-    it was K = 45.)"""
-    frames, budget, _damped = meets_20_mm_at(sample_path, 43)
-    monkeypatch.setattr(corrective, "JOINT_DAMPING", (0.0,))
-    undamped = reduce(read_bvh(sample_path), frames, corrective_budget=budget,
-                      corrective_stop_mm=20.0)
-    assert undamped.metrics.max_mm > 25.0
+    """The sample by a max of 20 mm (world fit), at the first K from 43 where it shows: the
+    undamped joint step of the channels that move the worst joints overshoots (a joint stays
+    more than 22 mm off: 30 mm at K = 43 on one host, 24 mm at K = 45 on another); the damped
+    joint steps meet 20 mm there, and no frame is worse than with the pose keys alone."""
+    first_k_it_takes(sample_path, monkeypatch, range(43, 54), "JOINT_DAMPING", (0.0,), 22.0)
 
 
 def test_without_a_max_to_meet_the_greedy_search_runs_once(sample_clip, monkeypatch):

@@ -695,3 +695,124 @@ def select_rows(table: np.ndarray, floors: np.ndarray, lowest: np.ndarray, first
     while solved < stop and done[solved - first] == chunks:
         solved += 1
     return solved
+
+
+#: Candidates of one tile of :func:`select_tiles` at the least (a tile is never narrower than
+#: the band: a cell's previous keys then lie in its own tile or the one before).
+DP_TILE = 1024
+#: Key counts :func:`select_tiles` solves over one tile before it moves on (its rows of
+#: errors carry this many and one more).
+DP_TILE_KEYS = 16
+
+
+@TakingTurns
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FAST)
+def select_tiles(table: np.ndarray, floors: np.ndarray, lowest: np.ndarray, first: int,
+                 stop: int, use_sum: bool, tile: int, workers: int, patience: int,
+                 rows: np.ndarray, final: np.ndarray, back: np.ndarray, ready: np.ndarray,
+                 claimed: np.ndarray, done: np.ndarray) -> int:
+    """:func:`select_rows` for a long take with a narrow band: the same cells, computed
+    ``rows.shape[0] - 1`` key counts at a time over one tile of candidates before the next.
+
+    :func:`select_rows` sweeps every candidate for each key count; when the table's rows
+    that a sweep reads (each cell's nearest block or two of previous keys and their floors,
+    about 200 bytes a candidate) outgrow the caches, every key count reads them from memory
+    again (a 50,000-frame take: 149 ns a cell against 46 ns at 10,000 frames on a host with
+    a 32 MB cache). Here a worker claims a tile of ``tile`` consecutive candidates and solves
+    it for a batch of key counts while its rows stay in the core's cache. Cell (K, b) needs
+    the errors of K - 1 keys at b - d, d < band <= ``tile``: in b's tile, solved by the same
+    worker before, or in the tile before, whose worker the batch waits for (``ready[t]``, the
+    last key count solved on tile t). Tiles are claimed in order, so a worker waits only on a
+    tile claimed earlier by a running worker that does not wait on a later one: the launch
+    always finishes, also when the threading layer runs the workers one after another. The
+    workers meet once a batch (``done``), since the next batch writes rows the last one reads
+    (``rows[K % R]`` with R = ``rows.shape[0]``: the batch's key counts and the one before it).
+
+    Each cell is :func:`select_rows`' expression with its tie rule, so the errors and
+    back-pointers are the same to the bit.
+
+    Parameters
+    ----------
+    table, floors, lowest, first, stop, use_sum, workers, final, back
+        As for :func:`select_rows`.
+    tile : int
+        Candidates per tile, at least the band (``table.shape[1] - 1``).
+    patience : int
+        Polls a worker waits (on the tile before, or between batches) before it leaves
+        (-1: leave after every batch, for tests); the others then leave too, and the call
+        returns the first key count not solved on every tile, for Python to call again.
+    rows : (R, m) float64
+        ``rows[K % R, b]``: best composed cost of K keys to candidate b; row
+        ``(first - 1) % R`` is read.
+    ready : (ceil(m / tile),) int64
+        ``first - 1`` on every tile; ``ready[t]`` counts up as tile t is solved.
+    claimed, done : (batches + 1,) int64, zero
+        Tiles claimed and finished of each batch; the last element of ``claimed`` is the flag
+        of a worker that stopped waiting.
+
+    Returns
+    -------
+    int
+        The first key count not solved: ``stop``, or less if a worker stopped waiting.
+    """
+    m, width = table.shape
+    ring = rows.shape[0]
+    batch = ring - 1
+    tiles = (m + tile - 1) // tile
+    batches = (stop - first + batch - 1) // batch
+    for _ in prange(workers):
+        for level in range(batches):
+            k0 = first + level * batch
+            k1 = min(k0 + batch, stop)
+            if _load(claimed, batches) > 0:
+                break  # a worker left: every batch before this one is complete
+            left = False
+            while True:
+                t = _add(claimed, level, 1)
+                if t >= tiles:
+                    break
+                lo = t * tile
+                hi = min(lo + tile, m)
+                # once a worker has left, the tiles still unclaimed get the batch's first key
+                # count only (it waits on nobody), so that every call solves one at least
+                last = k0 + 1 if left or _load(claimed, batches) > 0 else k1
+                for keys in range(k0, last):
+                    polls = 0
+                    while t > 0 and keys > k0 and _load(ready, t - 1) < keys - 1:
+                        # (the tile before has not solved K - 1 yet)
+                        polls += 1
+                        if polls > patience:
+                            left = True
+                            break
+                    if left and keys > k0:
+                        break
+                    before = rows[(keys - 1) % ring]
+                    after = rows[keys % ring]
+                    for b in range(lo, hi):
+                        if b < keys - 1:  # fewer candidates than keys
+                            after[b] = np.inf
+                            continue
+                        top = b - max(lowest[b], keys - 2, b - width + 1)
+                        d, error = _best_previous(before, b, table[b], floors[b], top, use_sum)
+                        after[b] = error
+                        if d:
+                            back[keys, b] = d
+                    if hi == m:
+                        final[keys] = after[m - 1]
+                    _add(ready, t, 1)  # (a full barrier: the tile's rows are seen first)
+                _add(done, level, 1)
+            if left:
+                _add(claimed, batches, 1)
+                break
+            polls = 0
+            while _load(done, level) < tiles:  # the other workers' last tiles
+                polls += 1
+                if polls > patience:
+                    break
+            if polls > patience:
+                _add(claimed, batches, 1)
+                break
+    solved = stop
+    for t in range(tiles):
+        solved = min(solved, ready[t] + 1)
+    return solved

@@ -34,6 +34,9 @@ DEFAULT_MEMORY_LIMIT = 2 * 1024**3
 #: around the inner loop.
 SELECT_STEPS_PER_SECOND = 5.0e9
 CELL_STEPS = 30
+#: Tiles a take's candidates must fill for the DP to be solved tile by tile
+#: (:func:`_kernels.select_tiles`; fewer, and the two threads would share too few tiles).
+TILED_DP_TILES = 8
 #: Estimated DP steps per kernel call between progress reports (about 0.05 s on two idle cores).
 SELECT_BLOCK = 3.0e8
 #: Shortest window the automatic plan keeps (frames; 2 s at 120 fps, 8 s at 30 fps): when
@@ -261,8 +264,14 @@ class SelectionSpace:
         # by max, a bound on each block of previous keys lets a cell skip most of them
         floors = np.empty((m, 0), dtype=np.int64) if use_sum \
             else _kernels.block_floors(self._table)
-        self._dp = (floors, lowest, use_sum, self._select_steps(band, self.max_keys))
-        self._rows = np.full((2, m), np.inf)
+        # a long take with a narrow band is solved a tile of candidates and a batch of key
+        # counts at a time (:func:`_kernels.select_tiles`: its rows stay in the caches);
+        # a short one in sweeps of every candidate, which both threads share
+        tile = max(_kernels.DP_TILE, band)
+        tiled = m >= TILED_DP_TILES * tile
+        self._dp = (floors, lowest, use_sum, self._select_steps(band, self.max_keys),
+                    tile if tiled else 0)
+        self._rows = np.full((_kernels.DP_TILE_KEYS + 1 if tiled else 2, m), np.inf)
         self._rows[1, 0] = 0.0  # one key: only the first candidate
         self._errors = np.full(self.max_keys + 1, np.inf)
         self._back = np.zeros((self.max_keys + 1, m), dtype=narrow)
@@ -271,7 +280,7 @@ class SelectionSpace:
     def _solve_to(self, keys: int, report: Callable[[float, str], None]) -> None:
         """Run the DP up to ``keys`` key counts (from the last K solved), a few key counts per
         kernel call, with ``report(fraction, message)`` between calls."""
-        floors, lowest, use_sum, steps = self._dp
+        floors, lowest, use_sum, steps, tile = self._dp
         threads = numba.get_num_threads()
         message = f"optimal selections for K up to {keys:,}"
         first = self._solved + 1
@@ -280,6 +289,15 @@ class SelectionSpace:
         def solve(start: int, stop: int) -> None:  # indices of the K to solve from `first`
             keys, stop = first + start, first + stop
             while keys < stop:  # again from where a worker stopped waiting (a busy machine)
+                if tile:
+                    batches = -(-(stop - keys) // _kernels.DP_TILE_KEYS)
+                    keys = _kernels.select_tiles(
+                        self._table, floors, lowest, keys, stop, use_sum, tile, threads,
+                        _kernels.DP_PATIENCE, self._rows, self._errors, self._back,
+                        np.full(-(-len(self._candidates) // tile), keys - 1, dtype=np.int64),
+                        np.zeros(batches + 1, dtype=np.int64),
+                        np.zeros(batches + 1, dtype=np.int64))
+                    continue
                 keys = _kernels.select_rows(
                     self._table, floors, lowest, keys, stop, use_sum, 2 * threads, threads,
                     _kernels.DP_PATIENCE, self._rows, self._errors, self._back,

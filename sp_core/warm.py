@@ -65,7 +65,7 @@ def warm() -> float:
 
 
 def warm_selection() -> None:
-    """The DP kernel with every back-pointer width (uint8 up to a band of 255 candidates,
+    """The DP kernels with every back-pointer width (uint8 up to a band of 255 candidates,
     uint16 up to 65,535, int32 beyond): the practice clip alone reaches only uint8."""
     m, band = 40, 3
     table = np.full((m, band + 1), 1.0)
@@ -80,6 +80,10 @@ def warm_selection() -> None:
             _kernels.select_rows(table, _kernels.block_floors(table), lowest, 2, 6, use_sum, 4,
                                  2, 100, rows, final, back, np.zeros(5, dtype=np.int64),
                                  np.zeros(5, dtype=np.int64))
+            # and its tiled form for long takes
+            _kernels.select_tiles(table, _kernels.block_floors(table), lowest, 2, 6, use_sum,
+                                  8, 2, 100, rows, final, back, np.full(5, 1, dtype=np.int64),
+                                  np.zeros(5, dtype=np.int64), np.zeros(5, dtype=np.int64))
 
 
 def main() -> None:

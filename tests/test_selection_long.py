@@ -69,6 +69,20 @@ def test_narrow_bands_equal_the_dense_dp(sample_clip, compose, span, stride, pin
         assert gaps_at_most(space.keyframes(keys), span)
 
 
+@pytest.mark.parametrize("compose", ["max", "sum"])
+def test_a_long_take_is_solved_tile_by_tile_with_the_same_result(sample_clip, compose,
+                                                                 monkeypatch):
+    # A take many tiles long with a narrow band is solved by select_tiles (here the sample
+    # with tiles of 64 candidates, a 40-frame band and a pin): the same errors, offsets and
+    # keys as the dense DP.
+    monkeypatch.setattr(_kernels, "DP_TILE", 64)
+    monkeypatch.setattr(selection, "TILED_DP_TILES", 4)
+    space = SelectionSpace.from_clip(sample_clip, compose=compose, max_span=40, pins=(300,),
+                                     max_keys=400)
+    assert space._rows.shape == (_kernels.DP_TILE_KEYS + 1, len(space._candidates))
+    assert_same_as_dense(space)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_lean_dp_equals_dense_dp_on_random_data(seed):
     rng = np.random.default_rng(seed)
@@ -126,6 +140,56 @@ def test_dp_kernel_gives_the_dense_result_with_any_workers_and_units(workers, ch
             np.testing.assert_array_equal(back[keys][reached],
                                           (np.arange(m) - previous[keys])[reached])
             assert not back[keys][~reached].any()
+
+
+@pytest.mark.parametrize(("workers", "tile", "ring", "patience", "first", "stop"),
+                         [(1, 24, 5, 100, 2, 60), (2, 24, 5, 1 << 14, 2, 60),
+                          (3, 30, 17, 1 << 14, 2, 60), (2, 21, 2, 1 << 14, 2, 60),
+                          (2, 24, 5, 0, 2, 60), (4, 24, 7, -1, 2, 60),
+                          (2, 300, 5, 1 << 14, 17, 60), (5, 25, 4, -1, 17, 60)])
+@pytest.mark.parametrize("use_sum", [False, True])
+def test_tiled_dp_kernel_gives_the_dense_result(workers, tile, ring, patience, first, stop,
+                                               use_sum):
+    # select_tiles solves a batch of ring - 1 key counts over one tile of candidates before
+    # the next, its workers waiting on the tile before; tiles of the band's width or more
+    # (21 = the band: cells reach into the tile before, never two back), one tile, more
+    # workers than threads, a slice starting after K = 2, and workers that leave instead of
+    # waiting (patience 0; -1 after every batch: the call returns early and is called
+    # again) must all give the dense DP's errors and offsets, to the bit.
+    rng = np.random.default_rng(workers * 100 + tile + ring)
+    m, band = 200, 21
+    table = np.cumsum(rng.integers(0, 2, size=(m, band + 1)), axis=1).astype(float)
+    table[rng.random((m, band + 1)) < 0.1] = 1.0  # ties, and long spans that fit well
+    for b in range(m):
+        table[b, 0] = 0.0
+        table[b, b + 1:] = np.inf
+    lowest = np.maximum(np.arange(m) - band, 0).astype(np.int64)
+    lowest[120:] = np.maximum(lowest[120:], 110)  # a pin at candidate 110
+    error, previous = dense_select(table, lowest, stop - 1, use_sum, 4)
+    floors = np.empty((m, 0), dtype=np.int64) if use_sum else _kernels.block_floors(table)
+    rows = np.full((ring, m), np.inf)
+    rows[(first - 1) % ring] = error[first - 1]
+    final = np.full(stop, np.inf)
+    back = np.zeros((stop, m), dtype=np.uint8)
+    tiles = -(-m // tile)
+    keys, calls = first, 0
+    while keys < stop:
+        batches = -(-(stop - keys) // (ring - 1))
+        solved = _kernels.select_tiles(table, floors, lowest, keys, stop, use_sum, tile,
+                                       workers, patience, rows, final, back,
+                                       np.full(tiles, keys - 1, dtype=np.int64),
+                                       np.zeros(batches + 1, dtype=np.int64),
+                                       np.zeros(batches + 1, dtype=np.int64))
+        assert keys < solved <= stop  # every call solves at least one key count
+        keys, calls = solved, calls + 1
+    assert calls <= stop - first
+    np.testing.assert_array_equal(final[first:], error[first:, -1])
+    np.testing.assert_array_equal(rows[(stop - 1) % ring], error[stop - 1])
+    for keys in range(first, stop):
+        reached = previous[keys] >= 0
+        np.testing.assert_array_equal(back[keys][reached],
+                                      (np.arange(m) - previous[keys])[reached])
+        assert not back[keys][~reached].any()
 
 
 def test_block_floors_bound_each_block_and_every_farther_one():

@@ -573,6 +573,27 @@ def _best_previous(before: np.ndarray, shift: int, costs: np.ndarray, floors: np
     return 0, np.inf
 
 
+@njit(cache=True, inline="always", fastmath=_FAST)
+def _solve_cells(table: np.ndarray, floors: np.ndarray, lowest: np.ndarray, use_sum: bool,
+                 keys: int, lo: int, hi: int, before: np.ndarray, after: np.ndarray,
+                 back: np.ndarray) -> None:
+    """The DP's cells of ``keys`` keys ending at candidates ``lo .. hi - 1``: ``after[b]``,
+    the least composed cost (:func:`_best_previous` over the previous keys that ``lowest``,
+    the band and the key count allow), and ``back[keys, b]``, its offset (left 0 where no
+    selection reaches b). ``before`` holds the costs of ``keys - 1`` keys. Both DP kernels
+    compute every cell here, so they agree to the bit."""
+    width = table.shape[1]
+    for b in range(lo, hi):
+        if b < keys - 1:  # fewer candidates than keys
+            after[b] = np.inf
+            continue
+        top = b - max(lowest[b], keys - 2, b - width + 1)
+        d, error = _best_previous(before, b, table[b], floors[b], top, use_sum)
+        after[b] = error  # inf and no back-pointer if unreachable
+        if d:
+            back[keys, b] = d
+
+
 #: Consecutive candidates one work unit of :func:`select_rows` takes at a time (whole cache
 #: lines of the rows it writes; neighbouring cells share the previous key count's errors).
 _DP_GROUP = 32
@@ -653,7 +674,7 @@ def select_rows(table: np.ndarray, floors: np.ndarray, lowest: np.ndarray, first
     int
         The first key count not solved: ``stop``, or less if a worker stopped waiting.
     """
-    m, width = table.shape
+    m = table.shape[0]
     left = stop - first  # claimed[left]: a worker stopped waiting
     for _ in prange(workers):
         for keys in range(first, stop):
@@ -667,15 +688,8 @@ def select_rows(table: np.ndarray, floors: np.ndarray, lowest: np.ndarray, first
                 if unit >= chunks:
                     break
                 for group in range(unit * _DP_GROUP, m, chunks * _DP_GROUP):
-                    for b in range(group, min(group + _DP_GROUP, m)):
-                        if b < keys - 1:  # fewer candidates than keys
-                            after[b] = np.inf
-                            continue
-                        top = b - max(lowest[b], keys - 2, b - width + 1)
-                        d, error = _best_previous(before, b, table[b], floors[b], top, use_sum)
-                        after[b] = error  # inf and no back-pointer if unreachable
-                        if d:
-                            back[keys, b] = d
+                    _solve_cells(table, floors, lowest, use_sum, keys, group,
+                                 min(group + _DP_GROUP, m), before, after, back)
                     if group + _DP_GROUP >= m:
                         # the last candidate's error is K's, taken by the unit that computed
                         # it, before it counts as done: once every unit is done another
@@ -755,7 +769,7 @@ def select_tiles(table: np.ndarray, floors: np.ndarray, lowest: np.ndarray, firs
     int
         The first key count not solved: ``stop``, or less if a worker stopped waiting.
     """
-    m, width = table.shape
+    m = table.shape[0]
     ring = rows.shape[0]
     batch = ring - 1
     tiles = (m + tile - 1) // tile
@@ -788,15 +802,8 @@ def select_tiles(table: np.ndarray, floors: np.ndarray, lowest: np.ndarray, firs
                         break
                     before = rows[(keys - 1) % ring]
                     after = rows[keys % ring]
-                    for b in range(lo, hi):
-                        if b < keys - 1:  # fewer candidates than keys
-                            after[b] = np.inf
-                            continue
-                        top = b - max(lowest[b], keys - 2, b - width + 1)
-                        d, error = _best_previous(before, b, table[b], floors[b], top, use_sum)
-                        after[b] = error
-                        if d:
-                            back[keys, b] = d
+                    _solve_cells(table, floors, lowest, use_sum, keys, lo, hi, before, after,
+                                 back)
                     if hi == m:
                         final[keys] = after[m - 1]
                     _add(ready, t, 1)  # (a full barrier: the tile's rows are seen first)

@@ -742,8 +742,8 @@ def select_tiles(table: np.ndarray, floors: np.ndarray, lowest: np.ndarray, firs
     workers meet once a batch (``done``), since the next batch writes rows the last one reads
     (``rows[K % R]`` with R = ``rows.shape[0]``: the batch's key counts and the one before it).
 
-    Each cell is :func:`select_rows`' expression with its tie rule, so the errors and
-    back-pointers are the same to the bit.
+    The cells are computed as in :func:`select_rows` (:func:`_solve_cells`), so the errors
+    and back-pointers are the same to the bit.
 
     Parameters
     ----------

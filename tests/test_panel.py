@@ -268,6 +268,78 @@ def test_the_graph_comes_before_the_tolerance_search_and_a_cancel_puts_it_back(m
     assert host.previews[-1] == session.keyframes(session.k).tolist()
 
 
+def test_the_search_waits_for_the_graph_to_paint(make_panel, qtbot, monkeypatch):
+    """The tolerance's search starts once the space's graph has painted (Task.show_partial):
+    the paint, beside the search's Python, took turns with it on the GIL and stalled the
+    panel's event loop twice as long. One paint shows the new graph at its new size."""
+    from sp_core.ui.worker import Task
+
+    panel, _host, session = make_panel(frames=(0, 240), options=Options())
+    analyse(qtbot, panel)  # a graph, then the status' height changes with the next analysis
+    events: list[tuple[str, object]] = []
+    painted = panel.graph.plot_widget.painted
+    painted.disconnect(panel.graph._painted)  # (recorded first, then the graph's own)
+    painted.connect(lambda: events.append(("paint", panel.graph.space)))
+    painted.connect(panel.graph._painted)
+    real_show, real_shown = Task.show_partial, Task.partial_shown
+
+    def show_partial(task, result):
+        real_show(task, result)
+        events.append(("search", result))
+
+    def partial_shown(task):
+        events.append(("shown", None))
+        real_shown(task)
+
+    monkeypatch.setattr(Task, "show_partial", show_partial)
+    monkeypatch.setattr(Task, "partial_shown", partial_shown)
+    analyse(qtbot, panel)
+    searched = next(i for i, (what, _) in enumerate(events) if what == "search")
+    space = events[searched][1]
+    assert space is session.space  # (the space the search then chose K in)
+    before = [what for what, shown in events[:searched] if what == "shown"
+              or shown is space]
+    assert before == ["paint", "shown"]
+
+
+def test_show_partial_waits_for_the_ui_thread_a_cancel_or_its_time(qtbot):
+    from sp_core.ui.worker import Task
+
+    def run(slot, wait_s=0.5, cancel_after=None):
+        returned: list[float] = []
+
+        def work(report, token):
+            started = time.monotonic()
+            task.show_partial("drawn?")
+            returned.append(time.monotonic() - started)
+            return None
+
+        class Ui(QtCore.QObject):  # a receiver of the UI thread, as the panel
+            @QtCore.Slot(object)
+            def on_partial(self, result: object) -> None:
+                slot(task, result)
+
+        ui = Ui()
+        task = Task(work)
+        task.PARTIAL_WAIT_S = wait_s
+        task.partial.connect(ui.on_partial)
+        task.start()
+        if cancel_after is not None:
+            qtbot.wait(cancel_after)
+            task.cancel()
+        qtbot.waitUntil(lambda: bool(returned) and not task.running, timeout=20_000)
+        return returned[0]
+
+    shown_at: list[float] = []
+
+    def draw_then_say(task, result):
+        QtCore.QTimer.singleShot(300, lambda: (shown_at.append(1.0), task.partial_shown()))
+
+    assert 0.29 <= run(draw_then_say, wait_s=10.0) < 5.0 and shown_at  # waited for the UI
+    assert 0.39 <= run(lambda task, result: None, wait_s=0.4) < 5.0  # a slot that never says
+    assert run(lambda task, result: None, wait_s=10.0, cancel_after=200) < 5.0  # a cancel
+
+
 def test_apply_runs_in_a_worker_and_cancel_acts_within_half_a_second(make_panel, qtbot,
                                                                      monkeypatch):
     import sp_core.reduction as reduction_module

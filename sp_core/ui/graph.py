@@ -8,9 +8,11 @@ dots. The readout under the plot wraps instead of clipping.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.selection import SelectionSpace
 from sp_core.ui.axes import WholeNumberAxis
@@ -46,6 +48,16 @@ def useful_range(space: SelectionSpace, suggested: int, cliffs: list[int]) -> tu
 NOTHING_TO_DRAW = ("every K has cost 0: the poses lie on the lines between any two keys "
                    "(nothing moves, or too few frames)")
 
+class _PlotWidget(pg.PlotWidget):
+    """A plot widget that says when it has painted (:attr:`painted`)."""
+
+    painted = QtCore.Signal()
+
+    def paintEvent(self, event: QtGui.QPaintEvent) -> None:  # noqa: N802 - Qt's name
+        super().paintEvent(event)
+        self.painted.emit()
+
+
 class ErrorGraph(QtWidgets.QWidget):
     """cost(K) for every K, the current K as a draggable line, suggestions as clickable marks.
 
@@ -66,8 +78,10 @@ class ErrorGraph(QtWidgets.QWidget):
         self.cost_label = "selection cost"
         self.unit = "pose units"
         self._k: int | None = None
-        self.plot_widget = pg.PlotWidget(background="#26282b",
-                                          axisItems={"bottom": WholeNumberAxis("bottom")})
+        self.plot_widget = _PlotWidget(background="#26282b",
+                                       axisItems={"bottom": WholeNumberAxis("bottom")})
+        self._after_paint: list[Callable[[], None]] = []
+        self.plot_widget.painted.connect(self._painted)
         self.plot_widget.setMinimumSize(120, 180)  # the axis label fits (a tab page scrolls)
         # (its gestures were found only in the docs)
         self.plot_widget.setToolTip(
@@ -154,6 +168,22 @@ class ErrorGraph(QtWidgets.QWidget):
         self._redraw()
 
     # ------------------------------------------------------------------ data
+    def after_paint(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the plot has painted what it shows now (at once where it is
+        not shown: nothing will paint)."""
+        if not self.plot_widget.isVisible():
+            callback()
+            return
+        self._after_paint.append(callback)
+        # the view ranged to its new data now: ranged in the paint, it asked for another
+        self.plot_widget.scene().prepareForPaint()
+        self.plot_widget.viewport().update()  # (a paint comes even if nothing changed)
+
+    def _painted(self) -> None:
+        waiting, self._after_paint = self._after_paint, []
+        for callback in waiting:
+            callback()
+
     def set_space(self, space: SelectionSpace | None, suggested: int | None = None,
                   cliffs: list[int] | None = None, cost_label: str = "selection cost",
                   unit: str = "pose units") -> None:

@@ -432,7 +432,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
             # the graph of the space comes before the tolerance's search, which is most of
             # the wait (seconds; on a take of thousands of frames, tens of seconds)
             return session.compute_analysis(progress=report, cancel=token, motion=motion,
-                                            space_ready=task.partial.emit, options=asked,
+                                            space_ready=task.show_partial, options=asked,
                                             graph=True)
 
         task = Task(work, name_of=self.option_words())
@@ -514,13 +514,24 @@ class SalientPosesPanel(QtWidgets.QWidget):
     def _on_space_ready(self, space: SelectionSpace) -> None:
         # the tolerance's search for K goes on: the graph now, K and the preview when it ends
         # (until then K requests are ignored: the session still holds the previous space)
-        if self._analysis is None:  # posted before a cancel
+        task = self._analysis
+        if task is None:  # posted before a cancel
             return
-        self._show_space(space, ahead=True)
-        self.graph.readout.setText("Choosing K: the smallest within the tolerance…")
-        waited = time.monotonic() - self._analysis_started if self._analysis_started else 0.0
-        self.show_status(f"Selection space of frames {space.first_frame}–{space.last_frame} "
-                         f"ready in {waited:.1f} s; choosing the K within the tolerance…")
+        try:
+            self._show_space(space, ahead=True)
+            self.graph.readout.setText("Choosing K: the smallest within the tolerance…")
+            waited = time.monotonic() - self._analysis_started if self._analysis_started \
+                else 0.0
+            self.show_status(f"Selection space of frames {space.first_frame}–"
+                             f"{space.last_frame} ready in {waited:.1f} s; choosing the K "
+                             "within the tolerance…")
+        finally:
+            # the search waits until the graph has painted (Task.show_partial): beside it,
+            # the paint took turns on the GIL with the search's Python. The status' new
+            # height is laid out first, or the graph painted, was resized and painted again.
+            for _ in range(3):
+                QtWidgets.QApplication.sendPostedEvents(None, QtCore.QEvent.Type.LayoutRequest)
+            self.graph.after_paint(task.partial_shown)
 
     def _on_analysed(self, analysis: Analysis) -> None:
         self._analysis = None

@@ -50,8 +50,13 @@ class Task(QtCore.QObject):
     Signals
     -------
     progress(float, str), finished(object), failed(str), cancelled(); partial(object): a
-    result on the way that the work chose to show early (it emits it itself)
+    result on the way that the work chose to show early (it emits it itself, or hands it
+    over with :meth:`show_partial`)
     """
+
+    #: How long :meth:`show_partial` waits at most for the UI thread to have drawn the result
+    #: (a UI thread busy elsewhere, or a slot that never says so, costs the work no more).
+    PARTIAL_WAIT_S = 0.5
 
     progress = QtCore.Signal(float, str)
     partial = QtCore.Signal(object)
@@ -69,6 +74,7 @@ class Task(QtCore.QObject):
         self.thread: QtCore.QThread | None = None
         self._lock = threading.Lock()
         self._ident: int | None = None
+        self._shown = threading.Event()
 
     def start(self) -> Task:
         """Run on a new thread (which quits when the work ends)."""
@@ -102,9 +108,29 @@ class Task(QtCore.QObject):
     def running(self) -> bool:
         return self.thread is not None and not self.thread.isFinished()
 
+    def show_partial(self, result: Any) -> None:
+        """Emit ``partial(result)`` from the work's thread and wait until the UI thread has
+        drawn it (its slot calls :meth:`partial_shown`), a cancel, or :attr:`PARTIAL_WAIT_S`.
+
+        Drawing a result (the selection space's graph: axes, curves and labels laid out by
+        pyqtgraph) is tens of milliseconds of Python on the UI thread. Beside a work that runs
+        Python too (the tolerance's search starts with its fits' set-up), the two threads
+        took turns on the GIL and the draw stalled the panel's event loop twice as long:
+        57 ms over a 5,000-frame Analyze on the 2-core CI host. Waiting for the draw costs the
+        work that same time, once.
+        """
+        self._shown.clear()
+        self.partial.emit(result)
+        self._shown.wait(self.PARTIAL_WAIT_S)
+
+    def partial_shown(self) -> None:
+        """Called by the UI thread once it has drawn the result of :meth:`show_partial`."""
+        self._shown.set()
+
     def cancel(self) -> None:
         """Ask the work to stop (and interrupt it if it is interruptible)."""
         self.token.cancel()
+        self._shown.set()  # (a work waiting for a draw the panel no longer makes)
         if self.interruptible:
             with self._lock:
                 if self._ident is not None:

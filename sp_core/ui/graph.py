@@ -48,6 +48,7 @@ def useful_range(space: SelectionSpace, suggested: int, cliffs: list[int]) -> tu
 NOTHING_TO_DRAW = ("every K has cost 0: the poses lie on the lines between any two keys "
                    "(nothing moves, or too few frames)")
 
+
 class _PlotWidget(pg.PlotWidget):
     """A plot widget that says when it has painted (:attr:`painted`)."""
 

@@ -115,9 +115,9 @@ class Task(QtCore.QObject):
         Drawing a result (the selection space's graph: axes, curves and labels laid out by
         pyqtgraph) is tens of milliseconds of Python on the UI thread. Beside a work that runs
         Python too (the tolerance's search starts with its fits' set-up), the two threads
-        took turns on the GIL and the draw stalled the panel's event loop twice as long:
-        57 ms over a 5,000-frame Analyze on the 2-core CI host. Waiting for the draw costs the
-        work that same time, once.
+        took turns on the GIL and the draw stalled the panel's event loop about twice as long
+        (up to 113 ms over a 5,000-frame Analyze on the 2-core CI host, 42-65 ms with the
+        wait). Waiting for the draw costs the work that time, once.
         """
         self._shown.clear()
         self.partial.emit(result)

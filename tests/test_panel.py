@@ -305,10 +305,12 @@ def test_the_search_waits_for_the_graph_to_paint(make_panel, qtbot, monkeypatch)
 def test_show_partial_waits_for_the_ui_thread_a_cancel_or_its_time(qtbot):
     from sp_core.ui.worker import Task
 
-    def run(slot, wait_s=0.5, cancel_after=None):
+    def run(slot, wait_s=0.5, cancel_after=None, cancelled_first=False):
         returned: list[float] = []
 
         def work(report, token):
+            if cancelled_first:
+                task.cancel()
             started = time.monotonic()
             task.show_partial("drawn?")
             returned.append(time.monotonic() - started)
@@ -338,6 +340,8 @@ def test_show_partial_waits_for_the_ui_thread_a_cancel_or_its_time(qtbot):
     assert 0.29 <= run(draw_then_say, wait_s=10.0) < 5.0 and said  # waited for the UI
     assert 0.39 <= run(lambda task, result: None, wait_s=0.4) < 5.0  # a slot that never says
     assert run(lambda task, result: None, wait_s=10.0, cancel_after=200) < 5.0  # a cancel
+    # cancelled before: no wait at all (the panel that would say "shown" has let go)
+    assert run(lambda task, result: None, wait_s=10.0, cancelled_first=True) < 5.0
 
 
 def test_apply_runs_in_a_worker_and_cancel_acts_within_half_a_second(make_panel, qtbot,

@@ -120,6 +120,8 @@ class Task(QtCore.QObject):
         wait). Waiting for the draw costs the work that time, once.
         """
         self._shown.clear()
+        if self.token.cancelled:  # (cancelled before the clear: its set is undone)
+            return
         self.partial.emit(result)
         self._shown.wait(self.PARTIAL_WAIT_S)
 

@@ -462,11 +462,66 @@ def test_a_still_or_two_frame_clip_says_why_the_graph_is_empty_and_ticks_whole_n
         graph = panel.graph
         assert graph.nothing.toPlainText().startswith("every K has cost 0")
         assert not graph.plot.getAxis("left").style["showValues"]
-        assert panel.graph.plot.getAxis("bottom").__class__ is WholeNumberAxis
+        assert isinstance(panel.graph.plot.getAxis("bottom"), WholeNumberAxis)
     panel, _host, session = make_panel()
     analyse(qtbot, panel)
     assert panel.graph.nothing.toPlainText() == ""
     assert panel.graph.plot.getAxis("left").style["showValues"]
+
+
+@pytest.mark.parametrize("side", ["left", "bottom"])
+def test_the_graph_grid_is_opaque_in_the_colours_the_translucent_grid_drew(qtbot, side):
+    """The error graph's grid is drawn opaque (Qt's raster engine draws translucent lines
+    several times slower, on the UI thread during an analysis): the same pixels as
+    pyqtgraph's translucent grid over the background, where a decade's line is also drawn
+    for each finer level of ticks (drawn opaque one after another, the faintest hid it)."""
+    import pyqtgraph as pg
+
+    from sp_core.ui.axes import OpaqueGridAxis, WholeNumberAxis, WholeNumberGridAxis
+    from sp_core.ui.graph import BACKGROUND, ErrorGraph
+
+    def render(axis):
+        widget = pg.PlotWidget(background=BACKGROUND, axisItems={side: axis})
+        qtbot.addWidget(widget)
+        widget.resize(420, 320)
+        widget.show()
+        qtbot.waitExposed(widget)
+        plot = widget.getPlotItem()
+        plot.showGrid(x=side == "bottom", y=side == "left", alpha=0.15)
+        plot.hideAxis("bottom" if side == "left" else "left")  # (nothing under the lines)
+        plot.setLogMode(y=True)
+        plot.setXRange(0, 260, padding=0)
+        plot.setYRange(1.4, 7.7, padding=0)  # six decades of cost, as in the sample's graph
+        qtbot.wait(50)
+        image = widget.grab().toImage().convertToFormat(QtGui.QImage.Format.Format_RGB888)
+        bits = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), -1)
+        kept.append(widget)
+        return bits[:, :3 * image.width()].reshape(image.height(), image.width(), 3).astype(
+            int), axis
+
+    kept: list = []  # (the widgets, whose axes are asked for their lines below)
+    plain, translucent = render(
+        pg.AxisItem(side) if side == "left" else WholeNumberAxis(side))
+    opaque_image, opaque = render(
+        OpaqueGridAxis(side, background=BACKGROUND) if side == "left"
+        else WholeNumberGridAxis(side, background=BACKGROUND))
+    picture = QtGui.QPicture()
+    painter = QtGui.QPainter(picture)
+    _, ticks, _ = translucent.generateDrawSpecs(painter)
+    _, drawn, _ = opaque.generateDrawSpecs(painter)
+    painter.end()
+    assert all(pen.color().alpha() == 255 for pen, _, _ in drawn)
+    assert any(pen.color().alpha() < 255 for pen, _, _ in ticks)
+    positions = {(p1.x(), p1.y(), p2.x(), p2.y()) for _, p1, p2 in ticks}
+    assert len(drawn) == len(positions)  # one line where pyqtgraph drew several
+    across = plain[:, 300] if side == "left" else plain[100, :]  # (inside the plot)
+    background = QtGui.QColor(BACKGROUND).getRgb()[:3]
+    assert (across != background).any(axis=1).sum() >= 3  # the grid was drawn
+    # Qt blends in whole levels of 0-255; the composed colours are rounded once
+    assert np.abs(opaque_image - plain).max() <= 2
+    graph = ErrorGraph()
+    qtbot.addWidget(graph)
+    assert graph.plot.getAxis(side).zValue() < graph.plot.vb.zValue()  # the curve on top
 
 
 def drag(qtbot, widget, start, end, steps=12):

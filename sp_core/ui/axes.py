@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
+from PySide6 import QtCore, QtGui
 
 
 class WholeNumberAxis(pg.AxisItem):
@@ -24,3 +25,76 @@ class WholeNumberAxis(pg.AxisItem):
             low, high = sorted((minVal, maxVal))
             levels = [(1.0, [float(v) for v in range(math.ceil(low), math.floor(high) + 1)])]
         return levels
+
+
+class OpaqueGridAxis(pg.AxisItem):
+    """An axis whose grid lines are drawn opaque, in the colour their translucent pen gives
+    over ``background``, beneath the plot's items.
+
+    Qt's raster engine draws a translucent 1-pixel line several times slower than an opaque
+    one (62 lines of a log cost axis' grid: 3.3 ms against 0.6 ms on the CI machine kind), and
+    the graph is drawn on the UI thread while an analysis runs. Over the plain background the
+    colour is the same; the axis is stacked behind the view so the curve stays on top (the
+    translucent grid was drawn over it).
+
+    Parameters
+    ----------
+    orientation : str
+        "left", "bottom", ... as for :class:`pyqtgraph.AxisItem`.
+    background : str
+        The plot's background colour (a Qt colour name such as "#26282b").
+    """
+
+    def __init__(self, orientation: str, background: str, **kwargs: object) -> None:
+        super().__init__(orientation, **kwargs)
+        self._background = QtGui.QColor(background)
+        self._opaque: dict[tuple[float, ...], QtGui.QPen] = {}
+
+    def generateDrawSpecs(self, p: QtGui.QPainter):  # noqa: ANN201, N802 - pyqtgraph's name
+        specs = super().generateDrawSpecs(p)
+        if specs is None:
+            return None
+        axis, ticks, texts = specs
+        # pyqtgraph draws a line once for each level of ticks it is on (a decade is also a
+        # minor tick): over each other their translucent colours add up, opaque the last
+        # would hide the others, so coincident lines are composed into one
+        lines: dict[tuple[float, float, float, float], list] = {}
+        for pen, p1, p2 in ticks:
+            line = lines.setdefault((p1.x(), p1.y(), p2.x(), p2.y()), [p1, p2, []])
+            line[2].append(pen)
+        # (a level's ticks share one pen: each set of pens is composed once)
+        composed: dict[tuple[int, ...], QtGui.QPen] = {}
+        drawn = []
+        for p1, p2, pens in lines.values():
+            same = tuple(map(id, pens))
+            if same not in composed:
+                composed[same] = self._opaque_pen(pens)
+            drawn.append((composed[same], p1, p2))
+        return axis, drawn, texts
+
+    def _opaque_pen(self, pens: list[QtGui.QPen]) -> QtGui.QPen:
+        """One pen (shaped as the first) drawing what ``pens``, drawn in turn, draw over the
+        background."""
+        if any(pen.brush().style() != QtCore.Qt.BrushStyle.SolidPattern for pen in pens):
+            return pens[-1]  # (a gradient or pattern: drawn as pyqtgraph drew it last)
+        rgb = _rgb(self._background)
+        for pen in pens:
+            a = pen.color().alphaF()
+            rgb = tuple(a * c + (1 - a) * b
+                        for c, b in zip(_rgb(pen.color()), rgb, strict=True))
+        key = (pens[0].widthF(), *(round(255 * c) for c in rgb))
+        if key not in self._opaque:
+            opaque = QtGui.QPen(pens[0])
+            opaque.setColor(QtGui.QColor.fromRgbF(*rgb))
+            self._opaque[key] = opaque
+        return self._opaque[key]
+
+
+def _rgb(color: QtGui.QColor) -> tuple[float, ...]:
+    """Red, green and blue of ``color`` (0 to 1)."""
+    return color.redF(), color.greenF(), color.blueF()
+
+
+class WholeNumberGridAxis(WholeNumberAxis, OpaqueGridAxis):
+    """Whole-number ticks (:class:`WholeNumberAxis`) and an opaque grid
+    (:class:`OpaqueGridAxis`)."""

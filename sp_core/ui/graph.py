@@ -15,13 +15,14 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.selection import SelectionSpace
-from sp_core.ui.axes import WholeNumberAxis
+from sp_core.ui.axes import OpaqueGridAxis, WholeNumberGridAxis
 
 #: Maya's colours: red for keys (and the current K), green for breakdowns.
 KEY_RED = "#e0443e"
 BREAKDOWN_GREEN = "#6ac46a"
 CURVE_BLUE = "#6fa8dc"
 SUGGESTED = "#f6b26b"
+BACKGROUND = "#26282b"
 
 #: The useful range ends where the cost has fallen to this fraction of its value at K = 2 ...
 USEFUL_DROP = 0.02
@@ -79,8 +80,9 @@ class ErrorGraph(QtWidgets.QWidget):
         self.cost_label = "selection cost"
         self.unit = "pose units"
         self._k: int | None = None
-        self.plot_widget = _PlotWidget(background="#26282b",
-                                       axisItems={"bottom": WholeNumberAxis("bottom")})
+        self.plot_widget = _PlotWidget(background=BACKGROUND, axisItems={
+            "bottom": WholeNumberGridAxis("bottom", background=BACKGROUND),
+            "left": OpaqueGridAxis("left", background=BACKGROUND)})
         self._after_paint: list[Callable[[], None]] = []
         self.plot_widget.painted.connect(self._painted)
         self.plot_widget.setMinimumSize(120, 180)  # the axis label fits (a tab page scrolls)
@@ -91,6 +93,8 @@ class ErrorGraph(QtWidgets.QWidget):
             "K) or a grey cliff to jump there, the mouse wheel zooms")
         self.plot = self.plot_widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.15)
+        for side in ("bottom", "left"):  # their opaque grid beneath the curve, not over it
+            self.plot.getAxis(side).setZValue(self.plot.vb.zValue() - 1)
         self.plot.setLabel("bottom", "keyframes K")
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
@@ -103,12 +107,12 @@ class ErrorGraph(QtWidgets.QWidget):
             BREAKDOWN_GREEN, width=2, style=QtCore.Qt.PenStyle.DashLine))
         self.second: SelectionSpace | None = None
         self.suggested = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#bbbbbb"),
-                                            pen=pg.mkPen("#26282b"), hoverable=True,
+                                            pen=pg.mkPen(BACKGROUND), hoverable=True,
                                             hoverSize=13, tip=None)
         self.suggested.sigClicked.connect(self._suggestion_clicked)
         self.plot.addItem(self.suggested)
         self.star = pg.ScatterPlotItem(size=20, symbol="star", brush=pg.mkBrush(SUGGESTED),
-                                       pen=pg.mkPen("#26282b"), hoverable=True, tip=None)
+                                       pen=pg.mkPen(BACKGROUND), hoverable=True, tip=None)
         self.star.sigClicked.connect(self._suggestion_clicked)
         # (a review read the star as the K to use while the tolerance had chosen another)
         self.star.setToolTip("suggested K: the threshold rule's K, where the cost stops "

@@ -1453,6 +1453,35 @@ def test_the_cost_axis_ranges_again_after_a_graph_with_nothing_to_draw(qtbot, sa
     assert len(shown) > 5 and low <= shown.min() and shown.max() <= high
 
 
+def test_the_space_shown_again_keeps_its_graph_and_view(qtbot, sample_clip):
+    """The space drawn while the tolerance's search ran is shown again when the analysis ends:
+    the graph is left as it is (its redraw and paint were a third of the UI thread's work
+    then), so a zoom made meanwhile stays; anything else to show redraws and ranges."""
+    from sp_core.selection import SelectionSpace
+    from sp_core.ui.graph import ErrorGraph
+
+    space = SelectionSpace.from_clip(sample_clip.sub_range(0, 300), cost="line-max")
+    s = space.suggestions()
+    graph = ErrorGraph()
+    qtbot.addWidget(graph)
+    graph.resize(500, 400)
+    graph.show()
+    graph.set_space(space, s["threshold"], s["cliffs"], "line-max cost", "mm")
+    useful = graph.plot.vb.viewRange()[0]
+    graph.plot.setXRange(3, 9, padding=0)  # the user's zoom
+    graph.set_space(space, s["threshold"], list(s["cliffs"]), "line-max cost", "mm")
+    assert graph.plot.vb.viewRange()[0] == [3, 9]
+    for other in ((space, s["threshold"] + 1, s["cliffs"], "line-max cost", "mm"),
+                  (space, s["threshold"], s["cliffs"], "line-max cost", "cm"),
+                  (SelectionSpace.from_clip(sample_clip.sub_range(0, 300), cost="line-max"),
+                   s["threshold"], s["cliffs"], "line-max cost", "mm")):
+        graph.plot.setXRange(3, 9, padding=0)
+        graph.set_space(*other)
+        assert graph.plot.vb.viewRange()[0] != [3, 9], other[1:]
+    assert graph.unit == "mm" and graph.suggested_k == s["threshold"]
+    assert np.allclose(graph.plot.vb.viewRange()[0], useful)
+
+
 def test_garbage_is_collected_on_the_ui_thread_while_a_task_runs(qtbot):
     """Python's collector ran in whichever thread allocated, mostly a worker's: it destroyed
     a closed panel's Qt objects there, and Qt's destructor deadlocked with the UI thread (a

@@ -195,7 +195,14 @@ class ErrorGraph(QtWidgets.QWidget):
         """Show ``space`` (None: nothing) with its suggested K and cliffs.
 
         ``cost_label`` names what the DP minimised (e.g. "line-max cost"); ``unit`` its unit.
+        What is shown already is left as it is, and so is its view (the space drawn while
+        the tolerance's search ran, shown again when the analysis ends: the redraw and its
+        paint were a third of the UI thread's work then).
         """
+        if space is not None and space is self.space and (
+                suggested, list(cliffs or []), cost_label, unit) == (
+                self.suggested_k, self.cliffs, self.cost_label, self.unit):
+            return
         self.space = space
         self.suggested_k = suggested
         self.cliffs = list(cliffs or [])

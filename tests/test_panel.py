@@ -176,6 +176,30 @@ def test_the_status_line_shows_whole_lines_and_scrolls_the_rest(make_panel, qtbo
     assert holder.viewport().height() == spacing + margins.top() + margins.bottom()
 
 
+def test_the_status_keeps_its_height_while_an_analysis_runs(make_panel, qtbot):
+    """Each new height of the status had the whole panel laid out and painted anew (25-45 ms
+    of the UI thread as an analysis starts and as its graph is first drawn): while it runs,
+    the status does not shrink, its text at the top; after, its height follows the text."""
+    panel, _host, _session = make_panel(frames=(0, 240), options=Options())
+    holder, label = panel.status_holder, panel.status
+    panel.show_status("Analysed frames 0–4999 in 9.0 s. " * 8, ok=True)
+    qtbot.waitUntil(lambda: holder.height() > 3 * label.fontMetrics().lineSpacing())
+    tall = holder.height()
+    seen: list[tuple[bool, int, int]] = []  # (analysing, the holder's height, the text's)
+    timer = QtCore.QTimer()
+    timer.timeout.connect(lambda: seen.append((panel.analysing, holder.height(),
+                                               label.heightForWidth(label.width()))))
+    timer.start(1)
+    analyse(qtbot, panel)
+    timer.stop()
+    during = [(height, text) for analysing, height, text in seen if analysing]
+    assert during and all(height == tall for height, _ in during)
+    assert min(text for _, text in during) < tall  # (shorter texts were shown meanwhile)
+    assert label.alignment() & QtCore.Qt.AlignmentFlag.AlignTop
+    panel.show_status("one line")
+    qtbot.waitUntil(lambda: holder.height() < tall / 2)
+
+
 def test_the_progress_text_is_one_line_of_the_bar(make_panel, qtbot):
     """A stage's message is elided to the bar's width with its percentage kept (it wrapped
     inside a dock-wide bar, its second line cut off); the tooltip has it whole."""

@@ -124,12 +124,15 @@ class _StatusScroll(QtWidgets.QScrollArea):
     :attr:`LINES` whole lines, the rest a scroll away (by lines). A long note (a long take's
     window) then scrolls instead of pushing the pages, and Apply with them, out of a short
     dock, and the holder's height is never left to the layout, which had cut a line in half
-    (read as a broken last line)."""
+    (read as a broken last line). While ``keep()`` it does not shrink: its text then sits at
+    the top."""
 
     LINES = 5
 
-    def __init__(self, label: QtWidgets.QLabel) -> None:
+    def __init__(self, label: QtWidgets.QLabel, keep: Callable[[], bool]) -> None:
         super().__init__()
+        self._keep = keep
+        self._kept = 0
         self.setWidget(label)
         self.setWidgetResizable(True)
         self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
@@ -148,7 +151,11 @@ class _StatusScroll(QtWidgets.QScrollArea):
         # line's top would show)
         most = self.LINES * spacing + margins.top()
         width = self.viewport().width() if self.width() > 0 else label.sizeHint().width()
-        return min(label.heightForWidth(width), most)
+        height = min(label.heightForWidth(width), most)
+        if self._keep():
+            height = max(height, self._kept)
+        self._kept = height
+        return height
 
     def sizeHint(self) -> QtCore.QSize:  # noqa: N802 - Qt's name
         return QtCore.QSize(super().sizeHint().width(), self._height())
@@ -276,9 +283,17 @@ class SalientPosesPanel(QtWidgets.QWidget):
 
         self.status = QtWidgets.QLabel("Select the character and press Analyze.")
         self.status.setObjectName("status")
+        # (at the top of a holder kept taller, see _StatusScroll; no indent above it, which
+        # Qt adds on the aligned side of a label with a frame)
+        self.status.setAlignment(QtCore.Qt.AlignmentFlag.AlignLeft
+                                 | QtCore.Qt.AlignmentFlag.AlignTop)
+        self.status.setIndent(0)
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.status_holder = _StatusScroll(self.status)
+        # (while an analysis runs its height only grows: each new height had the whole
+        # panel laid out and painted anew, 25-45 ms on the UI thread at its start and when
+        # its graph is first drawn)
+        self.status_holder = _StatusScroll(self.status, keep=lambda: self.analysing)
         outer.addWidget(self.status_holder)
         self._shortcuts()
 

@@ -880,6 +880,44 @@ def test_screenshot_command_saves_a_real_image(tmp_path, sample_path):
     assert not (tmp_path / "missing").exists()
 
 
+def test_the_viewer_freezes_its_startup_objects_before_its_event_loop(monkeypatch, qtbot,
+                                                                      sample_path):
+    """Outside a task the automatic collector's full collections walked every object of the
+    process, 130-175 ms on the UI thread in a drag of K: the viewer moves the objects of its
+    startup out of the collector's reach before its event loop, after collecting (garbage
+    frozen would never be freed)."""
+    import gc
+    import weakref
+
+    from sp_core.ui import main_window
+
+    at_exec: list[tuple[int, bool]] = []  # (objects frozen, the cycle below still there)
+
+    class Cycle:  # garbage left before the viewer starts
+        def __init__(self) -> None:
+            self.me = self
+
+    def exec_(_app):
+        at_exec.append((gc.get_freeze_count(), cycle() is not None))
+        return 0
+
+    monkeypatch.setattr(main_window, "has_display", lambda: True)
+    monkeypatch.setattr(QtWidgets.QApplication, "exec", exec_)
+    cycle = weakref.ref(Cycle())
+    assert gc.get_freeze_count() == 0
+    gc.disable()  # (only the viewer's own collection may free the cycle)
+    try:
+        assert main_window.run_viewer(str(sample_path)) == 0
+    finally:
+        gc.enable()
+        gc.unfreeze()
+        for window in QtWidgets.QApplication.topLevelWidgets():
+            if isinstance(window, main_window.MainWindow):
+                window.close()
+    [(frozen, kept)] = at_exec
+    assert frozen > 10_000 and not kept
+
+
 # ------------------------------------------------------------------ Propagate edit
 def test_propagate_tab_writes_the_spread_edit_into_an_additive_layer(make_panel, qtbot,
                                                                      sample_clip):

@@ -37,8 +37,9 @@ class OpaqueGridAxis(pg.AxisItem):
     one (62 lines of a log cost axis' grid: 3.3 ms against 0.6 ms on the CI machine kind), and
     the graph is drawn on the UI thread while an analysis runs. Over the plain background the
     colour is the same (where two lines cross, the translucent ones were brighter). Opaque
-    lines hide what is under them: the plot stacks the axis behind its view (below the
-    view's z value), so the curves are drawn over the grid.
+    lines hide what is under them: a plot using this axis must set its z value below its
+    view's (pyqtgraph puts axes above it; :class:`~sp_core.ui.graph.ErrorGraph` does), so
+    the curves are drawn over the grid.
 
     Parameters
     ----------
@@ -58,9 +59,9 @@ class OpaqueGridAxis(pg.AxisItem):
         if specs is None:
             return None
         axis, ticks, texts = specs
-        # pyqtgraph draws a line once for each level of ticks it is on (a decade is also a
-        # minor tick): over each other their translucent colours add up, opaque the last
-        # would hide the others, so coincident lines are composed into one
+        # pyqtgraph draws a line once for each level of ticks it is on (on a log axis a
+        # decade is also a minor tick): over each other their translucent colours add up,
+        # opaque the last would hide the others, so coincident lines are composed into one
         lines: dict[tuple[float, float, float, float], list] = {}
         for pen, p1, p2 in ticks:
             line = lines.setdefault((p1.x(), p1.y(), p2.x(), p2.y()), [p1, p2, []])

@@ -100,6 +100,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
         self.close()
         _OPEN.discard(self)
+        # (the window of the startup was frozen out of the collector's reach, see run_viewer:
+        # its clip and panel, in reference cycles, are freed only by the collector)
+        gc.unfreeze()
         return window
 
     def undo(self) -> None:
@@ -213,6 +216,22 @@ def _without_offscreen_noise(kind: QtCore.QtMsgType, context: QtCore.QMessageLog
         sys.stderr.write(message + "\n")
 
 
+def _freeze_startup() -> None:
+    """Move the objects made so far (modules, the window: about 115,000) out of the cyclic
+    collector's reach, its garbage collected first (garbage frozen is never freed).
+
+    The panel's own collector holds the automatic one off only while a task runs; outside,
+    a full collection walked every object of the process on the UI thread, the largest hitch
+    of a drag of K: 174 ms after an Analyze of a 5,000-frame take on the CI machine kind, 55 ms
+    with the startup's objects frozen (the 52,000 left are what the first Analyze loaded:
+    numba's typing tables, modules imported lazily). An analysis' data are not frozen: in a
+    reference cycle they would never be freed. Opening another file unfreezes them all
+    (:meth:`MainWindow.open`), so the window it replaces can be freed.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def run_viewer(path: str, first_frame: int | None = None, keys: int | None = None,
                screenshot: str | None = None, apply: bool = False,
                timeout: float = 600.0) -> int:
@@ -250,6 +269,8 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
         window = MainWindow(host, settings=settings)
         window.resize(1400, 950)
         window.show()
+        if not screenshot:
+            _freeze_startup()
         if screenshot or keys is not None:
             if keys is not None:  # the K asked for (as choosing it in the panel sets it): the
                 # analysis solves up to it, as reduce's does (the panel took the nearest K)
@@ -284,12 +305,4 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
         raise SalientPosesError(failed)
     if screenshot:
         return 0
-    # the objects made so far (modules, the window: about 115,000) live as long as the
-    # process: out of the collector's reach, its full collections no longer walk them. Those
-    # were the largest hitch of a drag of K (the panel's own collector holds off only while a
-    # task runs): 174 ms after an Analyze of a 5,000-frame take on the CI machine kind, 55 ms
-    # with these frozen (what is left, 52,000 objects, is what the first Analyze loaded: numba's
-    # typing tables, modules imported lazily). Collected first: garbage frozen is never freed
-    gc.collect()
-    gc.freeze()
     return app.exec()

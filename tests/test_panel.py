@@ -906,13 +906,17 @@ def test_the_viewer_freezes_its_startup_objects_and_frees_them_on_open(monkeypat
     monkeypatch.setattr(QtWidgets.QApplication, "exec", exec_)
     cycle = weakref.ref(Cycle())
     assert gc.get_freeze_count() == 0
+    def windows():  # (those of earlier tests may still be there)
+        return [window for window in QtWidgets.QApplication.topLevelWidgets()
+                if isinstance(window, main_window.MainWindow)]
+
+    earlier = windows()
     opened = []
     gc.disable()  # (only the viewer's own collection may free the cycle)
     try:
         assert main_window.run_viewer(str(sample_path)) == 0
         gc.enable()
-        [first] = [window for window in QtWidgets.QApplication.topLevelWidgets()
-                   if isinstance(window, main_window.MainWindow)]
+        [first] = [window for window in windows() if window not in earlier]
         host = weakref.ref(first.host)
         opened.append(first.open(str(sample_path)))
         assert gc.get_freeze_count() == 0
@@ -923,8 +927,8 @@ def test_the_viewer_freezes_its_startup_objects_and_frees_them_on_open(monkeypat
     finally:
         gc.enable()
         gc.unfreeze()
-        for window in QtWidgets.QApplication.topLevelWidgets():
-            if isinstance(window, main_window.MainWindow):
+        for window in windows():
+            if window not in earlier:
                 window.close()
     [(frozen, kept)] = at_exec
     assert frozen > 10_000 and not kept

@@ -52,7 +52,6 @@ class OpaqueGridAxis(pg.AxisItem):
     def __init__(self, orientation: str, background: str, **kwargs: object) -> None:
         super().__init__(orientation, **kwargs)
         self._background = QtGui.QColor(background)
-        self._opaque: dict[tuple[float, ...], QtGui.QPen] = {}
 
     def generateDrawSpecs(self, p: QtGui.QPainter):  # noqa: ANN201, N802 - pyqtgraph's name
         specs = super().generateDrawSpecs(p)
@@ -86,12 +85,9 @@ class OpaqueGridAxis(pg.AxisItem):
             a = pen.color().alphaF()
             rgb = tuple(a * c + (1 - a) * b
                         for c, b in zip(_rgb(pen.color()), rgb, strict=True))
-        key = (pens[0].widthF(), *(round(255 * c) for c in rgb))
-        if key not in self._opaque:
-            opaque = QtGui.QPen(pens[0])
-            opaque.setColor(QtGui.QColor.fromRgbF(*rgb))
-            self._opaque[key] = opaque
-        return self._opaque[key]
+        opaque = QtGui.QPen(pens[0])
+        opaque.setColor(QtGui.QColor.fromRgbF(*rgb))
+        return opaque
 
 
 def _rgb(color: QtGui.QColor) -> tuple[float, ...]:

@@ -303,6 +303,4 @@ def run_viewer(path: str, first_frame: int | None = None, keys: int | None = Non
             QtCore.qInstallMessageHandler(previous)
     if failed:
         raise SalientPosesError(failed)
-    if screenshot:
-        return 0
-    return app.exec()
+    return 0 if screenshot else app.exec()

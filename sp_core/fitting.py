@@ -61,7 +61,7 @@ ROUND_ITERATIONS = 1
 #: squared error by less than this fraction (instead of ``refine_world``'s tolerance): each
 #: round fits the slopes again after moving the values, and gains far more than the first
 #: fit's last iterations. On the sample at the suggested K = 14, iterations 6-12 of the first
-#: fit gained 0.03-0.3 % each, the rounds' half-steps 0.5-22 %. Stopping at this fraction, the
+#: fit gained 0.02-0.18 % each, the rounds' half-steps 0.5-22 %. Stopping at this fraction, the
 #: sample's means at K = 6-100 in every tangent mode moved by -0.30 to +0.94 % (median 0.00 %)
 #: and its maxes by -1.7 to +5.4 % (both largest at K = 8, a 50 mm mean), a 5,000-frame
 #: take's means by -0.04 to +0.26 % (K = 50, 120, 249); the world fits of K ≤ 30 on the sample

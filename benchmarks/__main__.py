@@ -439,7 +439,7 @@ def bench_long_reduce() -> None:
 
 def bench_batch(repeat: int) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_batch import make_takes
+    from bench_batch import machine_scaling, make_takes
 
     # this checkout's code, as every other row (the venv's script may import another tree)
     command = [sys.executable, "-m", "sp_core.cli", "batch"]
@@ -466,9 +466,11 @@ def bench_batch(repeat: int) -> None:
             pinned = (f"; on one core: {seconds[1, True]:.2f} s" if one_core else "")
             scaled = (f" ({seconds[1, True] / seconds[2, False]:.2f}× one worker on one core)"
                       if one_core else "")
+            alone, pair = machine_scaling(repeat)  # (the load of this row's own minutes)
             row(f"`batch --workers 2`, {len(takes)} takes of 400 frames, {label}",
                 "≥ 1.8× one worker", f"{seconds[2, False]:.2f} s",
-                f"--workers 1: {seconds[1, False]:.2f} s{pinned}",
+                f"--workers 1: {seconds[1, False]:.2f} s{pinned}; the machine: two copies "
+                f"of a fixed Python loop {2 * alone / pair:.2f}× one",
                 f"{seconds[1, False] / seconds[2, False]:.2f}× the throughput{scaled}")
 
 

@@ -12,7 +12,8 @@ fresh folder (nothing resumed), the configurations taking turns so that a change
 machine's load falls on all of them; the table gives the median wall time from the command
 line's start to its summary (process start-up, Dask cluster start-up and the batch's checks
 included, the same for one worker as for several), the takes per minute, and the speed-up over
-one worker. The ideal for N workers on N cores is N x. The CPU seconds are those of the
+one worker. The ideal for N workers on N cores is N x; the line under the table gives what
+the machine itself allows two processes (:func:`machine_scaling`). The CPU seconds are those of the
 command and every worker (user + system), which the load of a shared machine changes much
 less than the wall time: N workers cost their start-up N times. The last column leaves
 start-up out:
@@ -56,6 +57,33 @@ def make_takes(folder: Path, count: int = 12, frames: int = 400) -> list[Path]:
     return paths
 
 
+#: A fixed CPU-bound loop of pure Python (about a second): what two processes at once do
+#: against one, with no memory traffic and no threads, is the most any two workers can gain
+LOOP = "s = 0\nfor i in range(15_000_000):\n    s += i"
+
+
+def machine_scaling(repeat: int) -> tuple[float, float]:
+    """The machine's own scaling of two processes: the median seconds of :data:`LOOP` run
+    alone and of two copies started at once (until both end), the two taking turns so that a
+    change of load falls on both. Two copies finish their two loops ``2 * alone / pair``
+    times as fast as one; a shared host's two cores may give well under 2 (neighbours, or
+    two hyperthreads of one core under the hypervisor)."""
+    def alone() -> None:
+        subprocess.run([sys.executable, "-c", LOOP], check=True)
+
+    def pair() -> None:
+        for process in [subprocess.Popen([sys.executable, "-c", LOOP]) for _ in range(2)]:
+            process.wait()
+
+    times: dict[str, list[float]] = {"alone": [], "pair": []}
+    for _ in range(repeat):
+        for label, run in (("alone", alone), ("pair", pair)):
+            started = time.perf_counter()
+            run()
+            times[label].append(time.perf_counter() - started)
+    return statistics.median(times["alone"]), statistics.median(times["pair"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -94,6 +122,7 @@ def main() -> None:
         results = [(label, workers, statistics.median(times[label]),
                     statistics.median(cpu[label]), statistics.fmean(take_seconds[label]))
                    for label, workers, _ in configs]
+    alone, pair = machine_scaling(args.repeat)
     base, base_take = results[0][2], results[0][4]
     work = "the suggested K" if args.suggested else "default options"
     print(f"{len(takes)} takes of 400 frames, {work}, {args.space} fit, median of "
@@ -105,6 +134,9 @@ def main() -> None:
         print(f"| {label} | {seconds:.2f} | {60 * len(takes) / seconds:.1f} | "
               f"{base / seconds:.2f}x | {used:.2f} | {take:.3f} | "
               f"{workers * base_take / take:.2f}x |")
+    print(f"\nThe machine: two copies of a fixed Python loop at once {pair:.2f} s, one alone "
+          f"{alone:.2f} s: {2 * alone / pair:.2f}x the throughput of one (the most two workers "
+          "can gain here).")
 
 
 if __name__ == "__main__":

@@ -39,15 +39,19 @@ search spends its fits where they are cheap:
    every fix that lowered that frame turned a joint faster than the capture does there;
    the K below it is checked first when its pose keys miss the mean by at most
    :data:`NEAR_MISS`. With corrective keys such a near miss is checked as soon as stage 2
-   fits it, and if it meets, stage 2 ends there: the fits that would close the bracket above
-   it are spared (a 5,000-frame take: a world fit and a corrective stage);
+   fits it, and if it meets the mean, stage 2 ends there: the fits that would close the
+   bracket above it are spared (a 5,000-frame take: a world fit and a corrective stage; the
+   10,000-frame take, whose near miss missed the max: two world fits, 10 s), and stage 3
+   raises K from it for the max. Stage 2's K is stepped over in the same way when a near
+   miss it checked missed the max with the same keys around;
 4. the K below it tried with the corrective keys, down to :data:`TRIES_BELOW` below it, where
    the mean its pose keys leave, lowered as much as the corrective keys lowered it at the K
    above, is within the tolerance: first the lowest of them whose pose keys the search
    fitted already (on a long take stage 2 stops up to 1 % below K, so that K costs a
    corrective stage instead of a world fit and a corrective stage for every K between),
    then one at a time from the top while they meet, fitting none whose pose-key mean the
-   power law through the K above foresees missing by more than :data:`FORESIGHT`. From
+   power law through the K above foresees missing by more than :data:`FORESIGHT` and
+   checking none foreseen to miss the max (:meth:`ToleranceSearch.repeats_miss`). From
    K = 200 on, only the first: the others are within :data:`PRECISION` of K, which stage 2
    does not tell apart either, for a world fit each (a 10,000-frame take: 6.8 s, then a
    corrective stage of 4.9 s that found 477 missing the max by 0.003 mm).
@@ -288,6 +292,14 @@ class ToleranceSearch:
         return any(around == _keys_near(keys, frame) for missed in self._misses
                    for frame, around in missed)
 
+    def _over_repeats(self, k: int, high: int, most: int) -> int:
+        """The first K from ``k`` on that :meth:`repeats_miss` does not foresee missing, at
+        most ``most`` above ``k`` and at most ``high``."""
+        j = k
+        while j - k < most and j < high and self.repeats_miss(j):
+            j += 1
+        return j
+
     def meets(self, k: int, start: float, stop: float) -> bool:
         mean, worst = self.error(k, start, stop)
         return mean <= self.tolerance[0] and worst <= self.tolerance[1]
@@ -420,16 +432,24 @@ class ToleranceSearch:
             checks += 1
             return start, base + left * (1.0 - CHECK_REST ** checks)
 
-        def near_miss(j: int) -> bool:
+        def near_miss(j: int, mean_only: bool = False) -> bool:
             # pose keys (fitted) that miss the mean by at most NEAR_MISS, which the corrective
             # keys often make up for: checked as soon as stage 2 fits them, a K that meets
             # spares the fits that would close the bracket above it (seconds each on a long
-            # take); stage 3 asks it of the K below the one stage 2 found
-            return self.pose_error(j, fit.space)[0] <= mean_mm * (1.0 + NEAR_MISS) \
-                and self.meets(j, *span())
+            # take); stage 3 asks it of the K below the one stage 2 found. Stage 2 ends at
+            # one whose corrective keys meet the mean (`mean_only`), the max or not: stage 3
+            # raises K for the max from there, as it would from the K with the mean met by
+            # its pose keys that the bracket's fits would find above it (the 10,000-frame
+            # take: 500 met the mean and missed the max, and the world fits of 517 and 503,
+            # 10 s, only led stage 3 to 503)
+            if self.pose_error(j, fit.space)[0] > mean_mm * (1.0 + NEAR_MISS):
+                return False
+            mean, worst = self.error(j, *span())
+            return mean <= mean_mm and (mean_only or worst <= max_mm)
 
         if guided and (bounded or pose_ok(bound, fit.space)):
-            k, _ = self._guided(low, bound, fit.space, first, one, one + two, near_miss)
+            k, _ = self._guided(low, bound, fit.space, first, one, one + two,
+                                lambda j: near_miss(j, mean_only=True))
         elif not pose_ok(bound, fit.space):
             k = bound
         else:  # the max too: the channel fit's means predict nothing of it
@@ -437,7 +457,17 @@ class ToleranceSearch:
         self._progress(one + two, f"checking K = {k} with the {fit.space} fit")
         if corrected and k > low and (k - 1, fit.space) in self._pose and near_miss(k - 1):
             k -= 1  # the corrective keys made up the pose keys' near miss of the mean
-        single = 0  # steps of one K in a row
+        if corrected and self._misses and k not in self._full \
+                and self.pose_error(k, fit.space)[0] <= mean_mm:
+            # stage 2's K, unchecked, with the mean met by its pose keys: over the K foreseen
+            # to miss where a near miss checked in stage 2 missed the max, as after a check
+            # below (a 10,000-frame take: K = 500 checked in stage 2 missed on frame 808,
+            # stage 2 ended at 503, whose keys around 808 were 500's: its corrective stage,
+            # 9 s, missed there by the same 20.63 mm)
+            k = self._over_repeats(k, high, max(1, k // 10))
+        # steps of one K in a row (the first from a K that stage 2 checked is the step its
+        # bracket's fits would have made: not counted)
+        single = -1 if k in self._full else 0
         while not self.meets(k, *span()):
             mean, worst = self._full[k]
             if k == high:
@@ -460,10 +490,8 @@ class ToleranceSearch:
             elif mean > mean_mm:
                 step = min(tenth, max(1, power_law([(k, mean)], mean_mm) - k))
             else:
-                step = 1
                 # over the K foreseen to miss where this one missed (see repeats_miss)
-                while step < tenth and k + step < high and self.repeats_miss(k + step):
-                    step += 1
+                step = self._over_repeats(k + 1, high, tenth - 1) - k
             single = single + 1 if step < tenth else 0
             k = min(high, k + step)
         if corrected:
@@ -500,7 +528,7 @@ class ToleranceSearch:
 
         share = lowered(k)
         fitted = [j for j in range(floor, k) if (j, space) in self._pose
-                  and j not in self._full and predicted(j, share)]
+                  and j not in self._full and predicted(j, share) and not self.repeats_miss(j)]
         long_take = resolution(k) > 1
         if share < 1.0 and fitted and self.meets(fitted[0], *span()):
             k = fitted[0]

@@ -39,11 +39,12 @@ search spends its fits where they are cheap:
    every fix that lowered that frame turned a joint faster than the capture does there;
    the K below it is checked first when its pose keys miss the mean by at most
    :data:`NEAR_MISS`. With corrective keys such a near miss is checked as soon as stage 2
-   fits it, and if it meets the mean, stage 2 ends there: the fits that would close the
-   bracket above it are spared (a 5,000-frame take: a world fit and a corrective stage; the
-   10,000-frame take, whose near miss missed the max: two world fits, 10 s), and stage 3
-   raises K from it for the max. Stage 2's K is stepped over in the same way when a near
-   miss it checked missed the max with the same keys around;
+   fits it, and if it meets, stage 2 ends there: the fits that would close the bracket above
+   it are spared (a 5,000-frame take: a world fit and a corrective stage). So it does where
+   it meets the mean and misses the max, if the K above it is foreseen to miss there too:
+   stage 3 steps over those K from it (the 10,000-frame take: two world fits, 10 s). Stage
+   2's K is stepped over in the same way when a near miss it checked missed the max with the
+   same keys around;
 4. the K below it tried with the corrective keys, down to :data:`TRIES_BELOW` below it, where
    the mean its pose keys leave, lowered as much as the corrective keys lowered it at the K
    above, is within the tolerance: first the lowest of them whose pose keys the search
@@ -436,16 +437,19 @@ class ToleranceSearch:
             # pose keys (fitted) that miss the mean by at most NEAR_MISS, which the corrective
             # keys often make up for: checked as soon as stage 2 fits them, a K that meets
             # spares the fits that would close the bracket above it (seconds each on a long
-            # take); stage 3 asks it of the K below the one stage 2 found. Stage 2 ends at
-            # one whose corrective keys meet the mean (`mean_only`), the max or not: stage 3
-            # raises K for the max from there, as it would from the K with the mean met by
-            # its pose keys that the bracket's fits would find above it (the 10,000-frame
-            # take: 500 met the mean and missed the max, and the world fits of 517 and 503,
-            # 10 s, only led stage 3 to 503)
+            # take); stage 3 asks it of the K below the one stage 2 found. Stage 2 also ends
+            # at one whose corrective keys meet the mean and miss the max where the K above
+            # it is foreseen to miss there too (`mean_only`; see repeats_miss): stage 3 steps
+            # over those from it for free (the 10,000-frame take: 500 met the mean and missed
+            # the max, and the world fits of 517 and 503, 10 s, only led stage 3 to 503, its
+            # keys around the missed frame still 500's). Where nothing above is foreseen,
+            # the bracket's fits go on: stage 3 checks the K they find first, not every K
+            # between.
             if self.pose_error(j, fit.space)[0] > mean_mm * (1.0 + NEAR_MISS):
                 return False
             mean, worst = self.error(j, *span())
-            return mean <= mean_mm and (mean_only or worst <= max_mm)
+            return mean <= mean_mm and (worst <= max_mm or mean_only and j + 1 < high
+                                        and self.repeats_miss(j + 1))
 
         if guided and (bounded or pose_ok(bound, fit.space)):
             k, _ = self._guided(low, bound, fit.space, first, one, one + two,

@@ -502,12 +502,13 @@ def test_stage_3_steps_over_the_k_whose_keys_around_a_missed_frame_stay():
     assert [k for k in blind.checks if k >= 500] == list(range(500, 512))
 
 
-def _near_misses(exponent, ratio, near_mean):
+def _near_misses(exponent, ratio, near_mean, given_up=True):
     """Scripted means like the 10,000-frame take's near its default K (K = 0..600): the pose
     keys meet the mean from K = 503 on (falling as K^``exponent``; the start fits' means over
     ``ratio``); below 503 the corrective keys leave ``near_mean`` and from it 1.9 mm, and
     miss the max (20.59 mm) up to 510, on frame 808 while the keys around it stay (up to
-    504), then on frame 2796 (505-510; the keys around it move at 505 and 511)."""
+    504), then on frame 2796 (505-510; the keys around it move at 505 and 511); if not
+    ``given_up``, no frame is recorded (the checks spent their budget)."""
     ks = np.arange(601)
     real = dict(zip(ks.tolist(), (2.0 * (np.maximum(ks, 1) / 503.0) ** exponent).tolist(),
                     strict=True))
@@ -516,7 +517,7 @@ def _near_misses(exponent, ratio, near_mean):
     missed: dict[int, list[int]] = {k: [] for k in range(601)}
     for k in range(495, 511):
         full[k] = (near_mean if k < 503 else 1.9, 20.59)
-        missed[k] = [808] if k < 505 else [2796]
+        missed[k] = [] if not given_up else [808] if k < 505 else [2796]
     base = np.arange(0, 10000, 20)
     keys = {}
     for k in range(601):
@@ -553,7 +554,17 @@ def test_a_near_miss_that_meets_the_mean_ends_stage_2_even_where_it_misses_the_m
     assert search.smallest_k(2.0, 20.0) == blind.smallest_k(2.0, 20.0) == 511
     assert events == [("fit", 507), ("fit", 500), ("check", 500), ("check", 505),
                       ("check", 511), ("fit", 511)]
-    assert blind.checks == list(range(500, 512))
+    assert blind.checks == [500, *range(503, 512)]
+
+
+def test_a_near_miss_that_misses_the_max_with_nothing_foreseen_lets_stage_2_go_on():
+    """The same near miss at 500, but no frame it missed on is foreseen to miss above it (the
+    corrective keys spent their budget): stage 2 goes on to 503, the first K whose pose keys
+    meet the mean, and stage 3 checks from there, as without the foresight."""
+    search, blind, events = _near_misses(-4.0, 0.8, 1.98, given_up=False)
+    assert search.smallest_k(2.0, 20.0) == blind.smallest_k(2.0, 20.0) == 511
+    checks = [k for kind, k in events if kind == "check"]
+    assert checks == [500, *range(503, 512)] and ("fit", 503) in events
 
 
 @pytest.mark.parametrize(("exponent", "ratio"), [(-4.0, 0.8), (-1.5, 0.9)])

@@ -361,6 +361,29 @@ def test_on_a_long_take_no_k_below_is_fitted_for_stage_4():
     assert resolution(478) > 1 and resolution(199) == 1
 
 
+class _Recording:
+    """A scripted search (mixed in before :class:`_Checked` or :class:`_Missing`) that lists
+    its real fits and its checks in order: ``events``, ("fit" or "check", K)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.events = []
+
+    def pose_error(self, k, fit_space, start=None, stop=None):
+        if fit_space != START and (k, fit_space) not in self._pose:
+            self.events.append(("fit", k))
+        return super().pose_error(k, fit_space)
+
+    def error(self, k, start, stop):
+        if k not in self._full:
+            self.events.append(("check", k))
+        return super().error(k, start, stop)
+
+
+class _Recorded(_Recording, _Checked):
+    pass
+
+
 def test_stage_2_ends_at_a_near_miss_that_meets_with_the_corrective_keys():
     """Means like the 5,000-frame take's near its default K (the pose keys miss the mean by
     1.5 % at 237 and meet it at 246; the corrective keys lower it by 2.4 %): the first K
@@ -372,21 +395,9 @@ def test_stage_2_ends_at_a_near_miss_that_meets_with_the_corrective_keys():
     real.update({237: 2.029, 238: 2.02, 239: 2.015})
     start = {k: mean / 0.65 for k, mean in real.items()}  # the first try meets, well above
     full = {k: (0.976 * mean, 19.8) for k, mean in real.items()}
-    events = []
-
-    class Recorded(_Checked):
-        def pose_error(self, k, fit_space, start=None, stop=None):
-            if fit_space != START and (k, fit_space) not in self._pose:
-                events.append(("fit", k))
-            return super().pose_error(k, fit_space)
-
-        def error(self, k, start, stop):
-            if k not in self._full:
-                events.append(("check", k))
-            return super().error(k, start, stop)
-
-    search = Recorded(real, full).searching(start, 300)
+    search = _Recorded(real, full).searching(start, 300)
     k = search.smallest_k(2.0, 20.0)
+    events = search.events
     assert full[k][0] <= 2.0 and real[k] > 2.0  # a near miss the corrective keys made up
     first_check = events.index(("check", k))
     assert events[first_check - 1] == ("fit", k)  # checked as soon as it was fitted
@@ -469,6 +480,20 @@ class _Missing(_Checked):
         return result
 
 
+def _moving_keys():
+    """Keyframes for K = 0..600 like the 10,000-frame take's: every 20th frame; the keys
+    around frame 808 move at K = 505, those around 2796 at 505 and again at 511."""
+    base = np.arange(0, 10000, 20)
+    keys = {}
+    for k in range(601):
+        shifted = base.copy()
+        shifted[(base > 700) & (base < 900)] += 1 if k >= 505 else 0
+        shifted[(base > 2700) & (base < 2900)] += 1 if k >= 505 else 0
+        shifted[(base > 2700) & (base < 2900)] += 1 if k >= 511 else 0
+        keys[k] = shifted
+    return keys
+
+
 def test_stage_3_steps_over_the_k_whose_keys_around_a_missed_frame_stay():
     """Checks like the 10,000-frame take's: the mean is met from K = 500 on, but the max is
     missed by 0.59 mm at an elbow on frame 808 while the keys around it stay (K = 500-504),
@@ -485,16 +510,7 @@ def test_stage_3_steps_over_the_k_whose_keys_around_a_missed_frame_stay():
     for k in range(500, 511):
         full[k] = (1.9, 20.59)
         missed[k] = [808] if k < 505 else [2796]
-    base = np.arange(0, 10000, 20)
-    keys = {}
-    for k in range(601):
-        shifted = base.copy()
-        # the keys around 808 move at 505, those around 2796 at 505 and again at 511
-        shifted[(base > 700) & (base < 900)] += 1 if k >= 505 else 0
-        shifted[(base > 2700) & (base < 2900)] += 1 if k >= 505 else 0
-        shifted[(base > 2700) & (base < 2900)] += 1 if k >= 511 else 0
-        keys[k] = shifted
-    search = _Missing(real, full, keys, missed).searching(start, 600)
+    search = _Missing(real, full, _moving_keys(), missed).searching(start, 600)
     assert search.smallest_k(2.0, 20.0) == 511
     assert [k for k in search.checks if k >= 500] == [500, 505, 511]
     blind = _Checked(real, full).searching(start, 600)
@@ -518,30 +534,13 @@ def _near_misses(exponent, ratio, near_mean, given_up=True):
     for k in range(495, 511):
         full[k] = (near_mean if k < 503 else 1.9, 20.59)
         missed[k] = [] if not given_up else [808] if k < 505 else [2796]
-    base = np.arange(0, 10000, 20)
-    keys = {}
-    for k in range(601):
-        shifted = base.copy()
-        shifted[(base > 700) & (base < 900)] += 1 if k >= 505 else 0
-        shifted[(base > 2700) & (base < 2900)] += 1 if k >= 505 else 0
-        shifted[(base > 2700) & (base < 2900)] += 1 if k >= 511 else 0
-        keys[k] = shifted
-    events = []
 
-    class Recorded(_Missing):
-        def pose_error(self, k, fit_space, start=None, stop=None):
-            if fit_space != START and (k, fit_space) not in self._pose:
-                events.append(("fit", k))
-            return super().pose_error(k, fit_space)
+    class Recorded(_Recording, _Missing):
+        pass
 
-        def error(self, k, start, stop):
-            if k not in self._full:
-                events.append(("check", k))
-            return super().error(k, start, stop)
-
-    search = Recorded(real, full, keys, missed).searching(start, 600)
+    search = Recorded(real, full, _moving_keys(), missed).searching(start, 600)
     blind = _Checked(real, full).searching(start, 600)
-    return search, blind, events
+    return search, blind, search.events
 
 
 def test_a_near_miss_that_meets_the_mean_ends_stage_2_even_where_it_misses_the_max():

@@ -464,10 +464,11 @@ class ToleranceSearch:
         if corrected and self._misses and k not in self._full \
                 and self.pose_error(k, fit.space)[0] <= mean_mm:
             # stage 2's K, unchecked, with the mean met by its pose keys: over the K foreseen
-            # to miss where a near miss checked in stage 2 missed the max, as after a check
-            # below (a 10,000-frame take: K = 500 checked in stage 2 missed on frame 808,
-            # stage 2 ended at 503, whose keys around 808 were 500's: its corrective stage,
-            # 9 s, missed there by the same 20.63 mm)
+            # to miss where a near miss checked in stage 2 missed the max (and the mean, so
+            # that stage 2 went on), as after a check below (the 10,000-frame take, before
+            # stage 2 ended at such near misses: K = 500 missed on frame 808, stage 2 ended
+            # at 503, whose keys around 808 were 500's, and its corrective stage, 9 s,
+            # missed there by the same 20.63 mm)
             k = self._over_repeats(k, high, max(1, k // 10))
         # steps of one K in a row (the first from a K that stage 2 checked is the step its
         # bracket's fits would have made: not counted)

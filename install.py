@@ -134,8 +134,8 @@ def plan_standalone(plan: Plan, env_dir: Path = VENV, extras: str = STANDALONE_E
         plan.command([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
                       "-e", f"{ROOT}[{extras}]"])
         plan.add(f"write {stamp}", lambda: stamp.write_text(fingerprint + "\n"))
-    # numba kernels compiled into their cache now, not in the user's first analysis (about
-    # 1 s when the cache is already current)
+    # numba kernels compiled into their cache and sp_core's modules to bytecode now, not in
+    # the user's first analysis (about 1 s when both are already current)
     plan.command([str(python), "-m", "sp_core.warm"])
 
 

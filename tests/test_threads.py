@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -131,6 +132,23 @@ def test_warm_up_runs_every_kernel_path():
     from sp_core import warm
 
     assert warm.warm() > 0.0
+
+
+def test_install_compiles_every_module_of_the_package_to_bytecode(tmp_path):
+    # Python reads the files even where PYTHONDONTWRITEBYTECODE keeps it from writing them
+    import importlib.util
+    import shutil
+
+    from sp_core import warm
+
+    package = tmp_path / "sp_core"
+    shutil.copytree(Path(warm.__file__).parent, package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    sources = sorted(package.rglob("*.py"))
+    assert len(sources) > 30
+    assert warm.compile_bytecode(str(package))
+    missing = [s for s in sources if not Path(importlib.util.cache_from_source(str(s))).is_file()]
+    assert missing == []
 
 
 def test_share_of_cores_gives_every_core_to_the_workers_still_running(monkeypatch):

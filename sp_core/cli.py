@@ -21,12 +21,9 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from sp_core import version
-from sp_core.clip import LARGEST_VALUE, Clip
 from sp_core.errors import OptionError, SalientPosesError, said
 from sp_core.io.atomic import (
     OutputError,
@@ -36,16 +33,6 @@ from sp_core.io.atomic import (
     sigint_handler,
     write_text,
 )
-from sp_core.jobs import (
-    Job,
-    Result,
-    automatic_layers,
-    guard_outputs,
-    load_clip,
-    run_job,
-    suggested_record,
-    write_outputs,
-)
 from sp_core.options import (
     CLI,
     Options,
@@ -54,7 +41,15 @@ from sp_core.options import (
     field_specs,
     flag_of,
 )
-from sp_core.poses import error_unit
+
+# The engine (numpy, scipy, numba: about 1 s of a fresh process on a two-core machine) is
+# imported by the commands that run it, not with the parser: --help, --version and a
+# mistyped flag answer at once.
+if TYPE_CHECKING:
+    import numpy as np
+
+    from sp_core.clip import Clip
+    from sp_core.jobs import Job, Result
 
 PROG = "salient-poses"
 SAMPLE_CLIP = Path(__file__).resolve().parents[1] / "examples" / "cmu_131_01.bvh"
@@ -112,7 +107,7 @@ def format_summary(clip: Clip, source: str, tree: bool = False) -> str:
         lines.append(f"Height     unknown: {exc}")
     if tree:
         lines.append("Hierarchy")
-        depth = np.zeros(clip.n_nodes, dtype=int)
+        depth = [0] * clip.n_nodes
         for i, p in enumerate(clip.parents):
             depth[i] = depth[p] + 1 if p >= 0 else 0
             if clip.end_sites[i]:
@@ -171,6 +166,9 @@ def options_from(args: argparse.Namespace) -> Options:
 
 # ---------------------------------------------------------------------------- summaries
 def _space_summary(result: Result) -> str:
+    from sp_core.jobs import automatic_layers
+    from sp_core.poses import error_unit
+
     space = result.space
     assert space is not None
     options = result.job.options.analysis
@@ -292,6 +290,10 @@ def _outputs_note(job: Job, flags: str) -> None:
 
 # ------------------------------------------------------------------------------------ commands
 def cmd_info(args: argparse.Namespace, options: Options) -> int:
+    import numpy as np
+
+    from sp_core.jobs import load_clip
+
     out = options.output
     guard = OutputGuard([args.clip], out.overwrite)
     for flag, path in (("--json", out.json), ("--positions", out.positions)):
@@ -367,6 +369,9 @@ class TerminalProgress:
 
 
 def cmd_analyze(args: argparse.Namespace, options: Options) -> int:
+    from sp_core.jobs import Job, guard_outputs, run_job, suggested_record, write_outputs
+    from sp_core.poses import error_unit
+
     job = Job(args.clip, options, "analyze")
     guard_outputs(job)
     if options.output.plot:
@@ -402,6 +407,8 @@ def _plot_available() -> None:
 
 
 def cmd_reduce(args: argparse.Namespace, options: Options) -> int:
+    from sp_core.jobs import Job, guard_outputs, run_job
+
     job = Job(args.clip, options, "reduce")
     guard_outputs(job)
     with TerminalProgress("reducing") as progress:
@@ -429,6 +436,10 @@ def _edit_offsets(path: str, clip: Clip, source: str) -> np.ndarray:
         channels of the clip; the message names the file and the channel or value at fault
         (it showed Python's own words: "'NoNode.Zrotation' is not in list").
     """
+    import numpy as np
+
+    from sp_core.clip import LARGEST_VALUE
+
     shape = '{"offsets": {"Node.Xrotation": degrees, ...}}'
     try:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -478,6 +489,8 @@ def _edit_offsets(path: str, clip: Clip, source: str) -> np.ndarray:
 def _edited_pose(clip: Clip, args: argparse.Namespace, options: Options) -> np.ndarray:
     """The edited channel values at ``--frame``: offsets from ``--edit`` or a frame of
     ``--edited-bvh``."""
+    from sp_core.jobs import load_clip
+
     wand = options.wand
     if (wand.edit is None) == (wand.edited_bvh is None):
         raise UsageError("give the edit with exactly one of --edit or --edited-bvh")
@@ -494,6 +507,7 @@ def _edited_pose(clip: Clip, args: argparse.Namespace, options: Options) -> np.n
 def cmd_propagate(args: argparse.Namespace, options: Options) -> int:
     from sp_core.falloff import clip_graph, moved_channels, pose_edit, propagate
     from sp_core.io.bvh import write_bvh
+    from sp_core.jobs import load_clip
 
     out, wand, analysis = options.output, options.wand, options.analysis
     inputs = [args.clip] + [p for p in (wand.edit, wand.edited_bvh) if p]
@@ -530,6 +544,8 @@ def cmd_view(args: argparse.Namespace, options: Options) -> int:
         from sp_core.ui.main_window import run_viewer
     except ImportError as exc:
         raise UsageError(f"view needs the ui extra (PySide6, pyqtgraph): {exc}") from None
+    from sp_core.jobs import load_clip
+
     out = options.output
     if out.screenshot:
         OutputGuard([args.clip], out.overwrite).claim(out.screenshot, "--screenshot")
@@ -604,6 +620,9 @@ def cmd_demo(args: argparse.Namespace, options: Options) -> int:
     except ImportError as exc:
         raise UsageError(f"the demo's plots need the ui extra (PySide6, pyqtgraph): {exc}") \
             from None
+    from sp_core.jobs import Job, load_clip, run_job
+    from sp_core.poses import error_unit
+
     out = Path(options.output.demo_out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder")

@@ -152,6 +152,24 @@ def test_console_script_demo_and_help(tmp_path):
         assert help_run.returncode == 0 and "usage: salient-poses" in help_run.stdout
 
 
+def test_help_version_and_a_mistyped_flag_load_no_engine():
+    """--help, --version and a flag no command takes are answered from the options schema:
+    numba and scipy (about 1 s of a fresh process) are loaded by the commands that run
+    them."""
+    code = ("import sys\n"
+            "from sp_core import cli\n"
+            "for argv in (['--version'], ['reduce', '--help'], ['reduce', 'x.bvh', '--bogus']):\n"
+            "    try:\n"
+            "        cli.main(argv)\n"
+            "    except SystemExit as exc:\n"
+            "        assert exc.code in (0, 2), exc.code\n"
+            "print(sorted(m for m in ('numba', 'scipy', 'sp_core.jobs') if m in sys.modules))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert "--bogus" in result.stderr and "salient-poses 0." in result.stdout
+
+
 def test_the_command_ends_with_its_status_output_and_exit_handlers(sample_path, tmp_path):
     """``run`` ends the process without the interpreter's teardown: the command's exit status,
     its whole output (a pipe, block-buffered) and its exit handlers must come through as

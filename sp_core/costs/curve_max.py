@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sp_core import _kernels
 from sp_core.costs.base import Cost, empty_table, fill_in_blocks, register
 
 
@@ -49,6 +48,8 @@ class CurveMax(Cost):
         lowest = np.ascontiguousarray(lowest, dtype=np.int64)
         table = empty_table(m, band)
         work = self.row_work(*poses.shape, candidates, band, max_gap, lowest)
+
+        from sp_core import _kernels
 
         def fill(first: int, stop: int) -> None:
             _kernels.curve_rows(poses, candidates, band, max_gap, lowest, table, first, stop,

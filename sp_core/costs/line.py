@@ -7,9 +7,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
-from numba import get_num_threads
 
-from sp_core import _kernels
 from sp_core.costs.base import Cost, empty_table, fill_in_blocks
 from sp_core.threads import single_threaded_blas
 
@@ -70,6 +68,8 @@ def gram_bands(poses: np.ndarray, width: int, block: int = 256) -> tuple[np.ndar
                       out=product[:rows, :rows + width])
             backward[start:start + rows] = diagonals[:rows]
 
+    from numba import get_num_threads
+
     threads = min(get_num_threads(), len(starts))
     failed: list[BaseException] = []
 
@@ -125,6 +125,8 @@ class GramLineCost(Cost):
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         table = empty_table(len(candidates), band)
         work = self.row_work(*poses.shape, candidates, band, max_gap)
+
+        from sp_core import _kernels
 
         def fill(first: int, stop: int) -> None:
             _kernels.line_rows(forward, backward, candidates, band, max_gap, self.timed, table,

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sp_core import _kernels
 from sp_core.costs.base import Cost, empty_table, fill_in_blocks, register
 
 
@@ -36,6 +35,8 @@ class LineSSE(Cost):
     def table(self, poses: np.ndarray, candidates: np.ndarray, band: int,
               max_gap: int, lowest: np.ndarray | None = None,
               progress: Callable[[float], None] | None = None) -> np.ndarray:
+        from sp_core import _kernels
+
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         m = len(candidates)
         s1, sk, sq = _kernels.prefix_sums(poses)

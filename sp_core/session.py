@@ -24,13 +24,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sp_core.clip import Clip
 from sp_core.errors import Note, OptionError, SalientPosesError, SelectionError
-from sp_core.falloff import PoseGraph, clip_graph, moved_channels, pose_edit, propagate
 from sp_core.host import Host, LayerHandle, SparseLayers, host_step
 from sp_core.layered import LayeredSelection, TwoPassSpace, layered_selection
 from sp_core.options import (
@@ -51,6 +50,9 @@ from sp_core.reduction import Reduction, constant_channels, reduce, size_unknown
 from sp_core.selection import SelectionSpace
 from sp_core.tolerance import ToleranceSearch
 
+if TYPE_CHECKING:  # (the falloff's sparse solvers load with the magic wand's first use)
+    from sp_core.falloff import PoseGraph
+
 #: Share of an analysis' progress taken by the selection space when the tolerance's search
 #: follows it (the search's fits take most of the time).
 SPACE_SHARE = 0.2
@@ -65,7 +67,7 @@ INPUT_FIELDS = frozenset(f.name for f in fields(InputOptions))
 EVENTS = ("options_changed", "analysis_started", "analysis_progress", "analysis_finished",
           "analysis_failed", "analysis_cancelled", "k_changed", "applied", "removed")
 #: A cached pose graph: (its settings, the motion it was built for, the graph).
-GraphEntry = tuple[tuple, Clip, PoseGraph]
+GraphEntry = tuple[tuple, Clip, "PoseGraph"]
 
 
 class AnalysisCancelled(SalientPosesError):
@@ -914,6 +916,8 @@ class Session:
         sigma, eigen, pose, nodes, weights, time_scale = key
 
         def build() -> GraphEntry:
+            from sp_core.falloff import clip_graph
+
             return key, motion, clip_graph(motion, pose, nodes, dict(weights) or None,
                                            time_scale, sigma, eigen)
         return build
@@ -952,6 +956,8 @@ class Session:
         :meth:`remove`)."""
         if self.motion is None:
             raise SelectionError("analyse first: the edit is relative to the analysed motion")
+        from sp_core.falloff import moved_channels, pose_edit, propagate
+
         motion = self.motion
         channels = propagate(motion, pose_edit(motion, frame, edited), weights)
         delta = channels - motion.channels

@@ -151,6 +151,19 @@ def test_install_compiles_every_module_of_the_package_to_bytecode(tmp_path):
     assert missing == []
 
 
+
+def test_the_warm_up_command_compiles_the_installed_package(monkeypatch, capsys):
+    from sp_core import warm
+
+    compiled: list[str | None] = []
+    monkeypatch.setattr(warm, "warm", lambda: 0.0)
+    monkeypatch.setattr(warm, "compile_bytecode",
+                        lambda package=None: compiled.append(package) or False)
+    warm.main()
+    assert compiled == [None]  # the default: the installed sp_core
+    assert "not compiled to bytecode" in capsys.readouterr().out
+
+
 def test_share_of_cores_gives_every_core_to_the_workers_still_running(monkeypatch):
     from sp_core import threads
 

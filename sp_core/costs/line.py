@@ -17,8 +17,8 @@ def gram_bands(poses: np.ndarray, width: int, block: int = 256) -> tuple[np.ndar
     """Dot products of poses at most ``width`` frames apart, in two contiguous layouts.
 
     Computed by BLAS one block of rows at a time: each block's products with the frames
-    around it form a small matrix whose diagonals are the band, so memory stays
-    O(block x (block + width)) however long the clip. One BLAS thread per product
+    around it form a small matrix whose diagonals are the bands, so memory stays
+    O(block x (block + 2 width)) however long the clip. One BLAS thread per product
     (:func:`sp_core.threads.single_threaded_blas`): with two, OpenBLAS split the products
     differently and the sample's bands differed by up to 2e-11, so the tables' last digits,
     and with them a tie between two selections, depended on the machine's cores. The blocks
@@ -42,31 +42,34 @@ def gram_bands(poses: np.ndarray, width: int, block: int = 256) -> tuple[np.ndar
         ``backward[j, c] = poses[j] . poses[j - width + c]`` (0 before the start): row j holds
         the products with the frames before j in ascending order, ending with j itself.
     """
-    n, dims = poses.shape
+    n = poses.shape[0]
     width = max(0, min(width, n - 1))
-    # Zero rows on both sides make every block the same shape and supply the 0 entries.
-    padded = np.zeros((n + 2 * width, dims))
-    padded[width:width + n] = poses
     forward = np.empty((n, width + 1))
     backward = np.empty((n, width + 1))
     starts = range(0, n, block)
 
     def products(share: range) -> None:
-        product = np.zeros((block, block + width))
-        # product[r, r + e] for e = 0..width: a strided view along the diagonals.
-        diagonals = np.lib.stride_tricks.as_strided(
-            product, shape=(block, width + 1), strides=(product.strides[0] + product.strides[1],
-                                                        product.strides[1]), writeable=False)
+        # One product per block: its rows with every frame within ``width`` of them, before
+        # and after, in ``line`` whose column q is frame start - width + q. Both bands are
+        # its diagonals (the products of a pose with the frames after it, and with those up
+        # to it), so each dot product is made once; two products, with the frames after and
+        # with the frames before, made the ones in between twice (2.5x the multiply-adds on
+        # a clip's whole triangle, where the frames before the first rows were zero rows).
+        line = np.zeros((block, block + 2 * width))
+        diagonals = {q: np.lib.stride_tricks.as_strided(
+            line[:, q:], shape=(block, width + 1),
+            strides=(line.strides[0] + line.strides[1], line.strides[1]), writeable=False)
+            for q in (0, width)}
         for start in share:
             rows = min(block, n - start)
-            mine = poses[start:start + rows]
-            # frames start .. start + rows + width - 1, then start - width .. start + rows - 1
-            np.matmul(mine, padded[start + width:start + 2 * width + rows].T,
-                      out=product[:rows, :rows + width])
-            forward[start:start + rows] = diagonals[:rows]
-            np.matmul(mine, padded[start:start + width + rows].T,
-                      out=product[:rows, :rows + width])
-            backward[start:start + rows] = diagonals[:rows]
+            lo, hi = max(0, start - width), min(n, start + rows + width)
+            q_lo, q_hi = lo - (start - width), hi - (start - width)
+            # frames outside the clip are zero (an earlier block's frames may sit there)
+            line[:rows, :q_lo] = 0.0
+            line[:rows, q_hi:] = 0.0
+            np.matmul(poses[start:start + rows], poses[lo:hi].T, out=line[:rows, q_lo:q_hi])
+            forward[start:start + rows] = diagonals[width][:rows]
+            backward[start:start + rows] = diagonals[0][:rows]
 
     from numba import get_num_threads
 

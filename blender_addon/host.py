@@ -375,6 +375,16 @@ class BlenderHost:
 
     def _check_object(self, obj: Any) -> np.ndarray:
         world = np.array(obj.matrix_world)
+        if not np.isfinite(world).all():  # (said as a scale of [nan nan nan] to apply)
+            found = [f"{fcurve.data_path}[{fcurve.array_index}] at frame {frame:g}"
+                     for fcurve, frame in _not_a_number(obj) if not fcurve.data_path.startswith(
+                         "pose.")]
+            raise HostError(
+                f"armature {obj.name!r} has no place in the world at frame "
+                f"{self.current_frame()}: its own transform (or a parent's) is not a number "
+                f"(NaN or infinity){': ' + ', '.join(found[:4]) if found else ''}; fix "
+                f"{'those keys' if len(found) > 1 else 'that key' if found else 'it'} and "
+                "analyse again")
         turn = world[:3, :3]
         mirrored = np.linalg.det(turn) < 0
         if not np.allclose(turn @ turn.T, np.eye(3), atol=1e-5) or mirrored:
@@ -423,21 +433,27 @@ class BlenderHost:
         keys edited since the analysis are not hidden under a reduction of the motion before
         the edit. Apply and Remove leave it as it is (they only move the original action to a
         track and back). The F-curves' paths are left out: a renamed bone renames them, which
-        Apply refuses by name."""
+        Apply refuses by name. What decides whether a curve plays is in it too: its mute,
+        extrapolation and modifiers, its track's or strip's mute, and a soloed track (an
+        elbow muted after Analyze was keyed again by Apply)."""
         data = self.object().animation_data
         if data is None:
             return ""
-        played = [] if data.action is None or MADE in data.action else [(data.action, data)]
+        played = [] if data.action is None or MADE in data.action \
+            else [(data.action, data, False)]
         # (a strip's action through the strip's own slot, as the armature plays it: an
         # action with several slots holds other objects' curves too)
-        played += [(strip.action, strip) for track in data.nla_tracks for strip in track.strips
+        played += [(strip.action, strip, track.mute or strip.mute)
+                   for track in data.nla_tracks for strip in track.strips
                    if strip.action is not None and MADE not in strip.action]
         digest = hashlib.sha256()
-        for action, owner in sorted(played, key=lambda pair: pair[0].name):
-            digest.update(action.name.encode())
+        digest.update(f"solo {_soloed(data) is not None}".encode())
+        for action, owner, mute in sorted(played, key=lambda found: found[0].name):
+            digest.update(f"{action.name} {mute}".encode())
             for fcurve in _action_fcurves(action, owner):
                 points = fcurve.keyframe_points
-                digest.update(f"[{fcurve.array_index}]{len(points)}".encode())
+                digest.update(f"[{fcurve.array_index}]{len(points)} {fcurve.mute} "
+                              f"{fcurve.extrapolation} {len(fcurve.modifiers)}".encode())
                 for attribute in ("co", "handle_left", "handle_right"):
                     values = np.empty(2 * len(points), dtype=np.float32)
                     points.foreach_get(attribute, values)
@@ -484,6 +500,21 @@ class BlenderHost:
             location, rotation, points, carried, scale = self._read_channels(
                 obj, frames, points=True, carriers=carriers)
             assert points is not None and scale is not None
+        # a NaN scale key puts the bones below it nowhere, and no channel the engine reads
+        # says so (it passed, with a normal error, and Apply wrote over it)
+        bad_scale = ~np.isfinite(scale)
+        if bad_scale.any():
+            f, b, axis = (int(i) for i in np.argwhere(bad_scale)[0])
+            raise HostError(f"{pose[b].name}'s scale ({'XYZ'[axis]}) is not a number (NaN or "
+                            f"infinity) at frame {first + f}: Blender places the bones below "
+                            "it nowhere; fix that key and analyse again")
+        if not np.isfinite(points).all() and np.isfinite(location).all() \
+                and np.isfinite(rotation).all():  # (a NaN channel is named by the session)
+            f, p = (int(i) for i in np.argwhere(~np.isfinite(points).all(axis=-1))[0])
+            bone = pose[p % len(pose)].name
+            raise HostError(f"Blender places {bone} nowhere (NaN) at frame {first + f}: a "
+                            "constraint or driver on it or above it gives no number; fix it "
+                            "and analyse again")
         names: list[str] = []
         parents: list[int] = []
         offsets: list[np.ndarray] = []
@@ -575,6 +606,11 @@ class BlenderHost:
         if lying is not None:
             self.notes.append(lying)
         data = obj.animation_data
+        soloed = None if data is None else _soloed(data)
+        if soloed is not None:
+            self.notes.append(f"NLA track {soloed!r} is soloed: Blender plays it alone, so the "
+                              "analysis reads it alone, and Apply waits until it is un-soloed "
+                              "(the layers it writes would not play)")
         if data is None or (data.action is None and not any(
                 s.action is not None for t in data.nla_tracks for s in t.strips)):
             self.notes.append(f"armature {obj.name!r} has no action nor NLA strip: nothing "
@@ -700,11 +736,18 @@ class BlenderHost:
         name = _free_track_name(data, f"{action.name} (original)")
         track = data.nla_tracks.new()  # appended: the top of the stack, as Push Down does
         track.name = name
-        start = math.floor(action.frame_range[0])  # the strip starts on a whole frame
+        # In an NLA stack Blender plays an action over its frame range (a manual one if set)
+        # and extrapolates as the animation data says, as a strip does; alone, it plays every
+        # key and each F-curve's own extrapolation and modifiers, at every frame
+        lo, hi = self._played_alone(obj, action) if alone else tuple(action.frame_range)
+        start = math.floor(lo)  # the strip starts on a whole frame
         strip = track.strips.new(action.name, start, action)
         # ... and plays the action's frame f at frame f: from its whole frame, not from its
         # first key (an action whose first key is at 1001.4 played 0.4 frames early)
+        if hi > strip.action_frame_end:  # (the end first: the start is kept below it)
+            strip.action_frame_end = float(math.ceil(hi))
         strip.action_frame_start = float(start)
+        strip.frame_start_ui = float(start)  # (the strip moves, its length kept)
         if slot is not None and hasattr(strip, "action_slot"):
             strip.action_slot = slot
         # the action blended as the animation data said (an additive layer at half weight
@@ -725,14 +768,48 @@ class BlenderHost:
             self._journal.pushed.append((obj.name, track.name, action.name))
         data.action = None
 
-    def _new_layer(self, obj: Any, layer: str, kind: str, first: int) -> tuple[Any, Any, Any]:
-        """A new action (with an object slot where Blender has slots) on a new top track."""
+    def _played_alone(self, obj: Any, action: Any) -> tuple[float, float]:
+        """The frames where ``action``, playing alone, does not hold its first or last pose:
+        every key, a manual frame range aside (a strip over such a range held its ends, and
+        the take moved 245 mm outside the analysed range), and where an F-curve extrapolates
+        (linear extrapolation, modifiers) the scene's and the preview's range too; a note says
+        so (beyond them the strip holds)."""
+        keys = tuple(action.curve_frame_range)
+        lo, hi = keys
+        if action.use_frame_range:  # (a range wider than the keys holds their ends: the same)
+            lo, hi = min(lo, action.frame_start), max(hi, action.frame_end)
+        moving = [fcurve for fcurve in _action_fcurves(action, obj.animation_data)
+                  if fcurve.extrapolation != "CONSTANT" or len(fcurve.modifiers)]
+        if moving:
+            scene = self.scene
+            first, last = self.playback_range()
+            lo = min(lo, scene.frame_start, first)
+            hi = max(hi, scene.frame_end, last)
+            self.notes.append(
+                f"{len(moving)} F-curves of {action.name!r} go on past its keys (linear "
+                "extrapolation or modifiers): the NLA track that now holds it plays them over "
+                f"frames {math.floor(lo)}..{math.ceil(hi)} (its keys, the scene's and the "
+                "preview's range) and holds its first and last pose beyond")
+        return lo, hi
+
+    def check_writable(self, obj: Any | None = None) -> None:
+        """Refuse an Apply whose layers Blender would not keep or not play: a linked armature,
+        NLA tweak mode, NLA evaluation off, a soloed track (the panel asks first, so that these
+        are said as themselves, not as an animation changed since the analysis).
+
+        Raises
+        ------
+        HostError
+        """
+        obj = obj if obj is not None else self.object()
         if obj.library is not None:
             # Blender lets a linked object's NLA be edited, and drops the edit on saving
             raise HostError(f"{obj.name!r} is linked from {obj.library.filepath!r}: a layer "
                             "written on it would be lost on saving; make a library override "
                             "of it (Object > Library Override > Make) and apply to that")
-        data = obj.animation_data_create()
+        data = obj.animation_data
+        if data is None:
+            return
         if data.use_tweak_mode:  # (its action cannot be pushed down, nor a track added)
             raise HostError(f"{obj.name!r} is in NLA tweak mode (a strip's action is being "
                             "edited in the NLA editor): leave it (Tab in the NLA editor) and "
@@ -741,6 +818,16 @@ class BlenderHost:
             raise HostError(f"NLA evaluation is off for {obj.name!r} (the checkbox on its row "
                             "in the NLA editor): Apply writes NLA tracks, which Blender would "
                             "not play; turn it on and apply again")
+        soloed = _soloed(data)
+        if soloed is not None:  # (Apply wrote its layers, said so, and nothing moved)
+            raise HostError(f"NLA track {soloed!r} of {obj.name!r} is soloed (the star on its "
+                            "row in the NLA editor): Blender plays it alone, not the tracks "
+                            "Apply writes; un-solo it and apply again")
+
+    def _new_layer(self, obj: Any, layer: str, kind: str, first: int) -> tuple[Any, Any, Any]:
+        """A new action (with an object slot where Blender has slots) on a new top track."""
+        self.check_writable(obj)
+        data = obj.animation_data_create()
         self._push_down(obj)
         action = bpy.data.actions.new(layer)
         action[MADE] = kind
@@ -879,9 +966,10 @@ class BlenderHost:
             if note:
                 self.notes.append(note)
 
-    def layers(self) -> list[LayerHandle]:
+    def layers(self, edits: bool = True) -> list[LayerHandle]:
         """The layers this tool made on the armature (found in the file, so they survive undo,
-        saving and reloading), bottom to top."""
+        saving and reloading), bottom to top; without ``edits``, none of a propagated edit's
+        (the artist's, which a replacing Apply keeps)."""
         obj = self.object()
         data = obj.animation_data
         if data is None:
@@ -889,12 +977,29 @@ class BlenderHost:
         return [LayerHandle(t.name, "additive" if s.action[MADE] == EDIT else str(s.action[MADE]),
                             token=(obj.name, t.name, s.action.name))
                 for t in data.nla_tracks for s in t.strips
-                if s.action is not None and MADE in s.action]
+                if s.action is not None and MADE in s.action
+                and (edits or s.action[MADE] != EDIT)]
+
+    def pushed_down(self) -> bool:
+        """Whether Apply moved the armature's original action onto an NLA track of its own
+        that has not been put back."""
+        return PUSHED in self.object()
+
+    def restore_original(self) -> None:
+        """Put the pushed-down original back as the active action if no layer of this tool is
+        left (the user deleted them in the NLA editor: Remove had nothing to delete and left
+        the armature with no active action). Call inside :meth:`undo_chunk`."""
+        with host_step("making the original action active again"):
+            note = _restore_original(self.object())
+        if note:
+            self.notes.append(note)
 
     @contextmanager
     def undo_chunk(self, label: str) -> Iterator[None]:
         """One undo step (``ed.undo_push`` after the block); if the block raises, what it made
-        is deleted again and nothing is pushed."""
+        is deleted again and nothing is pushed. The host's notes are the block's from then on
+        (the read's had gone with the analysis, and were said again after Apply)."""
+        self.notes = []
         self._journal = journal = _Journal()
         try:
             yield
@@ -1149,12 +1254,49 @@ def _keyed_span(obj: Any) -> tuple[int, int] | None:
     data = obj.animation_data
     if data is None:
         return None
-    ends = [tuple(data.action.frame_range)] if data.action is not None else []
-    ends += [(strip.frame_start, strip.frame_end) for track in data.nla_tracks
+    # the keys (a manual frame range is not what plays: the keys around it were said to be
+    # its ends), and a strip's within the strip
+    ends = [tuple(data.action.curve_frame_range)] if data.action is not None else []
+    ends += [_strip_keys(strip) for track in data.nla_tracks
              if not track.mute for strip in track.strips if strip.action is not None]
     if not ends:
         return None
     return math.floor(min(e[0] for e in ends)), math.ceil(max(e[1] for e in ends))
+
+
+def _strip_keys(strip: Any) -> tuple[float, float]:
+    """The frames of an NLA strip from its action's first key to its last (the strip's own
+    frames where it repeats or plays backwards, or where no key is inside it)."""
+    if strip.repeat != 1.0 or strip.use_reverse:
+        return strip.frame_start, strip.frame_end
+    first, last = strip.action.curve_frame_range
+    start, end = strip.action_frame_start, strip.action_frame_end
+    if last < start or first > end:
+        return strip.frame_start, strip.frame_end
+    return (strip.frame_start + (max(first, start) - start) * strip.scale,
+            strip.frame_start + (min(last, end) - start) * strip.scale)
+
+
+def _soloed(data: Any) -> str | None:
+    """The name of the NLA track soloed in ``data`` (Blender then plays it alone), if any."""
+    return next((track.name for track in data.nla_tracks if track.is_solo), None)
+
+
+def _not_a_number(obj: Any) -> list[tuple[Any, float]]:
+    """(F-curve, frame) of every key of the armature's active action whose value is not a
+    number, the first of each F-curve."""
+    data = obj.animation_data
+    if data is None or data.action is None:
+        return []
+    found = []
+    for fcurve in _action_fcurves(data.action, data):
+        points = fcurve.keyframe_points
+        co = np.empty(2 * len(points), dtype=np.float32)
+        points.foreach_get("co", co)
+        bad = np.flatnonzero(~np.isfinite(co[1::2]))
+        if len(bad):
+            found.append((fcurve, float(co[2 * bad[0]])))
+    return found
 
 
 def _rest_points(obj: Any, world: np.ndarray) -> np.ndarray | None:

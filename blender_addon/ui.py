@@ -16,6 +16,7 @@ the reduction at the current K (mean and max joint error in mm for the character
 from __future__ import annotations
 
 import textwrap
+import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +117,13 @@ STATE = PanelState()
 
 
 def _fail(operator: Any, error: Exception) -> set[str]:
-    STATE.message = said(error, label_of)  # the options it names, as the sidebar labels them
+    if isinstance(error, SalientPosesError):
+        STATE.message = said(error, label_of)  # the options it names, as the sidebar labels
+    else:  # a fault of this tool's, not the user's input: its traceback for a bug report
+        traceback.print_exception(error)
+        STATE.message = (f"Salient Poses failed ({type(error).__name__}: {error}); nothing "
+                         "it wrote is kept, and the details are in the system console "
+                         "(Window > Toggle System Console) for a bug report")
     operator.report({"ERROR"}, STATE.message)
     return {"CANCELLED"}
 
@@ -259,7 +266,7 @@ def _operators() -> list[type]:
         def execute(self, context: Any) -> set[str]:
             try:
                 session = analyze(context)
-            except SalientPosesError as exc:
+            except Exception as exc:  # noqa: BLE001 - said in the status bar, never a traceback
                 return _fail(self, exc)
             # the preview's markers are a change: one undo step of their own (unpushed, the
             # next Ctrl+Z took them back with the user's edit before the analysis)
@@ -292,25 +299,51 @@ def _operators() -> list[type]:
         targets = ("analysed", "active")
         needs_analysis = True
 
+        def invoke(self, context: Any, event: Any) -> set[str]:
+            # layers of an Apply before: replace them or add another (a second Apply stacked
+            # a copy without a word); a script's call takes the property as given
+            session = STATE.session
+            host = session.host if session is not None else None
+            if isinstance(host, BlenderHost):
+                try:
+                    earlier = host.layers(edits=False)
+                except SalientPosesError:
+                    earlier = []
+                if earlier:
+                    title = f"{len(earlier)} Salient Poses layer(s) on {host.armature} already"
+                    try:
+                        return context.window_manager.invoke_props_dialog(self, title=title)
+                    except TypeError:  # (Blender before 4.1: no title)
+                        return context.window_manager.invoke_props_dialog(self)
+            return self.execute(context)
+
         def execute(self, context: Any) -> set[str]:
             session = STATE.session
             assert session is not None  # (poll: needs_analysis)
+            host = session.host
             try:
+                if isinstance(host, BlenderHost):  # said as what it is, not as a change
+                    host.check_writable()
                 # (changed Analysis settings are refused by apply(): the keys of K come from
                 # the space Analyze made with the old ones)
                 session.options = options_from(context.scene.salient_poses)
-                session.applied.clear()  # Remove finds every layer in the file itself
-                reduction = session.apply()
-            except SalientPosesError as exc:
+                # Remove finds every layer in the file itself; a replacing Apply finds them
+                # there too (an undo or a reopened file forgets what the session wrote)
+                replacing = host.layers(edits=False) \
+                    if self.layers == "REPLACE" and isinstance(host, BlenderHost) else []
+                session.applied[:] = replacing
+                reduction = session.apply(replace=bool(replacing))
+            except Exception as exc:  # noqa: BLE001 - said in the status bar, never a traceback
                 return _fail(self, exc)
-            host = session.host
             STATE.notes = [*(said(note, label_of) for note in session.notes),
                            *write_report(host)]  # the channels left alone (locked) too
             frames = reduction.frames
             STATE.message = (f"Applied {reduction.curves.n_keys} keys to "
                              f"{getattr(host, 'armature', None) or 'the armature'} over frames "
                              f"{int(frames[0])}..{int(frames[-1])}: "
-                             f"{', '.join(h.name for h in session.applied)}")
+                             f"{', '.join(h.name for h in session.applied)}"
+                             + (f" (replacing {', '.join(h.name for h in replacing)})"
+                                if replacing else ""))
             self.report({"INFO"}, STATE.message)
             return {"FINISHED"}
 
@@ -326,16 +359,26 @@ def _operators() -> list[type]:
             try:
                 host = acted_on(self.targets)
                 handles = host.layers()
+                if not handles and not host.pushed_down():  # (no undo step, markers kept)
+                    STATE.message = (f"Nothing to remove: Salient Poses has no layer on "
+                                     f"{host.armature}")
+                    self.report({"INFO"}, STATE.message)
+                    return {"CANCELLED"}
                 with host.undo_chunk("Salient Poses: remove layers"):
                     for handle in reversed(handles):
                         host.remove_layer(handle)
+                    # the layers deleted by hand (in the NLA editor): the original comes back
+                    host.restore_original()
                     host.clear_preview()  # the key markers go with the layers
-            except SalientPosesError as exc:
+            except Exception as exc:  # noqa: BLE001 - said in the status bar, never a traceback
                 return _fail(self, exc)
             if STATE.session is not None:
                 STATE.session.applied.clear()
-            STATE.message = f"Removed {len(handles)} layer(s) from {host.armature}"
+            STATE.message = (f"Removed {len(handles)} layer(s) from {host.armature}" if handles
+                             else f"Made the original action of {host.armature} active again "
+                                  "(its Salient Poses layers were deleted)")
             STATE.notes = list(host.notes)  # an action the user keyed since Apply: kept
+            self.report({"INFO"}, STATE.message)
             return {"FINISHED"}
 
     class ConvertToEuler(_Operator, operator):
@@ -350,7 +393,7 @@ def _operators() -> list[type]:
             try:
                 with host.undo_chunk("Salient Poses: convert to Euler"):
                     bones = host.convert_to_euler()
-            except SalientPosesError as exc:
+            except Exception as exc:  # noqa: BLE001 - said in the status bar, never a traceback
                 return _fail(self, exc)
             if bones:
                 # the armature now plays another action: an analysis of the one before would be
@@ -361,6 +404,14 @@ def _operators() -> list[type]:
             self.report({"INFO"}, STATE.message)
             return {"FINISHED"}
 
+    # (given as annotations, as Blender reads an operator's properties; here rather than in
+    # the class body, where this module's postponed annotations would be strings)
+    Apply.__annotations__ = {"layers": bpy.props.EnumProperty(
+        name="Layers of an earlier Apply",
+        items=[("REPLACE", "Replace them", "Delete the layers an earlier Apply wrote on this "
+                "armature, in the same undo step (edits propagated onto it are kept)"),
+               ("ADD", "Add another", "Keep them and write new layers above them")],
+        default="REPLACE")}
     return [Analyze, SuggestedK, Apply, Remove, ConvertToEuler]
 
 

@@ -1184,3 +1184,186 @@ def test_analyze_shows_its_progress_on_the_cursor(scene):
         assert len(values) > 3 and values == sorted(values) and values[-1] == ui.PROGRESS_STEPS
     finally:
         blender_addon.unregister()
+
+
+# ------------------------------------------- a review of unusual scenes on real Blender
+def test_a_soloed_track_is_said_at_analysis_and_apply_waits_until_it_is_unsoloed(scene):
+    """Blender plays a soloed track alone: Apply wrote its layers, said "Applied", and no bone
+    moved."""
+    obj = bpy.data.objects[scene.object_name]
+    data = obj.animation_data
+    track = data.nla_tracks.new()
+    track.strips.new("clip", FIRST, data.action.copy())
+    track.is_solo = True
+    session = Session(scene.host)
+    session.set_options(space="channel", keys=6)
+    session.analyze()
+    assert any("NLA track 'NlaTrack' is soloed: Blender plays it alone" in str(note)
+               for note in session.notes)
+    before = scene.state()
+    with pytest.raises(HostError, match=r"NLA track 'NlaTrack' of 'cmu_131_01' is soloed .* "
+                                        r"un-solo it and apply again"):
+        session.apply()
+    assert scene.state() == before and not session.applied
+    track.is_solo = False
+    session.analyze()
+    session.apply()
+    assert len(session.applied) == 1
+
+
+@pytest.mark.parametrize("change", ["manual frame range", "linear extrapolation"])
+def test_the_original_plays_as_before_outside_the_range_whatever_its_range_or_extrapolation(
+        scene, change):
+    """The pushed-down original's strip covered the action's frame range and held its ends:
+    a manual frame range (frames 1050..1100 of a take keyed 1001..1994) moved the body 245 mm
+    outside the analysed range, linear extrapolation up to 560 mm; and the analysis said the
+    keys were that manual range."""
+    obj = bpy.data.objects[scene.object_name]
+    data = obj.animation_data
+    action = data.action
+    sc = bpy.context.scene
+    if change == "manual frame range":
+        action.use_frame_range = True
+        action.frame_start, action.frame_end = FIRST + 10, FIRST + 20
+        frames = np.array([FIRST - 20, FIRST + FRAMES + 30, FIRST + 600])
+    else:
+        for fcurve in _action_fcurves(action, data):
+            fcurve.extrapolation = "LINEAR"
+        sc.frame_start = FIRST - 30  # the linear part shows before the first key
+        frames = np.array([FIRST - 30, FIRST - 5, FIRST + FRAMES + 30])
+    nodes = [b.name for b in obj.pose.bones]
+    before = scene.positions(nodes, frames)
+    session = Session(scene.host)
+    session.set_options(space="channel", keys=6, frame_range=(FIRST, FIRST + FRAMES - 1))
+    session.analyze()
+    assert not any("reach past" in str(note) or "hold none" in str(note)
+                   for note in session.notes)  # (the keys run 1001..1994)
+    session.apply()
+    np.testing.assert_allclose(scene.positions(nodes, frames), before, atol=1e-4)
+    said = scene.host.notes
+    if change == "linear extrapolation":
+        assert any(f"F-curves of '{action.name}' go on past its keys (linear extrapolation or "
+                   f"modifiers): the NLA track that now holds it plays them over frames "
+                   f"{FIRST - 30}..1994" in note for note in said)
+    else:
+        assert said == []
+    session.remove()
+    np.testing.assert_allclose(scene.positions(nodes, frames), before, atol=1e-5)
+    assert data.action == action
+
+
+def _nan_key(owner, prop: str, data_path: str) -> None:
+    """Key ``prop`` of ``owner`` at the range's ends and make the first X key NaN."""
+    owner.keyframe_insert(prop, frame=FIRST)
+    owner.keyframe_insert(prop, frame=FIRST + FRAMES - 1)
+    obj = bpy.data.objects["cmu_131_01"]
+    fcurve = next(f for f in _action_fcurves(obj.animation_data.action, obj.animation_data)
+                  if f.data_path == data_path and f.array_index == 0)
+    fcurve.keyframe_points[0].co[1] = float("nan")
+
+
+@pytest.mark.parametrize("where", ["object rotation", "object location", "bone scale"])
+def test_a_nan_key_that_no_channel_holds_is_named_by_where_it_is(scene, where):
+    """A NaN key on the armature's own rotation was said as "is scaled (scale [nan nan
+    nan]); apply its scale", on its location as "node offsets must be finite"; on a bone's
+    scale it passed: Blender showed the hand nowhere, the analysis said 16 mm and Apply
+    wrote over it."""
+    obj = bpy.data.objects[scene.object_name]
+    if where == "bone scale":
+        _nan_key(obj.pose.bones["LeftElbow"], "scale", 'pose.bones["LeftElbow"].scale')
+        expected = (r"LeftElbow's scale \(X\) is not a number \(NaN or infinity\) at frame "
+                    rf"{FIRST}: Blender places the bones below it nowhere; fix that key")
+    else:
+        prop = "rotation_euler" if where == "object rotation" else "location"
+        _nan_key(obj, prop, prop)
+        expected = (rf"armature 'cmu_131_01' has no place in the world at frame {FIRST}: its "
+                    r"own transform \(or a parent's\) is not a number \(NaN or infinity\): "
+                    rf"{prop}\[0\] at frame {FIRST}; fix that key and analyse again")
+    bpy.context.scene.frame_set(FIRST)
+    with pytest.raises(HostError, match=expected):
+        Session(scene.host).analyze()
+
+
+def test_a_second_apply_replaces_or_adds_and_remove_says_when_there_is_nothing(scene):
+    """A second Apply stacked a copy of the layer without a word; Remove with nothing applied
+    said nothing, pushed an undo step and deleted the preview's markers; after the layers
+    were deleted in the NLA editor it left the armature with no active action."""
+    import blender_addon
+    from blender_addon.ui import STATE
+
+    blender_addon.register()
+    obj = bpy.data.objects[scene.object_name]
+    data = obj.animation_data
+    original = data.action
+    try:
+        assert bpy.ops.salient_poses.remove() == {"CANCELLED"}
+        assert STATE.message == "Nothing to remove: Salient Poses has no layer on cmu_131_01"
+        bpy.context.scene.salient_poses.layered = False
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        markers = scene.host.preview()
+        assert markers and bpy.ops.salient_poses.remove() == {"CANCELLED"}
+        assert scene.host.preview() == markers
+        bpy.context.scene.salient_poses.k = 6
+        assert bpy.ops.salient_poses.apply() == {"FINISHED"}
+        first = [h.name for h in scene.host.layers()]
+        assert bpy.ops.salient_poses.apply() == {"FINISHED"}  # (a script: Replace, the default)
+        again = [h.name for h in scene.host.layers()]
+        assert len(again) == len(first) and not set(again) & set(first)
+        assert STATE.message.endswith(f"(replacing {', '.join(first)})")
+        assert bpy.ops.salient_poses.apply(layers="ADD") == {"FINISHED"}
+        assert len(scene.host.layers()) == 2 * len(first)
+        for track in [t for t in data.nla_tracks if t.name.startswith("salientPoses")]:
+            data.nla_tracks.remove(track)  # deleted by hand
+        assert data.action is None
+        assert bpy.ops.salient_poses.remove() == {"FINISHED"}
+        assert STATE.message == ("Made the original action of cmu_131_01 active again (its "
+                                 "Salient Poses layers were deleted)")
+        assert data.action == original and not len(data.nla_tracks)
+        assert bpy.ops.salient_poses.remove() == {"CANCELLED"}
+    finally:
+        blender_addon.unregister()
+
+
+def test_what_changes_playback_after_analyze_is_said_as_itself(scene, monkeypatch):
+    """A curve muted after Analyze was keyed again by Apply; tweak mode entered after it was
+    said as keys changed since the analysis; an error of the tool's own (not a refusal)
+    reached the user as a Python traceback."""
+    import blender_addon
+    from blender_addon.ui import STATE
+
+    blender_addon.register()
+    obj = bpy.data.objects[scene.object_name]
+    data = obj.animation_data
+    try:
+        bpy.context.scene.salient_poses.layered = False
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        elbow = [f for f in _action_fcurves(data.action, data) if '"LeftElbow"' in f.data_path]
+        for fcurve in elbow:
+            fcurve.mute = True
+        with pytest.raises(RuntimeError, match="changed since the analysis"):
+            bpy.ops.salient_poses.apply()
+        for fcurve in elbow:
+            fcurve.mute = False
+        track = data.nla_tracks.new()
+        track.strips.new("mocap", FIRST, data.action)
+        data.action = None
+        data.use_tweak_mode = True
+        with pytest.raises(RuntimeError, match="is in NLA tweak mode"):
+            bpy.ops.salient_poses.apply()
+        data.use_tweak_mode = False
+        assert bpy.ops.salient_poses.analyze() == {"FINISHED"}
+        before = scene.state()
+
+        def broken(*args, **kwargs):  # noqa: ANN202
+            raise ZeroDivisionError("float division by zero")
+
+        # (an error inside a host's step is said as a HostError already)
+        monkeypatch.setattr(STATE.session, "reduce", broken)
+        with pytest.raises(RuntimeError, match=r"Salient Poses failed \(ZeroDivisionError: "
+                                               r"float division by zero\); nothing it wrote "
+                                               r"is kept, and the details are in the system "
+                                               r"console"):
+            bpy.ops.salient_poses.apply()
+        assert scene.state() == before
+    finally:
+        blender_addon.unregister()

@@ -504,15 +504,15 @@ class BlenderHost:
         # says so (it passed, with a normal error, and Apply wrote over it)
         bad_scale = ~np.isfinite(scale)
         if bad_scale.any():
-            f, b, axis = (int(i) for i in np.argwhere(bad_scale)[0])
-            raise HostError(f"{pose[b].name}'s scale ({'XYZ'[axis]}) is not a number (NaN or "
-                            f"infinity) at frame {first + f}: Blender places the bones below "
+            row, at, axis = (int(i) for i in np.argwhere(bad_scale)[0])
+            raise HostError(f"{pose[at].name}'s scale ({'XYZ'[axis]}) is not a number (NaN or "
+                            f"infinity) at frame {first + row}: Blender places the bones below "
                             "it nowhere; fix that key and analyse again")
         if not np.isfinite(points).all() and np.isfinite(location).all() \
                 and np.isfinite(rotation).all():  # (a NaN channel is named by the session)
-            f, p = (int(i) for i in np.argwhere(~np.isfinite(points).all(axis=-1))[0])
-            bone = pose[p % len(pose)].name
-            raise HostError(f"Blender places {bone} nowhere (NaN) at frame {first + f}: a "
+            row, at = (int(i) for i in np.argwhere(~np.isfinite(points).all(axis=-1))[0])
+            bone = pose[at % len(pose)].name
+            raise HostError(f"Blender places {bone} nowhere (NaN) at frame {first + row}: a "
                             "constraint or driver on it or above it gives no number; fix it "
                             "and analyse again")
         names: list[str] = []

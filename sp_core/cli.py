@@ -72,7 +72,7 @@ def clip_info(clip: Clip, source: str) -> dict[str, Any]:
         "fps": clip.fps,
         "frame_time": clip.frame_time,
         "first_frame": clip.first_frame,
-        "last_frame": clip.last_frame,
+        "last_frame": clip.last_frame if clip.n_frames else None,  # (no frame: not -1)
         "duration_s": clip.duration,
         "nodes": clip.node_names,
         "parents": [int(p) for p in clip.parents],
@@ -774,6 +774,11 @@ def _unrecognized(command: str, extra: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``salient-poses``; returns the exit status."""
+    for stream in (sys.stdout, sys.stderr):
+        # a joint name the console cannot show (a Windows console's cp1252) is escaped: the
+        # summary printed after the files were written failed the command with them written
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     parser = build_parser()
     args, extra = parser.parse_known_args(
         _joined_negatives(sys.argv[1:] if argv is None else argv))

@@ -286,8 +286,8 @@ class OutputOptions:
     """Files a command writes (every file is written atomically; see docs/guide.md)."""
 
     json: str | None = option(None, "path", "write the result as JSON ('-': standard output)",
-                              nullable=True, fronts=frozenset({CLI}), stdout=True,
-                              metavar="OUT.json")
+                              nullable=True, suffix=".json", fronts=frozenset({CLI}),
+                              stdout=True, metavar="OUT.json")
     bvh: str | None = option(None, "path", "the motion on every frame as BVH", nullable=True,
                              suffix=".bvh", fronts=frozenset({CLI}), metavar="OUT.bvh")
     residual: str | None = option(None, "path", "original - reduced channel values "

@@ -246,9 +246,13 @@ class SelectionSpace:
             pinned = len(self._pins)
             rules = ([f"keys at most max_span {self.max_span} frames apart"] if spanned else []) \
                 + ([f"the {pinned} pinned frames"] if pinned else [])
+            fewest = self._fewest_keys(self.max_span)
+            # (how many it takes: raising K to the cap given said it was out of range)
+            needs = f" (they need at least {fewest} keys)" \
+                if len(self._candidates) >= fewest > self.max_keys else ""
             raise SelectionError(f"no selection of at most {self.max_keys} keys has "
-                                 f"{' and '.join(rules) or 'the first and last frames'}; raise "
-                                 f"max_keys{' or max_span' if spanned else ''}",
+                                 f"{' and '.join(rules) or 'the first and last frames'}{needs}; "
+                                 f"raise max_keys{' or max_span' if spanned else ''}",
                                  options=("max_keys", "max_span") if spanned else ("max_keys",))
         self.min_keys = int(feasible[0])
         self._poses = centred
@@ -630,6 +634,15 @@ class SelectionSpace:
         return self._table[rows[1:], d]
 
     # --------------------------------------------------------------------------- suggestions
+    @property
+    def still(self) -> bool:
+        """Whether the poses (the time column of a timed cost aside) are the same on every
+        frame: then every selection costs nothing and any K and keys are as good as another
+        (nodes that do not move, or weights of 0). The same kinematics give the same
+        positions to the bit, so equal is exact here."""
+        p = self._poses[:, :-1] if self._timed else self._poses
+        return bool(p.size == 0 or np.ptp(p, axis=0).max() == 0.0)
+
     @property
     def diameter(self) -> float:
         """Largest distance between two poses of the range (pose units; candidates only when the

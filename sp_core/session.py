@@ -384,6 +384,13 @@ class Session:
             moving = ~constant_channels(motion.channels)
             if not moving.any():
                 notes.append(_still(motion.first_frame, motion.last_frame))
+            elif space.still:  # (it chose K = 32 of 150 frames, and said nothing)
+                notes.append(Note(
+                    f"the poses the keys are chosen by do not change in frames "
+                    f"{motion.first_frame}..{motion.last_frame}: the nodes measured do not "
+                    "move (or their weights are 0), so every selection fits them alike and K "
+                    "and its keys are arbitrary; measure nodes that move", options=(
+                        "nodes", "weights")))
             else:
                 unseen = _unseen(motion, moving)
                 if unseen:

@@ -288,10 +288,11 @@ def test_analyze_bad_options_exit_2(sample_path, args, message, capsys):
      "--max-span of 5 frames is shorter than the gap between candidate frames 0 and 10; raise "
      "--max-span or lower --stride"),
     (["--max-keys", "3", "--max-span", "100"],
-     "no selection of at most 3 keys has keys at most --max-span 100 frames apart; raise "
-     "--max-keys or --max-span"),
+     "no selection of at most 3 keys has keys at most --max-span 100 frames apart (they need "
+     "at least 11 keys); raise --max-keys or --max-span"),
     (["--max-keys", "5", "--pins", "10,20,30,40,50,60"],  # (it named a --max-span never given)
-     "no selection of at most 5 keys has the 6 pinned frames; raise --max-keys"),
+     "no selection of at most 5 keys has the 6 pinned frames (they need at least 8 keys); "
+     "raise --max-keys"),
     # (it said "or add it to candidates", which no front offers)
     (["--stride", "4", "--pins", "3"],
      "pinned frame 3 is not a candidate frame at --stride 4 (frames divisible by 4, the first "
@@ -444,11 +445,11 @@ def test_dash_is_standard_output_for_the_json_only(sample_path, tmp_path, monkey
 
 
 def test_a_preset_is_an_input_and_cannot_switch_overwriting_on(sample_path, tmp_path, capsys):
-    """`--preset studio.toml --json studio.toml --overwrite` replaced the shared preset with the
+    """`--preset studio.json --json studio.json --overwrite` replaced the shared preset with the
     reduction; a preset saying `overwrite = true` replaced files for everyone using it; a
     .yaml preset was read as JSON."""
-    preset = tmp_path / "studio.toml"
-    preset.write_text("[keys]\nkeys = 6\n[fit]\nspace = \"channel\"\n")
+    preset = tmp_path / "studio.json"
+    preset.write_text('{"keys": {"keys": 6}, "fit": {"space": "channel"}}\n')
     kept = preset.read_bytes()
     clip = str(sample_path)
     assert main(["reduce", clip, "--preset", str(preset), "--json", str(preset),
@@ -765,3 +766,106 @@ def test_info_tree_with_a_json_file_prints_the_tree(tmp_path, capsys):
     assert main(["info", str(SHORT_CLIP), "--tree", "--json", str(tmp_path / "i.json")]) == 0
     assert "RThumb_end  (End Site)" in capsys.readouterr().out
     assert "RThumb_end" in json.loads((tmp_path / "i.json").read_text())["nodes"]
+
+
+# ------------------------------------------------ a review of the command line on bad input
+def _cut(sample_path: Path, tmp_path: Path, frames: int = 60, rename: dict | None = None,
+         name: str = "cut.bvh") -> Path:
+    """The sample's first ``frames`` frames as a file, joints renamed by ``rename``."""
+    text = sample_path.read_text()
+    head, _, rest = text.partition("MOTION")
+    for old, new in (rename or {}).items():
+        head = head.replace(f"JOINT {old}\n", f"JOINT {new}\n")
+    rows = rest.strip().splitlines()[2:2 + frames]
+    path = tmp_path / name
+    path.write_text(f"{head}MOTION\nFrames: {frames}\nFrame Time: 0.0083333\n"
+                    + "\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_name_the_console_cannot_show_is_escaped_not_a_failure(sample_path, tmp_path,
+                                                                 monkeypatch):
+    """On a cp1252 console (Windows) the summary printed after the files were written failed
+    the command with them written (exit 1, "internal error: UnicodeEncodeError")."""
+    clip = _cut(sample_path, tmp_path, rename={"RightToe": "右足"})
+    console = io.TextIOWrapper(io.BytesIO(), encoding="cp1252")
+    monkeypatch.setattr(sys, "stdout", console)
+    out = tmp_path / "keys.json"
+    assert main(["info", str(clip), "--tree"]) == 0
+    assert main(["reduce", str(clip), "--keys", "4", "--space", "channel", "--json",
+                 str(out)]) == 0
+    console.flush()
+    printed = console.buffer.getvalue().decode("cp1252")
+    assert "\\u53f3\\u8db3  Zrotation" in printed and "Wrote " in printed
+    assert "右足.Zrotation" in [c["name"] for c in
+                               json.loads(out.read_text(encoding="utf-8"))["channels"]]
+
+
+def test_a_long_line_is_quoted_in_part(sample_path, tmp_path, capsys):
+    """A missing Frame Time before a data line of 20,000 values was one error line of 80,094
+    characters."""
+    text = sample_path.read_text()
+    path = tmp_path / "long.bvh"
+    path.write_text(text[:text.index("MOTION")] + "MOTION\nFrames: 1\n"
+                    + " ".join(["1.0"] * 20000) + "\n")
+    assert main(["info", str(path)]) == 2
+    said = capsys.readouterr().err
+    assert said.endswith("expected 'Frame Time: <number>', found '1.0 1.0 1.0 1.0 1.0 1.0 1.0 "
+                         "1.0 1.0 1.0 1.0 1.0 1.0 1.0 1.0 '… (79,999 characters)\n")
+    assert said == f"salient-poses: error: {path}, line 187: " + said.split(": ", 3)[3]
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--json", "x.bvh"], "--json must be a .json file name, got x.bvh"),
+    (["--json", "{tmp}/cut.bvh/x.json"],
+     "cannot write --json {tmp}/cut.bvh/x.json: folder {tmp}/cut.bvh is a file, not a folder"),
+    (["--max-span", "10"], "no selection of at most 4 keys has keys at most --max-span 10 "
+                           "frames apart (they need at least 7 keys); raise --max-keys or "
+                           "--max-span"),
+])
+def test_outputs_and_spans_are_refused_with_what_to_change(sample_path, tmp_path, capsys, args,
+                                                          said):
+    """JSON went into x.bvh (which a later batch read as a clip); a file was called a folder
+    that does not exist; "raise --max-keys" did not say to how many (the next run said K was
+    out of range)."""
+    clip = _cut(sample_path, tmp_path)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    assert main(["reduce", str(clip), "--keys", "4", "--space", "channel", *args]) == 2
+    said = said.replace("{tmp}", str(tmp_path))
+    assert capsys.readouterr().err == f"salient-poses: error: {said}\n"
+    assert not (tmp_path / "x.bvh").exists()
+
+
+def test_a_clip_without_frames_has_no_last_frame(sample_path, tmp_path, capsys):
+    text = sample_path.read_text()
+    path = tmp_path / "rest.bvh"
+    path.write_text(text[:text.index("MOTION")] + "MOTION\nFrames: 0\nFrame Time: 0.0083333\n")
+    assert main(["info", str(path), "--json", "-"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["frames"] == 0 and record["last_frame"] is None  # (it said -1)
+
+
+@pytest.mark.parametrize("args", [["--nodes", "LeftToe"], ["--nodes", "LeftToe,RightToe",
+                                                           "--weights", "LeftToe=0,RightToe=0"]])
+def test_nodes_that_do_not_move_are_said_to_make_k_arbitrary(sample_path, tmp_path, capsys,
+                                                             args):
+    """Only a wrist moved; measured at a toe, the analysis chose K = 32 of 150 frames and said
+    nothing."""
+    text = _cut(sample_path, tmp_path, frames=80).read_text()
+    head, _, rest = text.partition("MOTION")
+    rows = rest.strip().splitlines()[2:]
+    names = read_bvh(_cut(sample_path, tmp_path, frames=80)).channel_names
+    wrist = names.index("LeftWrist.Zrotation")
+    values = np.array([row.split() for row in rows], dtype=float)
+    values[:] = values[0]
+    values[:, wrist] = 40.0 * np.sin(np.arange(len(values)) / 15.0)
+    path = tmp_path / "wrist.bvh"
+    path.write_text(f"{head}MOTION\nFrames: {len(values)}\nFrame Time: 0.0083333\n"
+                    + "\n".join(" ".join(f"{v:.4f}" for v in row) for row in values) + "\n")
+    assert main(["analyze", str(path), *args]) == 0
+    out = capsys.readouterr().out
+    assert "the poses the keys are chosen by do not change in frames 0..79: the --nodes " \
+           "measured do not move (or their --weights are 0), so every selection fits them " \
+           "alike and K and its keys are arbitrary" in out.replace("\n", " ").replace("  ", " ")
+    assert main(["analyze", str(path)]) == 0  # (the wrist measured: nothing to say)
+    assert "do not change" not in capsys.readouterr().out

@@ -173,7 +173,8 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any
     target = Path(os.path.realpath(given))  # (the link's file, not the link)
     folder = target.parent
     if not folder.is_dir():
-        raise OutputError(f"cannot write {given}: folder {folder} does not exist")
+        why = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise OutputError(f"cannot write {given}: folder {folder} {why}")
     stem = _stem(target.name)
     remove_stale_partials(folder, stem)
     temporary = folder / f".{stem}.{os.getpid()}{PARTIAL}"
@@ -281,8 +282,8 @@ class OutputGuard:
         if target.is_dir():
             raise OutputError(f"{label} {target} is a folder; give a file name")
         if not target.parent.is_dir():
-            raise OutputError(f"cannot write {label} {target}: folder {target.parent} does "
-                              "not exist")
+            why = "is a file, not a folder" if target.parent.exists() else "does not exist"
+            raise OutputError(f"cannot write {label} {target}: folder {target.parent} {why}")
         if not os.access(target.parent, os.W_OK):
             raise OutputError(f"cannot write {label} {target}: folder {target.parent} is not "
                               "writable")

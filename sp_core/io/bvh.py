@@ -79,7 +79,7 @@ class _Tokens:
     def describe_next(self) -> str:
         token = self.peek()
         if token is not None:
-            return repr(token)
+            return _quoted(token)
         return "'MOTION'" if self.motion_line else "the end of the file"
 
     def take(self, expected: str) -> str:
@@ -110,11 +110,11 @@ class _Tokens:
         try:
             value = float(token)
         except ValueError:
-            raise self.error(f"expected {what}, found {token!r}") from None
+            raise self.error(f"expected {what}, found {_quoted(token)}") from None
         if not np.isfinite(value):
-            raise self.error(f"{what} must be finite, found {token!r}")
+            raise self.error(f"{what} must be finite, found {_quoted(token)}")
         if abs(value) > LARGEST_VALUE:
-            raise self.error(f"{what} must be within ±{LARGEST_VALUE:g}, found {token!r}")
+            raise self.error(f"{what} must be within ±{LARGEST_VALUE:g}, found {_quoted(token)}")
         self.pos += 1
         return value
 
@@ -299,13 +299,26 @@ def fps_from_frame_time(frame_time: float) -> float:
     return rate
 
 
+#: Characters of a file's text an error message quotes (a line of 20,000 numbers was quoted
+#: whole: one message of 80,000 characters).
+QUOTED = 60
+
+
+def _quoted(text: str) -> str:
+    """``text`` (stripped) quoted for an error message, cut to :data:`QUOTED` characters."""
+    text = text.strip()
+    if len(text) <= QUOTED:
+        return repr(text)
+    return f"{text[:QUOTED]!r}… ({len(text):,} characters)"
+
+
 def _header_value(lines: list[str], index: int, pattern: re.Pattern[str], label: str,
                   path: str) -> str:
     if index >= len(lines):
         raise ClipFormatError(f"expected '{label}', found the end of the file", path, index + 1)
     match = pattern.match(lines[index])
     if not match or not match.group(1) or match.group(2):
-        raise ClipFormatError(f"expected '{label} <number>', found {lines[index].strip()!r}",
+        raise ClipFormatError(f"expected '{label} <number>', found {_quoted(lines[index])}",
                               path, index + 1)
     return match.group(1)
 
@@ -331,15 +344,13 @@ def _diagnose_motion(lines: list[str], first: int, n_frames: int, channel_names:
             try:
                 value = float(word)
             except ValueError:
-                return ClipFormatError(f"value {word!r} for channel {channel_names[column]} is not "
-                                       "a number", path, number + 1)
-            if not np.isfinite(value):
-                return ClipFormatError(f"value {word!r} for channel {channel_names[column]} is not "
-                                       "finite (NaN or infinity)", path, number + 1)
-            if abs(value) > LARGEST_VALUE:
-                return ClipFormatError(f"value {word!r} for channel {channel_names[column]} is "
-                                       f"beyond ±{LARGEST_VALUE:g}, which no motion comes near",
-                                       path, number + 1)
+                value = None
+            if value is None or not np.isfinite(value) or abs(value) > LARGEST_VALUE:
+                why = "is not a number" if value is None else "is not finite (NaN or infinity)" \
+                    if not np.isfinite(value) else \
+                    f"is beyond ±{LARGEST_VALUE:g}, which no motion comes near"
+                return ClipFormatError(f"value {_quoted(word)} for channel "
+                                       f"{channel_names[column]} {why}", path, number + 1)
         row += 1
     return ClipFormatError(f"the file ends after {row} frames of motion data but the header says "
                            f"'Frames: {n_frames}' (truncated file?)", path, last_line)
@@ -397,7 +408,7 @@ def parse_bvh(text: str, name: str = "<string>", first_frame: int = 0,
     motion = tokens.motion_line  # 1-based line of MOTION == 0-based index of the next line
     assert motion is not None
     if lines[motion - 1].split()[1:]:
-        raise ClipFormatError(f"unexpected text after MOTION: {lines[motion - 1].strip()!r}",
+        raise ClipFormatError(f"unexpected text after MOTION: {_quoted(lines[motion - 1])}",
                               name, motion)
     frames_text = _header_value(lines, motion, _FRAMES, "Frames:", name)
     try:

@@ -374,9 +374,13 @@ def _operators() -> list[type]:
                 return _fail(self, exc)
             if STATE.session is not None:
                 STATE.session.applied.clear()
+            # (with none left, the original is active again unless the user keyed an action
+            # since, which the notes say)
             STATE.message = (f"Removed {len(handles)} layer(s) from {host.armature}" if handles
                              else f"Made the original action of {host.armature} active again "
-                                  "(its Salient Poses layers were deleted)")
+                                  "(its Salient Poses layers were deleted)" if not host.notes
+                             else f"No Salient Poses layer was left on {host.armature} (deleted "
+                                  "by hand)")
             STATE.notes = list(host.notes)  # an action the user keyed since Apply: kept
             self.report({"INFO"}, STATE.message)
             return {"FINISHED"}

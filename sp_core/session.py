@@ -136,6 +136,9 @@ class Session:
         self.motion: Clip | None = None
         self.k: int | None = None
         self.applied: list[LayerHandle] = []
+        #: the layers of :attr:`applied` that :meth:`propagate_edit` wrote (the artist's: a
+        #: replacing Apply keeps them, where it had deleted them as its own)
+        self.edits: list[LayerHandle] = []
         self.two_pass: TwoPassSpace | None = None
         # layered mode with no K asked for: the three-layer rules' keyposes and breakdowns,
         # the selection at the default K (see :meth:`selection`)
@@ -806,7 +809,7 @@ class Session:
         options = options if name is None else options.replace(layer=name)
         layer = options.layer
         handles: list[LayerHandle] = []
-        removed = list(self.applied) if replace else []
+        removed = self.reduction_layers() if replace else []
         with host_step("opening an undo chunk"):
             chunk = self.host.undo_chunk(f"Salient Poses: apply {len(reduction.frames)} keys"
                                          if self.k is None else
@@ -830,7 +833,7 @@ class Session:
             # removed layer back (MotionBuilder's and Blender's roll back what they made)
             self._remove_layers(removed)
         if removed:
-            self.applied.clear()
+            self.applied[:] = [h for h in self.applied if h not in removed]
             self._emit("removed", removed)
         self.applied.extend(handles)
         # (an output's options block: a value greyed in the panel, that did not apply, is
@@ -889,8 +892,13 @@ class Session:
         with chunk:
             self._remove_layers(handles)
         self.applied.clear()
+        self.edits.clear()
         self._emit("removed", handles)
         return handles
+
+    def reduction_layers(self) -> list[LayerHandle]:
+        """The layers of :attr:`applied` that an Apply wrote (a propagated edit's aside)."""
+        return [h for h in self.applied if h not in self.edits]
 
     def _remove_layers(self, handles: list[LayerHandle]) -> None:
         """Remove ``handles``' layers from the host, the latest first (inside an undo chunk)."""
@@ -979,6 +987,7 @@ class Session:
             handle = self.host.write_residual(names, motion.frames, delta[:, moved], layer, 1.0,
                                               edit=True)
         self.applied.append(handle)
+        self.edits.append(handle)
         self._emit("applied", [handle], None)
         return handle
 

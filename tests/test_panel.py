@@ -1594,3 +1594,74 @@ def test_garbage_is_collected_on_the_ui_thread_while_a_task_runs(qtbot):
     assert done == [300_000]
     assert len(collected_on) == 20
     assert set(collected_on) == {threading.main_thread().name}
+
+
+# ------------------------------------------------- a review of the standalone panel in use
+def test_a_replacing_apply_keeps_a_propagated_edit_and_asks_only_over_applies(
+        make_panel, qtbot, monkeypatch, sample_clip):
+    """After Propagate, Apply asked whether to replace "salientPosesEdit" and Replace deleted
+    the artist's edit as one of Apply's layers."""
+    from sp_core.standalone import StandaloneHost
+
+    clip = sample_clip.sub_range(0, 150)
+    panel, host, session = make_panel(host=StandaloneHost(clip), options=Options().replace(
+        keys=8))
+    analyse(qtbot, panel)
+    edited = clip.channels[60].copy()
+    edited[clip.channel_names.index("RightShoulder.Zrotation")] += 30.0
+    frames = np.arange(clip.n_frames)
+    session.propagate_edit(60, edited, np.exp(-0.5 * ((frames - 60) / 10.0) ** 2))
+    asked: list[str] = []
+    monkeypatch.setattr(panel, "ask_layer_action",
+                        lambda layer: asked.append(layer) or "replace")
+    apply(qtbot, panel)
+    assert asked == []  # (only the edit was there: nothing of Apply's to replace)
+    apply(qtbot, panel)
+    assert asked == ["salientPoses"]
+    assert [h.name for h in host.layers] == ["salientPosesEdit", "salientPoses2"]
+    assert " into salientPoses2: error " in panel.status.text()
+    assert session.reduction_layers() == [host.layers[1]]
+
+
+def test_the_status_says_what_is_true_after_cancel_refusal_ratio_and_undo(
+        make_panel, qtbot, tmp_path, sample_path):
+    """A first analysis cancelled said "the previous result is kept"; a refused value stayed
+    in red over the value taken after it; a ratio beyond the space was cut to its end without
+    a word (K = 75 under "ratio 1.000"); after Remove and Undo, Save keys JSON said "Apply
+    first" and the bar said "removed" over the layers back."""
+    from sp_core.io.bvh import read_bvh, write_bvh
+    from sp_core.ui.main_window import MainWindow
+
+    panel, _host, session = make_panel(frames=(0, 900), options=Options())
+    panel.start_analysis()
+    qtbot.waitUntil(lambda: panel.progress.value() > 0, timeout=30_000)
+    panel.cancel()
+    qtbot.waitUntil(lambda: not panel.analysing, timeout=30_000)
+    assert panel.status.text() == "Analysis cancelled."
+    panel.binder.submit("corrective_budget", "-3")  # (as its field commits a value)
+    assert panel.status.property("kind") == "error" and "got -3" in panel.status.text()
+    panel.binder.submit("corrective_budget", "5")
+    assert session.options.fit.corrective_budget == "5" and panel.status.text() == ""
+
+    clip = read_bvh(sample_path).sub_range(0, 150)
+    path = tmp_path / "short.bvh"
+    write_bvh(clip, path)
+    settings = QtCore.QSettings(str(tmp_path / "w.ini"), QtCore.QSettings.Format.IniFormat)
+    window = MainWindow(StandaloneHost.from_file(str(path)), settings=settings)
+    qtbot.addWidget(window)
+    window.panel.binder.edit(keys=10, ratio=None, suggested=False)
+    analyse(qtbot, window.panel)
+    window.panel.k_box.ratio_spin.setValue(1.0)
+    assert window.panel.status.text() == ("ratio 1 asks for K = 151, outside the 2 to 75 keys "
+                                          "this analysis offers; press Analyze to offer it")
+    assert window.session.k == 10
+    window.panel.binder.edit(keys=10, ratio=None, suggested=False)
+    apply(qtbot, window.panel)
+    reduction = window.session.last_reduction
+    window.panel.remove()
+    assert window.panel.progress.text() == "removed"
+    window.undo()
+    assert window.session.last_reduction is reduction  # (Save keys JSON saves it again)
+    assert window.panel.progress.text() == "applied"
+    window.undo()
+    assert window.session.last_reduction is None and window.panel.progress.text() == ""

@@ -13,6 +13,7 @@ import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from sp_core.errors import SalientPosesError
+from sp_core.host import LayerHandle
 from sp_core.io.atomic import OutputError, OutputGuard, atomic_open
 from sp_core.jobs import write_keys_json
 from sp_core.options import Options
@@ -27,6 +28,10 @@ from sp_core.ui.viewer import SkeletonViewer
 _OPEN: set[MainWindow] = set()
 
 
+#: Applies whose reductions the window keeps for File > Save after an undo brings them back.
+REMEMBERED_APPLIES = 8
+
+
 class MainWindow(QtWidgets.QMainWindow):
     """The skeleton viewer with the panel docked on the right, and a File menu to save."""
 
@@ -34,6 +39,10 @@ class MainWindow(QtWidgets.QMainWindow):
         super().__init__()
         self.host = host
         self.session = Session(host)
+        #: every Apply's layers with its reduction and options, latest last: an undo that
+        #: brings an Apply's layers back brings back what File > Save writes of them
+        self._written: list[tuple[list[LayerHandle], Reduction, Options]] = []
+        self.session.subscribe("applied", self._remember_applied)
         self.setWindowTitle(f"Salient Poses — {host.source}")
         self.viewer = SkeletonViewer(host)
         self.setCentralWidget(self.viewer)
@@ -116,11 +125,24 @@ class MainWindow(QtWidgets.QMainWindow):
             self.panel.show_error(str(exc).capitalize())
             return
         # every layer of the standalone scene is one this window wrote; what was applied last
-        # may be what was undone, so it is not there to save any more
+        # may be what was undone, so it is not there to save any more, unless the undo
+        # brought an Apply's layers back (an undone Remove: Save said "Apply first")
         self.session.applied[:] = self.host.layers
-        self.session.last_reduction = self.session.last_options = None
+        self.session.edits[:] = [h for h in self.session.edits if h in self.host.layers]
+        back = [(reduction, options) for handles, reduction, options in self._written
+                if handles and all(h in self.host.layers for h in handles)]
+        self.session.last_reduction, self.session.last_options = back[-1] if back \
+            else (None, None)
         self.panel.show_status(f"Undone: {label}.", ok=True)
         self.panel.refresh_layers()
+
+    def _remember_applied(self, handles: list[LayerHandle], reduction: Reduction | None
+                          ) -> None:
+        if reduction is not None and self.session.last_options is not None:
+            self._written.append((list(handles), reduction, self.session.last_options))
+            # (a long take's reduction holds arrays of every frame: the last few Applies,
+            # which an undo or two may bring back)
+            del self._written[:-REMEMBERED_APPLIES]
 
     def _fill_layers_menu(self) -> None:
         self.layers_menu.clear()

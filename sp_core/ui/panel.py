@@ -193,6 +193,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._applying: Task | None = None
         self._started = 0.0
         self._said_stale = False  # the status says an option changed since the analysis
+        self._said_refused = False  # the status says an option value was refused
         self._apply_options = session.options  # the options of the running (or last) Apply
         self._analysis_started = 0.0
         self._graph_ahead = False  # the graph shows a space the session has not adopted yet
@@ -206,7 +207,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._clock = QtCore.QTimer(self)  # elapsed time of a running Apply
         self._clock.setInterval(250)
         self._clock.timeout.connect(self._tick)
-        self.binder = Binder(session, self.show_error, self)
+        self.binder = Binder(session, self._refused, self)
         self._build()
         # how messages name options here: the rows' labels, fixed once the forms are built
         self._labels = {name: self.option_label(name) for name in field_specs()}
@@ -367,8 +368,16 @@ class SalientPosesPanel(QtWidgets.QWidget):
         return self.binder.widget(name)
 
     # ------------------------------------------------------------------ options
+    def _refused(self, error: str | Exception) -> None:
+        """An option value refused: said in red until a value is taken."""
+        self.show_error(error)
+        self._said_refused = True
+
     def _on_options_changed(self, options: Options) -> None:
         self._save_settings()
+        if self._said_refused:  # (the value refused before stayed in red over the one taken)
+            self._said_refused = False
+            self.show_status("")
         fit = options.fit
         self.widget("smoothness").setEnabled(fit.tangents == "smooth")
         self.widget("world_iterations").setEnabled(fit.space == "world")
@@ -395,7 +404,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
 
     def _show_summary(self) -> None:
         session = self.session
-        replacing = bool(session.applied)
+        replacing = bool(session.reduction_layers())  # (a propagated edit is kept)
         # (layered: K keyposes and their breakdowns)
         keys = None if session.k is None or session.space is None else len(session.keyframes())
         still = session.nothing_to_write() if session.space is not None else None
@@ -623,10 +632,12 @@ class SalientPosesPanel(QtWidgets.QWidget):
         describe it (one changed while the cancelled one ran: Apply would refuse)."""
         stale = self._stale() if self.session.space is not None else ""
         self._said_stale = bool(stale)
+        # (a first analysis cancelled has no previous result to keep)
+        kept = " the previous result is kept." if self.session.space is not None else ""
         if stale:
-            self.show_error(f"Analysis cancelled; the previous result is kept. {stale}")
+            self.show_error(f"Analysis cancelled;{kept} {stale}")
         else:
-            self.show_status("Analysis cancelled; the previous result is kept.")
+            self.show_status(f"Analysis cancelled;{kept}" if kept else "Analysis cancelled.")
 
     # ------------------------------------------------------------------ K
     def request_k(self, k: int, immediately: bool = False, user: bool = False) -> None:
@@ -684,6 +695,13 @@ class SalientPosesPanel(QtWidgets.QWidget):
             except OptionError as exc:
                 self.show_error(exc)
                 return
+            space = self.session.space
+            if k is not None and not space.min_keys <= k <= space.max_keys:
+                # (it was cut to the space's end, K = 75 under "ratio 1.000", without a word)
+                self.show_error(f"ratio {ratio:g} asks for K = {k}, outside the {space.min_keys}"
+                                f" to {space.max_keys} keys this analysis offers; press Analyze "
+                                "to offer it")
+                return
             if k is not None:
                 self.request_k(k, immediately=True)
 
@@ -716,7 +734,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         box = QtWidgets.QMessageBox(self)
         box.setObjectName("replaceOrAdd")
         box.setWindowTitle("Salient Poses")
-        written = [h.name for h in self.session.applied]
+        written = [h.name for h in self.session.reduction_layers()]  # (an edit is kept)
         if written == [name]:
             text = f"Apply already wrote a layer '{name}'. Replace it, or add another layer?"
         else:  # Replace takes every layer written here, as Remove does
@@ -747,7 +765,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         replace, name = False, None
         # (any layer written before: a Replace's layer may have another name, the next free
         # one while the layers it replaced were there)
-        if self.session.applied:
+        if self.session.reduction_layers():  # (a propagated edit's layer is the artist's)
             action = self.ask_layer_action(layer)
             if action is None:
                 return
@@ -798,7 +816,7 @@ class SalientPosesPanel(QtWidgets.QWidget):
         self._applying = None
         self._clock.stop()
         self.progress.setRange(0, 1000)
-        kept = 0 if replace else len(self.session.applied)
+        before = list(self.session.applied)
         try:
             # (one undo step: a failed write leaves the replaced layers where they were)
             self.session.apply(reduction, self._apply_name, replace=replace,
@@ -821,7 +839,8 @@ class SalientPosesPanel(QtWidgets.QWidget):
         if asked.fit == now.fit:  # (figures of other fit options than the current ones are
             self.estimator.remember(k, m, "as applied")  # not kept)
         self.k_box.error_label.setText(describe(k, m, f"{reduction.space} fit, as applied"))
-        layers = ", ".join(h.name for h in self.session.applied[kept:])  # this Apply's
+        layers = ", ".join(h.name for h in self.session.applied
+                           if h not in before)  # this Apply's
         skipped = "".join(" " + sentence for sentence in write_report(self.session.host))
         if moved:
             skipped += (f" Changed during the fit, not in these layers: {', '.join(moved)} "
@@ -847,6 +866,10 @@ class SalientPosesPanel(QtWidgets.QWidget):
     def refresh_layers(self) -> None:
         """The host's layers changed outside the panel (an undo): Remove and the summary follow
         the session's list of applied layers."""
+        if self.progress.format() in ("applied", "removed"):  # (it said "applied" with every
+            applied = bool(self.session.applied)  # Apply undone, "removed" with them back)
+            self.progress.setValue(1000 if applied else 0)
+            self.progress.setFormat("applied" if applied else "")
         self._show_summary()
         self._update_enabled()
 
@@ -857,6 +880,9 @@ class SalientPosesPanel(QtWidgets.QWidget):
             self.show_error(f"Remove failed: {readable(exc, self.option_label)}")
             return
         self.show_status(f"Removed {', '.join(h.name for h in removed) or 'nothing'}.", ok=True)
+        if removed:  # (it said "applied" with the layers gone)
+            self.progress.setValue(0)
+            self.progress.setFormat("removed")
         self.estimator.unapplied()
         if self.session.k is not None and self.session.space is not None:
             self.estimator.request(self.session.k)

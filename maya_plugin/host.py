@@ -140,7 +140,7 @@ def option_var(name: str, value: int) -> Iterator[None]:
 
 def _euler_curves() -> contextlib.AbstractContextManager[None]:
     """Curves created in the block have independent Euler rotation interpolation whatever the
-    user's New Curve Default (a quaternion default would ignore the per-channel tangents);
+    user's New Curve Default (a quaternion default would not follow the per-channel tangents);
     the preference is put back after."""
     return option_var(NEW_CURVE_ROTATION, 1)
 
@@ -541,7 +541,7 @@ class MayaHost:
                           if mode in QUATERNION_MODES]
             if quaternion:
                 raise HostError("these rotation curves use quaternion interpolation, which "
-                                "ignores per-channel tangents; set them to Euler first (Graph "
+                                "does not follow each channel's own curve; set them to Euler first (Graph "
                                 "Editor: Curves > Change Rotation Interp): "
                                 + ", ".join(quaternion))
         with host_step("reading the animation"):
@@ -618,8 +618,8 @@ class MayaHost:
                 mode = _rotation_mode(curve)
                 if mode in QUATERNION_MODES:
                     raise HostError(f"keying {plug} in layer {layer}: Maya made its curve "
-                                    f"{curve} with {mode} interpolation, which ignores the "
-                                    "tangents written")
+                                    f"{curve} with {mode} interpolation, which does not "
+                                    "follow the per-channel tangents written")
         return curves
 
     def _write(self, jobs: list[dict[str, Any]]) -> None:

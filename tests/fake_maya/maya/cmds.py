@@ -397,8 +397,8 @@ OUT_TANGENT_TYPES = IN_TANGENT_TYPES | {"step"}
 
 #: The optionVar ``rotationInterpolationDefault`` (Preferences > Animation > Rotation
 #: Interpolation, New Curve Default) → the curve's rotationInterpolation (FACTS.md).
-NEW_CURVE_ROTATION = {1: "none", 2: "euler", 3: "quaternionSlerp", 4: "quaternion",
-                      5: "quaternionSquad"}
+NEW_CURVE_ROTATION = {1: "none", 2: "euler", 3: "quaternionSlerp", 4: "quaternionSquad",
+                      5: "quaternion"}
 
 
 @_command()

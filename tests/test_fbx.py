@@ -379,3 +379,150 @@ def test_an_fbx_clip_runs_the_kernels_the_install_compiled_for_bvh():
     assert take.orients is not None and not take.orients.flags.writeable
     reduce(take, [1, 30, 61], space="world", corrective_budget="20%")
     assert [len(kernel.signatures) for kernel in kernels] == known
+
+
+# ---------------------------------------------------------------- found by a review of the reader
+def _ramp(n: int, step: float = 10.0) -> np.ndarray:
+    keys = np.zeros((n, 3))
+    keys[:, 2] = np.arange(n) * step
+    return keys
+
+
+def _two_joints(keys: dict[str, np.ndarray]) -> list[Joint]:
+    return [Joint("hips", None, (0, 90, 0), rotation_keys=keys),
+            Joint("head", "hips", (0, 30, 0))]
+
+
+@pytest.mark.parametrize(("mode", "rate", "start"), [
+    (18, 120000 / 1001, 0),      # eFrames119dot88: ufbx 0.0.5 reads it as 24 fps
+    (9, 30000 / 1001, 107892),   # NTSC an hour in: ufbx's 29.97 put samples 0.1 frame late
+    (8, 30000 / 1001, 1001),
+    (13, 24000 / 1001, 86400),
+    (17, 60000 / 1001, 215784),
+])
+def test_ntsc_and_119_88_takes_are_sampled_on_their_keys(tmp_path, mode, rate, start):
+    keys = _ramp(8)
+    path = write_fbx(tmp_path / "ntsc.fbx", _two_joints({"T": keys}), ["T"], fps=rate,
+                     n_frames=8, start_frame=start)
+    text = path.read_text().replace('"TimeMode", "enum", "", "",14',
+                                    f'"TimeMode", "enum", "", "",{mode}')
+    path.write_text(text.replace(f'\t\tP: "CustomFrameRate", "double", "Number", "",'
+                                 f'{rate:.17g}\n', ""))
+    clip = read_clip(path)
+    assert clip.fps == pytest.approx(rate, rel=1e-12)
+    assert (clip.first_frame, clip.n_frames) == (start, 8)
+    column = clip.channel_names.index("hips.Zrotation")
+    np.testing.assert_allclose(clip.raw_channels[:, column], keys[:, 2], atol=1e-6)
+
+
+def test_an_unknown_time_mode_is_refused(tmp_path):
+    path = write_fbx(tmp_path / "mode.fbx", _two_joints({"T": _ramp(3)}), ["T"], n_frames=3)
+    path.write_text(path.read_text().replace('"TimeMode", "enum", "", "",14',
+                                             '"TimeMode", "enum", "", "",19'))
+    with pytest.raises(ClipFormatError) as caught:
+        read_clip(path)
+    assert str(caught.value) == (
+        f"{path}: the scene's time mode (TimeMode 19) is not one the FBX SDK defines (0 to "
+        "18), so its frame rate is unknown")
+
+
+def test_a_cut_ascii_file_is_refused(tmp_path):
+    """ufbx reads a cut ASCII file without a word: cut in its connections it gave the root
+    alone; cut before them, joints without parents."""
+    whole = write_fbx(tmp_path / "whole.fbx", _chain(), ["A"], n_frames=12).read_text()
+    assert len(read_clip(tmp_path / "whole.fbx", take="A").node_names) == 6
+    connections = whole.index("Connections:")
+    for cut in (connections - 1, connections + 40, len(whole) - 30):
+        path = tmp_path / f"cut_{cut}.fbx"
+        path.write_text(whole[:cut])
+        with pytest.raises(ClipFormatError) as caught:
+            read_clip(path)
+        assert str(caught.value) == (
+            f"{path}: the FBX file is truncated (it ends before its data does)")
+
+
+@pytest.mark.parametrize(("frames", "where"), [
+    ([2], "at frame 2 of take 'T'"),
+    ([0], "at frame 0 of take 'T'"),
+    ([3, 5, 1], "at frame 1 of take 'T' (and 2 more frames)"),
+])
+def test_a_nan_key_is_refused_with_its_joint_and_frame(tmp_path, frames, where):
+    """A NaN key was read without a word (and unwrapping spread it over the frames after it),
+    or, on the first frame, failed inside scipy."""
+    keys = _ramp(6)
+    keys[frames, 0] = np.nan
+    joints = [Joint("hips", None, (0, 90, 0), rotation_keys={"T": _ramp(6)}),
+              Joint("spine", "hips", (0, 20, 0), rotation_keys={"T": keys}),
+              Joint("head", "spine", (0, 30, 0))]
+    path = write_fbx(tmp_path / "nan.fbx", joints, ["T"], n_frames=6)
+    with pytest.raises(ClipFormatError) as caught:
+        read_clip(path)
+    assert str(caught.value) == (
+        f"{path}: joint 'spine' has a value that is not a number (NaN or infinity) {where}; "
+        "salient-poses reads finite values only")
+
+
+def test_the_default_take_is_the_one_the_file_names_active(tmp_path):
+    """The document's ActiveAnimStackName (ufbx 0.0.5 does not read it: it took the first)."""
+    joints = _two_joints({"Walk": _ramp(5, 10.0), "Run": _ramp(5, 20.0)})
+    path = write_fbx(tmp_path / "takes.fbx", joints, ["Walk", "Run"], n_frames=5)
+    document = ('Documents:  {\n\tCount: 1\n\tDocument: 999, "", "Scene" {\n'
+                '\t\tProperties70:  {\n\t\t\tP: "SourceObject", "object", "", ""\n'
+                '\t\t\tP: "ActiveAnimStackName", "KString", "", "", "Run"\n'
+                '\t\t}\n\t\tRootNode: 0\n\t}\n}\n')
+    path.write_text(path.read_text().replace("Objects:  {", document + "Objects:  {", 1))
+    column = read_clip(path).channel_names.index("hips.Zrotation")
+    np.testing.assert_allclose(read_clip(path).raw_channels[:, column], _ramp(5, 20.0)[:, 2])
+    np.testing.assert_allclose(read_clip(path, take="Walk").raw_channels[:, column],
+                               _ramp(5, 10.0)[:, 2])
+
+
+def test_the_active_take_name_of_a_binary_file(tmp_path):
+    """The binary property's strings (S, uint32 length, bytes); Blender writes an empty name,
+    which leaves the first take (test_default_take_and_root_and_every_take)."""
+    def strings(*values: bytes) -> bytes:
+        return b"".join(b"S" + len(v).to_bytes(4, "little") + v for v in values)
+
+    path = tmp_path / "active.fbx"
+    path.write_bytes(fbx._BINARY_MAGIC + bytes(20) + b"\x01P"
+                     + strings(b"ActiveAnimStackName", b"KString", b"", b"", b"Run|Run"))
+    assert fbx._active_take(str(path)) == "Run|Run"
+    assert fbx._active_take(str(TAKES)) == ""
+    path.write_bytes(fbx._BINARY_MAGIC + bytes(20))
+    assert fbx._active_take(str(path)) is None
+
+
+def test_a_take_without_a_time_span_covers_its_keys(tmp_path):
+    """A take with neither LocalStart/LocalStop nor ReferenceStart/ReferenceStop: ufbx says 0
+    to 0, which read one frame before the first key."""
+    keys = _ramp(10)
+    path = write_fbx(tmp_path / "span.fbx", _two_joints({"T": keys}), ["T"], n_frames=10,
+                     start_frame=5)
+    text = "".join(line for line in path.read_text().splitlines(keepends=True)
+                   if '"LocalStart"' not in line and '"LocalStop"' not in line)
+    path.write_text(text)
+    clip = read_clip(path)
+    assert (clip.first_frame, clip.last_frame) == (5, 14)
+    column = clip.channel_names.index("hips.Zrotation")
+    np.testing.assert_allclose(clip.raw_channels[:, column], keys[:, 2], atol=1e-9)
+
+
+def test_a_group_between_joints_is_part_of_the_skeleton(tmp_path):
+    """A null between two joints stopped the skeleton there: the joints below it were lost."""
+    keys = _ramp(5)
+    joints = [Joint("hips", None, (0, 90, 0), rotation_keys={"T": keys}),
+              Joint("grp", "hips", (0, 5, 0)),
+              Joint("spine", "grp", (0, 20, 0), rotation_keys={"T": keys}),
+              Joint("head", "spine", (0, 30, 0))]
+    path = write_fbx(tmp_path / "group.fbx", joints, ["T"], n_frames=5)
+    text = path.read_text().replace(
+        '"NodeAttribute::grp", "LimbNode" {\n\t\tTypeFlags: "Skeleton"',
+        '"NodeAttribute::grp", "Null" {\n\t\tTypeFlags: "Null"')
+    path.write_text(text.replace('"Model::grp", "LimbNode"', '"Model::grp", "Null"'))
+    clip = read_clip(path)
+    _, _, samples, _, _ = fbx._extract_isolated(str(path), None, None)
+    assert clip.node_names == ["hips", "grp", "spine", "head"]
+    assert clip.root_names == ["hips"]
+    assert np.abs(clip.positions - samples["world"][:-1]).max() <= 1e-9 * clip.height()
+    # (the head turns with both rotations: 10° a frame at the hips and at the spine)
+    assert np.ptp(clip.positions[:, 3, 0]) > 20.0

@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import mmap
 import os
 import pickle
+import re
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +56,23 @@ _ORDERS = ("XYZ", "XZY", "YZX", "YXZ", "ZXY", "ZYX")
 _UNITS = {0.001: "mm", 0.01: "cm", 0.1: "dm", 1.0: "m", 0.0254: "in", 0.3048: "ft",
           1000.0: "km"}
 _AXES = {0: "x", 1: "x", 2: "y", 3: "y", 4: "z", 5: "z"}
+#: FBX ``TimeMode`` values (``FbxTime::EMode``: 0 default … 17 eFrames59dot94, 18
+#: eFrames119dot88) whose rate is taken exactly here rather than from ufbx: the NTSC rates, which
+#: ufbx 0.0.5 has as float literals (29.97, a sample 0.1 frame late an hour into a take; the FBX
+#: SDK's frame is ``SECOND / 30 * 1001 / 1000`` ticks, "Frame @ 29.9700299700 Hz" in
+#: fbxtimecode.h), and 119.88, which ufbx 0.0.5 does not know and reads as 24 fps.
+_EXACT_RATES = {8: 30000 / 1001, 9: 30000 / 1001, 13: 24000 / 1001, 17: 60000 / 1001,
+                18: 120000 / 1001}
+_LAST_TIME_MODE = 18
+#: The take properties that give a take's time span (``AnimationStack`` properties 70).
+_SPAN_PROPERTIES = ("LocalStart", "LocalStop", "ReferenceStart", "ReferenceStop")
+#: The document property that names the file's active take, as the FBX SDK writes it (and, in a
+#: binary file, each of its strings as ``S`` + little-endian uint32 length + bytes).
+_ACTIVE_TAKE = b"ActiveAnimStackName"
+_ASCII_ACTIVE_TAKE = re.compile(rb'"ActiveAnimStackName"\s*,\s*"KString"\s*,\s*"[^"]*"\s*,'
+                                rb'\s*"[^"]*"\s*,\s*"([^"]*)"')
+#: What an ASCII FBX file's structure is made of: strings, comments and braces.
+_ASCII_TOKENS = re.compile(rb'"[^"]*"|;[^\n]*|[{}]')
 # A joint's scale counts as uniform and constant within this relative spread (exporters write
 # float32 values such as 0.99999994).
 _SCALE_TOLERANCE = 1e-4
@@ -122,13 +142,41 @@ def _check_signature(path: str) -> None:
 def _load(ufbx: Any, path: str) -> Any:
     _check_signature(path)
     try:
-        return ufbx.load_file(path, ignore_geometry=True, ignore_embedded=True,
-                              load_external_files=False, file_format=ufbx.FileFormat.FBX)
+        scene = ufbx.load_file(path, ignore_geometry=True, ignore_embedded=True,
+                               load_external_files=False, file_format=ufbx.FileFormat.FBX)
     except ufbx.UfbxError as exc:
-        if isinstance(exc, ufbx.TruncatedFileError) or _lacks_footer(path):
-            raise ClipFormatError("the FBX file is truncated (it ends before its data does)",
-                                  path) from None
+        if isinstance(exc, ufbx.TruncatedFileError) or _lacks_footer(path) \
+                or not _ascii_complete(path):
+            raise ClipFormatError(_TRUNCATED, path) from None
         raise ClipFormatError(f"ufbx cannot read this FBX file: {exc}", path) from None
+    # ufbx reads a cut ASCII file without a word (a skeleton without the joints whose
+    # connections were cut off); a binary one it refuses, or its footer is missing
+    if not _ascii_complete(path):
+        raise ClipFormatError(_TRUNCATED, path)
+    return scene
+
+
+_TRUNCATED = "the FBX file is truncated (it ends before its data does)"
+
+
+def _ascii_complete(path: str) -> bool:
+    """False for an ASCII FBX file cut short: a block left open, or no ``Connections``
+    (the last section FBX 7 writers put before the optional ``Takes``, which joins every
+    node to its parent); True for a binary file."""
+    with open(path, "rb") as handle:
+        if handle.read(len(_BINARY_MAGIC)) == _BINARY_MAGIC:
+            return True
+        handle.seek(0)
+        data = handle.read()
+    depth = 0
+    for token in _ASCII_TOKENS.finditer(data):
+        text = token.group()
+        if text == b"{":
+            depth += 1
+        elif text == b"}":
+            depth -= 1
+    # (a section's name starts its line, outside any block)
+    return depth == 0 and re.search(rb"(?m)^Connections:", data) is not None
 
 
 def _lacks_footer(path: str) -> bool:
@@ -188,16 +236,34 @@ class _Scene:
         for i, p in enumerate(self.parents):
             if p >= 0:
                 self.children[p].append(i)
-        self.roots = [i for i, p in enumerate(self.parents)
-                      if self.is_bone[i] and (p < 0 or not self.is_bone[p])]
+        # nodes with a joint below them: a group (null) between two joints is part of the
+        # skeleton, or the joints below it would be lost
+        self.holds_bone = list(self.is_bone)
+        for i in range(len(nodes)):
+            if self.is_bone[i]:
+                j = self.parents[i]
+                while j >= 0 and not self.holds_bone[j]:
+                    self.holds_bone[j] = True
+                    j = self.parents[j]
+        self.roots = [i for i in range(len(nodes))
+                      if self.is_bone[i] and not self._bone_above(i)]
+
+    def _bone_above(self, node: int) -> bool:
+        j = self.parents[node]
+        while j >= 0:
+            if self.is_bone[j]:
+                return True
+            j = self.parents[j]
+        return False
 
     def subtree(self, root: int) -> list[int]:
-        """The joints under ``root`` (itself included), parents first, following joints only."""
+        """The joints under ``root`` (itself included), parents first: joints, and the other
+        nodes (groups) that have joints below them."""
         order, stack = [], [root]
         while stack:
             i = stack.pop()
             order.append(i)
-            stack.extend(c for c in reversed(self.children[i]) if self.is_bone[c])
+            stack.extend(c for c in reversed(self.children[i]) if self.holds_bone[c])
         return order
 
 
@@ -230,8 +296,7 @@ def _is_below(graph: _Scene, node: int, ancestor: int) -> bool:
     return False
 
 
-def _choose_take(scene: Any, stacks: list[Any], take: str | None, path: str
-                 ) -> tuple[Any, str]:
+def _choose_take(stacks: list[Any], take: str | None, path: str) -> tuple[Any, str]:
     names = [s.name for s in stacks]
     if not stacks:
         raise ClipFormatError("no animation: the file has no take (animation stack)", path)
@@ -241,15 +306,42 @@ def _choose_take(scene: Any, stacks: list[Any], take: str | None, path: str
                                   f"{', '.join(repr(n) for n in names)}", path)
         chosen = stacks[names.index(take)]
         return chosen, chosen.name
-    # ufbx's default anim is the file's active stack: find which one by its layers
-    default = scene.anim
-    layers = _elements(default.layers)
-    active = [layer.element_id for layer in layers]
-    for stack in stacks:
-        stack_layers = _elements(stack.layers)
-        if [layer.element_id for layer in stack_layers] == active:
-            return stack, stack.name
-    return stacks[0], stacks[0].name
+    # the file's active take by the name the document gives (ufbx 0.0.5 does not read it: its
+    # default animation is the first take); the first take when it names none, as Blender's
+    # files do (an empty name)
+    active = _active_take(path)
+    chosen = stacks[names.index(active)] if active in names else stacks[0]
+    return chosen, chosen.name
+
+
+def _active_take(path: str) -> str | None:
+    """The document's ``ActiveAnimStackName`` (None where the file has none).
+
+    In a binary file the property is a node ``P`` whose values are strings, each ``S``, its
+    length (uint32, little-endian) and its bytes: the name, ``KString``, two empty strings and
+    the value; in an ASCII file the same values stand quoted after ``P:``.
+    """
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            return None
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            at = data.find(_ACTIVE_TAKE)
+            if at < 0:
+                return None
+            if data[:len(_BINARY_MAGIC)] != _BINARY_MAGIC:
+                found = _ASCII_ACTIVE_TAKE.match(data, at - 1)
+                return found.group(1).decode("utf-8", "replace") if found else None
+            header = b"S" + struct.pack("<I", len(_ACTIVE_TAKE))
+            if data[at - len(header):at] != header:
+                return None
+            cursor, value = at + len(_ACTIVE_TAKE), b""
+            for _ in range(4):  # KString, "", "", the value
+                if data[cursor:cursor + 1] != b"S":
+                    return None
+                (length,) = struct.unpack("<I", data[cursor + 1:cursor + 5])
+                value = data[cursor + 5:cursor + 5 + length]
+                cursor += 5 + length
+            return value.decode("utf-8", "replace")
 
 
 def read_clip(path: _PathLike, first_frame: int | None = None, take: str | None = None,
@@ -356,27 +448,85 @@ def _extract(scene: Any, ufbx: Any, name: str, take: str | None, root: str | Non
     graph = _Scene(scene, ufbx)
     start = _choose_root(graph, root, name)
     stacks = _elements(scene.anim_stacks)
-    stack, take_name = _choose_take(scene, stacks, take, name)
+    stack, take_name = _choose_take(stacks, take, name)
     anim = stack.anim
     scene_settings = scene.settings
-    settings = {"rate": float(scene_settings.frames_per_second),
-                "units": unit_name(float(scene_settings.unit_meters)),
-                "up": _AXES.get(int(scene_settings.axes.up), "y")}
+    rate = _frame_rate(scene_settings, name)
+    settings: dict[str, Any] = {"rate": rate,
+                                "units": unit_name(float(scene_settings.unit_meters)),
+                                "up": _AXES.get(int(scene_settings.axes.up), "y")}
     del scene_settings
-    rate = settings["rate"]
-    if not (np.isfinite(rate) and rate > 0):
-        raise ClipFormatError(f"the scene frame rate is {rate!r}; expected a positive number",
-                              name)
-    begin = int(round(stack.time_begin * rate))
-    end = int(round(stack.time_end * rate))
+    time_begin, time_end = _time_span(stack)
+    begin = int(round(time_begin * rate))
+    end = int(round(time_end * rate))
     if end < begin:
         raise ClipFormatError(f"take {take_name!r} has an empty time range "
-                              f"({stack.time_begin:g} s to {stack.time_end:g} s)", name)
+                              f"({time_begin:g} s to {time_end:g} s)", name)
     settings["begin"] = begin
     selected = graph.subtree(start)
     samples = _sample(scene, anim, selected, graph.parents[start],
                       np.arange(begin, end + 1) / rate)
+    _check_finite(graph, selected, samples, take_name, begin, name)
     return graph, selected, samples, take_name, settings
+
+
+def _frame_rate(scene_settings: Any, path: str) -> float:
+    """The scene's frame rate (frames per second): exact for the NTSC time modes and 119.88
+    (:data:`_EXACT_RATES`), ufbx's for the others; an unknown time mode is refused rather than
+    read at ufbx's fallback of 24 fps."""
+    mode = int(scene_settings.props.find_int("TimeMode", 0))
+    if mode in _EXACT_RATES:
+        return _EXACT_RATES[mode]
+    if not 0 <= mode <= _LAST_TIME_MODE:
+        raise ClipFormatError(f"the scene's time mode (TimeMode {mode}) is not one the FBX SDK "
+                              f"defines (0 to {_LAST_TIME_MODE}), so its frame rate is unknown",
+                              path)
+    rate = float(scene_settings.frames_per_second)
+    if not (np.isfinite(rate) and rate > 0):
+        raise ClipFormatError(f"the scene frame rate is {rate!r}; expected a positive number",
+                              path)
+    return rate
+
+
+def _time_span(stack: Any) -> tuple[float, float]:
+    """The take's first and last time (seconds): its own span (``LocalStart``/``LocalStop``,
+    else ``ReferenceStart``/``ReferenceStop``, as ufbx reads them) or, for a take that gives
+    neither (ufbx then says 0 to 0), the span of its keys."""
+    props = stack.props
+    if any(props.find_prop(p) is not None for p in _SPAN_PROPERTIES):
+        return float(stack.time_begin), float(stack.time_end)
+    first, last = np.inf, -np.inf
+    for layer in _elements(stack.layers):
+        for value in _elements(layer.anim_values):
+            for curve in _elements(value.curves):
+                if curve is not None and len(curve.keyframes):
+                    first = min(first, float(curve.min_time))
+                    last = max(last, float(curve.max_time))
+    if first > last:  # no keys at all: ufbx's 0 to 0 (one frame of the stored pose)
+        return float(stack.time_begin), float(stack.time_end)
+    return first, last
+
+
+def _check_finite(graph: _Scene, selected: list[int], samples: dict[str, np.ndarray],
+                  take: str, begin: int, path: str) -> None:
+    """Refuse a NaN or infinite value in the joints' transforms (a key, or a stored value): the
+    first joint down the hierarchy, at its first such frame (the ones below it follow it)."""
+    local = np.concatenate([samples[key] for key in ("translation", "rotation", "scale",
+                                                     "euler")], axis=2)
+    bad = ~np.isfinite(local).all(axis=2)  # (rows, nodes); the last row is the stored state
+    if not bad.any():
+        return
+    j = int(np.flatnonzero(bad.any(axis=0))[0])
+    rows = np.flatnonzero(bad[:, j])
+    joint = graph.names[selected[j]]
+    if rows[0] == len(bad) - 1:
+        where = "in its stored (unanimated) transform"
+    else:
+        more = int(np.count_nonzero(rows < len(bad) - 1)) - 1
+        where = (f"at frame {begin + int(rows[0])} of take {take!r}"
+                 + (f" (and {more} more frame{'s' * (more > 1)})" if more else ""))
+    raise ClipFormatError(f"joint {joint!r} has a value that is not a number (NaN or infinity) "
+                          f"{where}; salient-poses reads finite values only", path)
 
 
 def _sample(scene: Any, anim: Any, selected: list[int], above: int,

@@ -33,8 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def reduce_scene(path: str, out: Path, options: Options) -> dict[str, object]:
-    """Open, reduce and save one scene (its copy in ``out``; the input is never saved)."""
+def reduce_scene(path: str, target: Path, options: Options) -> dict[str, object]:
+    """Open, reduce and save one scene (its copy at ``target``; the input is never saved)."""
     from maya import cmds
 
     from maya_plugin.host import MayaHost
@@ -43,7 +43,6 @@ def reduce_scene(path: str, out: Path, options: Options) -> dict[str, object]:
 
     cmds.file(path, open=True, force=True)
     result = run_job(host_job(options), host=MayaHost())
-    target = out / Path(path).name
     cmds.file(rename=str(target))
     cmds.file(save=True, force=True,
               type="mayaBinary" if target.suffix.lower() == ".mb" else "mayaAscii")
@@ -58,7 +57,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = host_batch_options(args)
     return run_host_batch(args.scenes, options,
-                          lambda path, out: reduce_scene(path, out, options))
+                          lambda path, target: reduce_scene(path, target, options))
 
 
 def main() -> int:

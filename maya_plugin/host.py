@@ -541,8 +541,8 @@ class MayaHost:
                           if mode in QUATERNION_MODES]
             if quaternion:
                 raise HostError("these rotation curves use quaternion interpolation, which "
-                                "does not follow each channel's own curve; set them to Euler first (Graph "
-                                "Editor: Curves > Change Rotation Interp): "
+                                "does not follow each channel's own curve; set them to Euler "
+                                "first (Graph Editor: Curves > Change Rotation Interp): "
                                 + ", ".join(quaternion))
         with host_step("reading the animation"):
             translate, rotate, orders, orients = self._local(nodes, first, last)

@@ -35,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def reduce_file(path: str, out: Path, options: Options) -> dict[str, object]:
-    """Open, reduce and save one file (its copy in ``out``; the input is never saved)."""
+def reduce_file(path: str, target: Path, options: Options) -> dict[str, object]:
+    """Open, reduce and save one file (its copy at ``target``; the input is never saved)."""
     application = fb.FBApplication()
     if not application.FileOpen(path, False):
         raise SalientPosesError(f"MotionBuilder could not open {path}")
@@ -46,7 +46,6 @@ def reduce_file(path: str, out: Path, options: Options) -> dict[str, object]:
             roots=[m.LongName for m in fb.FBSystem().Scene.RootModel.Children])
     result = run_job(host_job(options), host=host)
     host.clear_preview()
-    target = out / Path(path).name
     if not application.FileSave(str(target)):
         raise SalientPosesError(f"MotionBuilder could not save {target}")
     assert result.reduction is not None
@@ -57,7 +56,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Reduce every file (pyfbsdk must be usable); returns the exit status."""
     args = build_parser().parse_args(argv)
     options = host_batch_options(args)
-    return run_host_batch(args.files, options, lambda path, out: reduce_file(path, out, options))
+    return run_host_batch(args.files, options,
+                          lambda path, target: reduce_file(path, target, options))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1231,6 +1231,10 @@ def command_line_options(namespace: argparse.Namespace, names: Sequence[str],
             base = base.replace(**{name: default_of(name) for name in unused})
     options = from_arguments(namespace, names, base=base)
     typed = [n for n in names if hasattr(namespace, n)]
+    if "workers" in typed and "scheduler" in own and "scheduler" not in typed:
+        # --workers over a preset's scheduler: the local pool runs the takes (the reverse, a
+        # preset's workers under --scheduler, is applied() below)
+        options = options.replace(scheduler=None)
     check_given(options, typed, labels)
     # a preset's value that a flag leaves with nothing to do is the default again
     options = applied(options, [name for name in own if name not in typed])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import json
 import os
 import signal
@@ -210,9 +211,9 @@ def test_the_in_host_batch_reports_failures_as_the_standalone_batch_does(tmp_pat
     from sp_core.errors import SelectionError
     from sp_core.options import Options
 
-    def reduce_one(path: str, out: Path) -> dict[str, object]:
+    def reduce_one(path: str, copy: Path) -> dict[str, object]:
         if path.endswith("a.mb"):
-            raise PermissionError(13, "Permission denied", str(out / "a.mb"))
+            raise PermissionError(13, "Permission denied", str(copy))
         if path.endswith("b.mb"):
             raise SelectionError("raise max_keys or max_span", options=("max_keys", "max_span"))
         if path.endswith("c.mb"):
@@ -909,25 +910,48 @@ def test_a_rerun_says_what_it_replaces_and_keeps_an_output_edited_by_hand(takes,
     assert len(json.loads(edited.read_text())["frames"]) == 6
 
 
-def test_an_out_folder_that_cannot_be_written_is_named_as_such(takes, tmp_path, capsys,
-                                                               monkeypatch):
-    """It said "Permission denied: OUT/.salient-poses.lock" (a review, as a user without
-    write access: root, which runs the tests, has it everywhere, so the refusal is made)."""
-    import builtins
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="acts as another account, which needs root")
+def test_a_shared_folder_stays_open_to_other_accounts_and_a_closed_one_is_named(tmp_path):
+    """The lock a batch leaves was opened for appending, so another account's batch into a
+    folder both may write was refused as "not writable" (a review of the batch); a folder the
+    account may not write into is named as such (it said "Permission denied:
+    OUT/.salient-poses.lock"). Run as the account nobody, in a forked child."""
+    import tempfile
 
-    import sp_core.batch.run as run
+    from sp_core.batch import run
+    from sp_core.io.atomic import OutputError
 
-    def refused(path, *args, **kwargs):
-        if str(path).endswith(run.LOCK):
-            raise PermissionError(13, "Permission denied", str(path))
-        return builtins.open(path, *args, **kwargs)
+    top = Path(tempfile.mkdtemp(dir="/tmp"))  # (pytest's own folders are root's alone)
+    try:
+        top.chmod(0o755)
+        shared, closed = top / "shared", top / "closed"
+        shared.mkdir(mode=0o777)
+        shared.chmod(0o777)
+        closed.mkdir(mode=0o755)
+        with run._folder_lock(shared):
+            pass  # root's batch: its lock stays
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through its exit status
+            code = 9
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                with run._folder_lock(shared):
+                    code = 8
+                try:
+                    with run._folder_lock(closed):
+                        pass
+                except OutputError as exc:
+                    code = 0 if str(exc) == (f"--out {closed} is not writable: Permission "
+                                             "denied") else 7
+            finally:
+                os._exit(code)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    finally:
+        import shutil
 
-    monkeypatch.setattr(run, "open", refused, raising=False)
-    out = tmp_path / "out"
-    out.mkdir()
-    assert main(["batch", str(takes / "take0.bvh"), "--out", str(out), *BASE]) == 2
-    assert capsys.readouterr().err == \
-        f"salient-poses: error: --out {out} is not writable: Permission denied\n"
+        shutil.rmtree(top)
 
 
 def test_a_folder_walk_says_what_it_leaves_out(takes, tmp_path, capsys, monkeypatch):
@@ -954,3 +978,137 @@ def test_a_folder_walk_says_what_it_leaves_out(takes, tmp_path, capsys, monkeypa
     assert f"note: cannot read folder {folder / 'day2'} (Permission denied): its takes are " \
            "left out" in err
     assert sorted(rows(out)) == ["take0.bvh"]
+
+
+# ------------------------------------------------------------ a second review of the batch
+def test_an_out_folder_above_the_inputs_leaves_none_out(takes, tmp_path, capsys):
+    """`--out shoot` with the takes in shoot/raw: every file under --out was skipped, so the
+    raw takes were refused as "no motion files" alone, or left out without a word beside
+    another input."""
+    from sp_core.batch.run import collect_inputs
+
+    shoot = tmp_path / "shoot"
+    (shoot / "raw").mkdir(parents=True)
+    for i in range(2):
+        (shoot / "raw" / f"take{i}.bvh").write_bytes((takes / f"take{i}.bvh").read_bytes())
+    assert [p.name for p in collect_inputs([str(shoot / "raw")], shoot)] == [
+        "take0.bvh", "take1.bvh"]
+    # an output folder inside the folder walked is still left out (its files are outputs)
+    (shoot / "raw" / "out").mkdir()
+    (shoot / "raw" / "out" / "take9.bvh").write_bytes((takes / "take2.bvh").read_bytes())
+    assert [p.name for p in collect_inputs([str(shoot / "raw")], shoot / "raw" / "out")] == [
+        "take0.bvh", "take1.bvh"]
+    (shoot / "raw" / "out" / "take9.bvh").unlink()
+    assert main(["batch", str(shoot / "raw"), str(takes / "take3.bvh"), "--out", str(shoot),
+                 *BASE, "--workers", "1"]) == 0
+    assert sorted(rows(shoot)) == ["take0.bvh", "take1.bvh", "take3.bvh"]
+
+
+def test_a_file_name_that_is_not_utf8_is_reduced_and_summarised(takes, tmp_path, capsys):
+    """A Latin-1 name from a Windows share (café.bvh as bytes): the take failed as an internal
+    error and the summary was never written."""
+    folder = tmp_path / "share"
+    folder.mkdir()
+    name = os.fsdecode(b"caf\xe9.bvh")
+    (folder / name).write_bytes((takes / "take0.bvh").read_bytes())
+    out = tmp_path / "out"
+    assert main(["batch", str(folder), "--out", str(out), *BASE, "--workers", "1"]) == 0
+    record = json.loads((out / "summary.json").read_text())
+    assert [(Path(r["clip"]).name, r["status"]) for r in record["rows"]] == [(name, "ok")]
+    # the CSV keeps the name's own bytes: read back as file names are, it names the file
+    with open(out / "summary.csv", encoding="utf-8", errors="surrogateescape") as handle:
+        assert Path(list(csv.DictReader(handle))[0]["clip"]).exists()
+    assert os.fsencode(name[:-4]) + b".keys.json" in os.listdir(os.fsencode(out))
+
+
+def test_the_default_workers_fit_the_memory(monkeypatch):
+    """16 cores and 32 GiB: the default (one worker per core at --memory-gib 2) was refused
+    as needing 32 GiB; a --workers typed is still checked."""
+    from sp_core.batch import run
+    from sp_core.options import Options
+
+    monkeypatch.setattr(run, "cores", lambda: 16)
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 32 * 1024**3 // 4096}
+    monkeypatch.setattr(run.os, "sysconf", lambda name: pages[name])
+    assert run._workers(Options()) == 12  # 80 % of 32 GiB at 2 GiB each
+    assert run._workers(Options().replace(memory_gib=0.5)) == 16
+    assert run._workers(Options().replace(memory_gib=64)) == 1
+    run._check_memory(Options(), 12)
+    with pytest.raises(OptionError, match="16 workers x --memory-gib 2 = 32.0 GiB"):
+        run._check_memory(Options(), run._workers(Options().replace(workers=16)))
+
+
+def test_a_presets_scheduler_gives_way_to_a_workers_flag(tmp_path):
+    """`[batch] scheduler = "local:1"` in a shared preset and `--workers 2` typed was refused
+    ("drop one of them"), which a command line cannot do to a preset."""
+    preset = tmp_path / "farm.toml"
+    preset.write_text('[batch]\nscheduler = "local:1"\n')
+    namespace = argparse.Namespace(workers="2")
+    options = command_line_options(namespace, ["workers", "scheduler"], preset)
+    assert (options.batch.workers, options.batch.scheduler) == (2, None)
+    kept = command_line_options(argparse.Namespace(), ["workers", "scheduler"], preset)
+    assert kept.batch.scheduler == "local:1"
+
+
+@pytest.mark.parametrize("damage", [{"outputs": 5}, {"row": "x"}, {"status": None},
+                                    {"sums": [1]}])
+def test_a_manifest_with_a_field_of_the_wrong_type_is_damaged(takes, tmp_path, capsys, damage):
+    """It failed as an internal error (TypeError), --overwrite or not."""
+    out = tmp_path / "out"
+    args = ["batch", str(takes / "take0.bvh"), "--out", str(out), *BASE, "--workers", "1"]
+    assert main(args) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    for entry in manifest["takes"].values():
+        entry.update(damage)
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "manifest.json is not this tool's batch manifest or is damaged (a take's record " \
+           "holds a value of the wrong type); add --overwrite" in capsys.readouterr().err
+    assert main([*args, "--overwrite"]) == 0
+
+
+def test_the_manifest_is_saved_once_a_second_and_at_the_end(tmp_path, monkeypatch):
+    """It was written whole after every take: a library of 10,000 takes rewrote a 10 MB file
+    10,000 times (each save 0.6 s)."""
+    from sp_core.batch import manifest as module
+    from sp_core.jobs import Job
+    from sp_core.options import Options
+
+    saves = []
+    real = module.write_text
+    monkeypatch.setattr(module, "write_text", lambda *a, **k: (saves.append(1), real(*a, **k)))
+    clock = [100.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
+    record = module.Manifest(tmp_path)
+    jobs = [Job(str(tmp_path / f"t{i}.bvh"), Options()) for i in range(30)]
+    record.plan(jobs, {job.input: "sha" for job in jobs})
+    assert len(saves) == 1
+    for job in jobs:
+        clock[0] += 0.25  # a take every 0.25 s for 7.5 s: a save every 4
+        record.record(job, {"status": "ok"})
+    assert len(saves) == 1 + 7
+    record.save()
+    assert all(e["status"] == "ok" for e in
+               json.loads((tmp_path / "manifest.json").read_text())["takes"].values())
+
+
+def test_the_in_host_batch_names_copies_of_scenes_with_one_name_apart(tmp_path):
+    """a/shot.ma and b/shot.ma: the second copy was refused as the first's output, and no scene
+    ran; they are shot.ma and shot_2.ma, as the standalone batch names its takes."""
+    from sp_core.batch.host import run_host_batch
+    from sp_core.options import Options
+
+    saved = {}
+
+    def reduce_one(path: str, copy: Path) -> dict[str, object]:
+        saved[path] = copy.name
+        copy.write_text(path)
+        return {"keys": 3}
+
+    scenes = [str(tmp_path / "a" / "shot.ma"), str(tmp_path / "b" / "shot.ma"),
+              str(tmp_path / "c" / "Shot.ma"), str(tmp_path / "a" / "other.mb")]
+    options = Options().replace(out=str(tmp_path / "out"))
+    assert run_host_batch(scenes, options, reduce_one) == 0
+    assert saved == dict(zip(scenes, ["shot.ma", "shot_2.ma", "Shot_3.ma", "other.mb"],
+                             strict=True))

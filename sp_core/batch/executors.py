@@ -15,6 +15,7 @@ costs about as much as starting a Python with numpy, scipy and numba (the sugges
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
 import signal
@@ -266,6 +267,10 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone, client: Any = Non
     count = min(int(scheduler.partition(":")[2]), max(len(jobs), 1)) \
         if scheduler.startswith("local:") else 0
     with contextlib.ExitStack() as stack:
+        # the client's logger, put back last (after the client closes: closing ends its
+        # attempts to reconnect to a lost scheduler, which Dask logs with a traceback)
+        client_log = logging.getLogger("distributed.client")
+        stack.callback(setattr, client_log, "disabled", client_log.disabled)
         if count:
             stack.enter_context(worker_threads(count))  # for the workers the cluster starts
             # dashboard_address=None turns the dashboard off, but the scheduler's HTTP server
@@ -292,29 +297,13 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone, client: Any = Non
         try:
             _collect(dask_completed(list(futures)), futures, on_done, "worker lost")
         except SchedulerLost:
-            # closing the client ends its attempts to reconnect, which Dask logs with a
-            # traceback; the batch says what happened in one line
-            stack.enter_context(_quiet_logger("distributed.client"))
+            client_log.disabled = True  # (the batch says what happened in one line)
             raise
         except BaseException:
             client.cancel(list(futures), force=True)
             raise
         finally:
             done.set()
-
-
-@contextlib.contextmanager
-def _quiet_logger(name: str) -> Iterator[None]:
-    """Nothing from the logger ``name`` inside the block."""
-    import logging
-
-    logger = logging.getLogger(name)
-    disabled = logger.disabled
-    logger.disabled = True
-    try:
-        yield
-    finally:
-        logger.disabled = disabled
 
 
 #: Seconds a cluster may have no worker before the batch says it is waiting for one.

@@ -46,23 +46,25 @@ def host_batch_options(args: argparse.Namespace) -> Options:
 
 def run_host_batch(inputs: list[str], options: Options,
                    reduce_one: Callable[[str, Path], dict[str, object]]) -> int:
-    """Run ``reduce_one(path, out)`` on every input scene, report progress, write
-    ``out/summary.csv``; 1 if any failed.
+    """Run ``reduce_one(path, copy)`` on every input scene (``copy``: the path its reduced
+    copy is saved to), report progress, write ``out/summary.csv``; 1 if any failed.
 
-    Scenes are saved into ``out`` under their own names: an input is never overwritten, and an
-    existing copy only with ``overwrite``; both are checked before the first scene opens.
+    Scenes are saved into ``out`` under their own names (:func:`copy_names`): an input is
+    never overwritten, and an existing copy only with ``overwrite``; both are checked before
+    the first scene opens.
     """
     assert options.batch.out is not None
     out = Path(options.batch.out)
     guard = OutputGuard(inputs, options.output.overwrite)
     out.mkdir(parents=True, exist_ok=True)
-    for path in inputs:
-        guard.claim(out / Path(path).name, f"the reduced copy of {path}")
+    copies = copy_names(inputs, out)
+    for path, copy in zip(inputs, copies, strict=True):
+        guard.claim(copy, f"the reduced copy of {path}")
     rows = []
-    for i, path in enumerate(inputs, 1):
+    for i, (path, copy) in enumerate(zip(inputs, copies, strict=True), 1):
         started = time.perf_counter()
         try:
-            row = reduce_one(path, out)
+            row = reduce_one(path, copy)
         except (SalientPosesError, OSError) as exc:  # as the standalone batch says them
             row = {"clip": path, "status": f"failed: {said(exc, flag_of)}"}
         except Exception as exc:  # noqa: BLE001 - one bad scene must not stop the batch
@@ -79,6 +81,24 @@ def run_host_batch(inputs: list[str], options: Options,
     failed = sum(row["status"] != "ok" for row in rows)
     print(f"{len(rows) - failed} of {len(rows)} reduced; summary in {out / 'summary.csv'}")
     return 1 if failed else 0
+
+
+def copy_names(inputs: list[str], out: Path) -> list[Path]:
+    """Where each input scene's reduced copy is saved: ``out`` / its file name, and for the
+    second of one name (``a/shot.ma``, ``b/shot.ma``: sequences keep their shots' names)
+    ``shot_2.ma``, ``shot_3.ma``... in the order given, as the standalone batch names its
+    takes (the second was refused as the first's output, and no scene ran)."""
+    taken: set[str] = set()
+    copies = []
+    for path in inputs:
+        name = Path(path)
+        stem, n = name.stem, 1
+        while stem.lower() in taken:  # (a case-insensitive file system holds one of both)
+            n += 1
+            stem = f"{name.stem}_{n}"
+        taken.add(stem.lower())
+        copies.append(out / f"{stem}{name.suffix}")
+    return copies
 
 
 def host_job(options: Options) -> Job:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from sp_core.jobs import Job
 
 MANIFEST = "manifest.json"
 VERSION = 1
+#: Seconds between two saves of the records of finished takes (:meth:`Manifest.record`).
+SAVE_EVERY = 1.0
 #: What each take's record holds.
 FIELDS = frozenset({"checksum", "options", "outputs", "status", "row"})
 
@@ -36,6 +39,14 @@ def checksum(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def _well_typed(entry: dict[str, Any]) -> bool:
+    """A take's record holds what this module reads of it, of the types it reads."""
+    return (all(isinstance(entry[key], str) for key in ("checksum", "options", "status"))
+            and isinstance(entry["row"], dict) and isinstance(entry["outputs"], list)
+            and all(isinstance(output, str) for output in entry["outputs"])
+            and isinstance(entry.get("sums") or {}, dict))
+
+
 def _same(path: str | Path) -> str:
     """How the manifest compares paths: resolved (a re-run may spell them another way:
     absolute, relative, through a symlink)."""
@@ -43,7 +54,8 @@ def _same(path: str | Path) -> str:
 
 
 class Manifest:
-    """Load, query and update ``out/manifest.json`` (written atomically after every change).
+    """Load, query and update ``out/manifest.json`` (written atomically: when takes are planned,
+    then at most every :data:`SAVE_EVERY` seconds as they finish, and at the batch's end).
 
     Takes are recorded by their input's resolved path and compared by resolved paths, so a
     re-run that names the inputs or ``--out`` another way still finds its takes. Each take
@@ -74,13 +86,25 @@ class Manifest:
                 self.entries = {_same(name): entry for name, entry in record["takes"].items()}
                 if not all(FIELDS <= set(entry) for entry in self.entries.values()):
                     raise ValueError("a take's record is incomplete")
+                if not all(map(_well_typed, self.entries.values())):
+                    raise ValueError("a take's record holds a value of the wrong type")
+                self._index()
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                # (a field of the wrong type, "outputs": 5, failed past this as an internal
+                # error, --overwrite or not)
                 self.entries = {}  # nothing in it is trusted
                 self.unreadable = str(exc) or type(exc).__name__
-        # the checksum of every output a finished take wrote, by resolved path
+        if not self.entries:
+            self._index()
+        self._edited: dict[str, bool] = {}  # (a re-run asks of each output more than once)
+        self._saved_at = -float("inf")
+        self._saving = 0.0
+
+    def _index(self) -> None:
+        """What the records say of the outputs: the checksum of every output a finished take
+        wrote, by resolved path; the outputs planned; those two takes claim."""
         self._sums = {_same(path): sha for entry in self.entries.values()
                       for path, sha in dict(entry.get("sums") or {}).items()}
-        self._edited: dict[str, bool] = {}  # (a re-run asks of each output more than once)
         claims = self._claims()
         # outputs two takes claim (an earlier version named two clips of one name alike): what
         # they hold is one take's, so neither take is done nor keeps the name
@@ -194,8 +218,16 @@ class Manifest:
             entry["outputs"] = []
             entry.pop("sums", None)
             self._owned = set(self._claims())
-        self.save()
+        # saved at most every SAVE_EVERY seconds, or five times as long as a save takes: a
+        # whole manifest written per take grew as the square of a library's takes (a save of
+        # 10,000 takes took 0.6 s); the batch saves at its end (:meth:`save`), and a take whose
+        # record a crash lost is done again by the next run
+        if time.monotonic() - self._saved_at >= max(SAVE_EVERY, 5 * self._saving):
+            self.save()
 
     def save(self) -> None:
+        started = time.monotonic()
         write_text(self.path, json.dumps({"version": VERSION, "tool_version": version(),
                                           "takes": self.entries}, indent=1) + "\n")
+        self._saved_at = time.monotonic()
+        self._saving = self._saved_at - started

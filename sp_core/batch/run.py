@@ -84,13 +84,16 @@ def collect_inputs(inputs: list[str], out: Path | None = None,
         if not path.is_dir():
             found.append(path)
             continue
+        walked = Path(os.path.realpath(path))
+        # the output folder is skipped where it lies inside the folder walked; an output folder
+        # above it (the shoot's root, the raw takes in a folder of it) holds the whole walk
+        skip_out = out_real is not None and walked in out_real.parents
         for candidate in _walk(path, unread):
             real = Path(os.path.realpath(candidate))
             if not supported(candidate) \
                     or any(part.startswith(".") for part in candidate.relative_to(path).parts):
                 continue
-            if out_real is not None and out_real != Path(os.path.realpath(path)) and \
-                    out_real in real.parents:
+            if skip_out and out_real in real.parents:
                 continue
             if candidate.name.lower().endswith(OUTPUT_SUFFIXES):
                 if out_real is None or real.parent != out_real:  # (this batch's: no news)
@@ -200,7 +203,9 @@ def write_summary(out: Path, rows: list[dict[str, object]],
                             extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
-    write_text(out / "summary.csv", text.getvalue())
+    # (a file name that is not UTF-8, from a Windows share, keeps its own bytes: the path in
+    # the CSV names the file; strict UTF-8 stopped the batch before its summary)
+    write_text(out / "summary.csv", text.getvalue(), errors="surrogateescape")
     counts = {"takes": len(rows),
               "ok": sum(r.get("status") == "ok" for r in rows),
               "failed": sum(str(r.get("status", "")).startswith("failed") for r in rows)}
@@ -271,6 +276,20 @@ def _check_memory(options: Options, workers: int) -> None:
                           f"{total:.1f} GiB; lower --workers or --memory-gib")
 
 
+def _default_workers(options: Options) -> int:
+    """One worker per core, as many as fit :data:`MEMORY_SHARE` of the memory at
+    ``--memory-gib`` each (the default on a 16-core, 32 GiB machine was refused as needing
+    32 GiB; only a ``--workers`` typed is refused), at least one."""
+    count = cores()
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return count
+    if options.keys.frames is not None:
+        return count  # (no analysis: nothing --memory-gib bounds)
+    return max(1, min(count, int(MEMORY_SHARE * total // options.analysis.memory_gib)))
+
+
 def _workers(options: Options) -> int:
     """The worker processes of the batch (the local pool's, or a LocalCluster's).
 
@@ -282,7 +301,7 @@ def _workers(options: Options) -> int:
     """
     batch = options.batch
     if batch.scheduler is None:
-        return batch.workers or cores()
+        return batch.workers or _default_workers(options)
     if batch.workers is not None:
         raise OptionError("--workers sizes the local process pool; with --scheduler the "
                           "cluster's workers run the takes (local:N starts N); drop one of them")
@@ -329,6 +348,10 @@ def run_batch(inputs: list[str], options: Options, preset: str | None = None) ->
         raise OptionError("a batch needs out: the folder it writes into")
     out = Path(os.path.abspath(batch.out))  # (a Dask worker may run in another folder)
     workers = _workers(options)
+    if batch.scheduler is None and batch.workers is None and workers < cores():
+        print(f"note: {workers} workers, not one per core ({cores()}): each may use "
+              f"--memory-gib {options.analysis.memory_gib:g}, and {MEMORY_SHARE:.0%} of this "
+              "machine's memory holds that many", file=sys.stderr)
     skipped: list[str] = []
     paths = collect_inputs(inputs, out, skipped)
     for line in skipped:
@@ -380,8 +403,13 @@ def _folder_lock(out: Path) -> Iterator[None]:
     except ImportError:  # (Windows)
         yield
         return
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise OutputError(f"--out {out} is not writable: Permission denied")
     try:
-        handle = open(out / LOCK, "a")  # noqa: SIM115 - closed by the with below
+        # read-only, and readable by all (flock needs no more): a folder several accounts
+        # write into is not locked out by the file another account's batch made
+        descriptor = os.open(out / LOCK, os.O_RDONLY | os.O_CREAT, 0o644)
+        handle = os.fdopen(descriptor, "rb")
     except OSError as exc:  # (it said "Permission denied: OUT/.salient-poses.lock")
         raise OutputError(f"--out {out} is not writable: {exc.strerror or exc}") from None
     with handle:
@@ -557,6 +585,7 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
         interrupted = True
     finally:
         reporter.close()
+        manifest.save()  # (its records are saved at most every second as takes finish)
     remove_stale_partials(out)
     summary = []
     for job in jobs:

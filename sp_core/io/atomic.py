@@ -205,15 +205,16 @@ def _stem(name: str) -> str:
     first 180 (whole characters) and a digest of the whole, so that ``.NAME.<pid>.partial``
     fits the file system's 255 bytes (a valid name of 245 characters was refused as too long)
     and two long names never share a temporary."""
-    if len(name.encode("utf-8")) <= 200:
+    raw = os.fsencode(name)  # (a name that is not UTF-8 holds surrogates: its own bytes)
+    if len(raw) <= 200:
         return name
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:12]
-    return name.encode("utf-8")[:180].decode("utf-8", errors="ignore") + "~" + digest
+    digest = hashlib.sha256(raw).hexdigest()[:12]
+    return raw[:180].decode("utf-8", errors="ignore") + "~" + digest
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8, ``\\n`` line ends) atomically."""
-    with atomic_open(path, "w", encoding="utf-8", newline="\n") as handle:
+def write_text(path: str | os.PathLike[str], text: str, errors: str = "strict") -> None:
+    """Write ``text`` (UTF-8, ``\\n`` line ends) atomically; ``errors`` as :func:`open`'s."""
+    with atomic_open(path, "w", encoding="utf-8", newline="\n", errors=errors) as handle:
         handle.write(text)
 
 

@@ -1068,26 +1068,38 @@ def test_a_manifest_with_a_field_of_the_wrong_type_is_damaged(takes, tmp_path, c
     assert main([*args, "--overwrite"]) == 0
 
 
-def test_the_manifest_is_saved_once_a_second_and_at_the_end(tmp_path, monkeypatch):
+def test_a_long_manifest_is_not_saved_after_every_take(tmp_path, monkeypatch):
     """It was written whole after every take: a library of 10,000 takes rewrote a 10 MB file
-    10,000 times (each save 0.6 s)."""
+    10,000 times (each save 0.6 s). A quick save still follows every take (a killed batch's
+    re-run skips every take that finished)."""
     from sp_core.batch import manifest as module
     from sp_core.jobs import Job
     from sp_core.options import Options
 
+    clock = [100.0]
     saves = []
     real = module.write_text
-    monkeypatch.setattr(module, "write_text", lambda *a, **k: (saves.append(1), real(*a, **k)))
-    clock = [100.0]
+    cost = [0.0]
+
+    def write_text(*args, **kwargs):
+        saves.append(clock[0])
+        clock[0] += cost[0]  # (what the save takes)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "write_text", write_text)
     monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
     record = module.Manifest(tmp_path)
-    jobs = [Job(str(tmp_path / f"t{i}.bvh"), Options()) for i in range(30)]
+    jobs = [Job(str(tmp_path / f"t{i}.bvh"), Options()) for i in range(40)]
     record.plan(jobs, {job.input: "sha" for job in jobs})
-    assert len(saves) == 1
-    for job in jobs:
-        clock[0] += 0.25  # a take every 0.25 s for 7.5 s: a save every 4
+    for job in jobs[:20]:  # quick saves: one per take
+        clock[0] += 0.25
         record.record(job, {"status": "ok"})
-    assert len(saves) == 1 + 7
+    assert len(saves) == 1 + 20
+    cost[0] = 0.5  # a save takes 0.5 s: the next one waits 2.5 s (10 takes)
+    for job in jobs[20:]:
+        clock[0] += 0.25
+        record.record(job, {"status": "ok"})
+    assert len(saves) == 1 + 20 + 2
     record.save()
     assert all(e["status"] == "ok" for e in
                json.loads((tmp_path / "manifest.json").read_text())["takes"].values())

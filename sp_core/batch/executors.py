@@ -277,10 +277,11 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone, client: Any = Non
             # (health, metrics) still took port 8787, with a warning when it was in use
             # (distributed's Scheduler.__init__: start_http_server(..., default_port=8787)):
             # any free port for it
-            cluster = stack.enter_context(LocalCluster(
-                n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None,
-                scheduler_kwargs={"dashboard_address": ":0"}, host="127.0.0.1",
-                silence_logs=40))
+            with _children_ignore_ctrl_c():
+                cluster = stack.enter_context(LocalCluster(
+                    n_workers=count, threads_per_worker=1, processes=True,
+                    dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
+                    host="127.0.0.1", silence_logs=40))
             client = stack.enter_context(Client(cluster))
         else:
             client = stack.enter_context(client or connect(scheduler))
@@ -304,6 +305,23 @@ def run_dask(jobs: list[Job], scheduler: str, on_done: OnDone, client: Any = Non
             raise
         finally:
             done.set()
+
+
+@contextlib.contextmanager
+def _children_ignore_ctrl_c() -> Iterator[None]:
+    """Processes started in the block ignore Ctrl-C, as the pool's workers do: the terminal
+    sends it to the whole process group, and a LocalCluster's workers each printed a
+    traceback (a hundred lines) while the batch stopped them itself. An ignored SIGINT stays
+    ignored across ``exec``, and Python installs no KeyboardInterrupt handler where it is;
+    the batch's own handler is put back at the end of the block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 #: Seconds a cluster may have no worker before the batch says it is waiting for one.

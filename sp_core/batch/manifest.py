@@ -24,8 +24,9 @@ from sp_core.jobs import Job
 
 MANIFEST = "manifest.json"
 VERSION = 1
-#: Seconds between two saves of the records of finished takes (:meth:`Manifest.record`).
-SAVE_EVERY = 1.0
+#: Time between two saves of the records of finished takes as a multiple of what the last save
+#: took (:meth:`Manifest.record`): at most a sixth of a batch's time goes to saving.
+SAVE_RATIO = 5.0
 #: What each take's record holds.
 FIELDS = frozenset({"checksum", "options", "outputs", "status", "row"})
 
@@ -55,7 +56,8 @@ def _same(path: str | Path) -> str:
 
 class Manifest:
     """Load, query and update ``out/manifest.json`` (written atomically: when takes are planned,
-    then at most every :data:`SAVE_EVERY` seconds as they finish, and at the batch's end).
+    as they finish (after every take while saving is quick, see :data:`SAVE_RATIO`), and at the
+    batch's end).
 
     Takes are recorded by their input's resolved path and compared by resolved paths, so a
     re-run that names the inputs or ``--out`` another way still finds its takes. Each take
@@ -218,11 +220,12 @@ class Manifest:
             entry["outputs"] = []
             entry.pop("sums", None)
             self._owned = set(self._claims())
-        # saved at most every SAVE_EVERY seconds, or five times as long as a save takes: a
-        # whole manifest written per take grew as the square of a library's takes (a save of
-        # 10,000 takes took 0.6 s); the batch saves at its end (:meth:`save`), and a take whose
+        # saved once the time since the last save is SAVE_RATIO times what that save took:
+        # after every take while the file is small, every few seconds when it holds a library
+        # (a whole manifest written per take grew as the square of the takes: a save of
+        # 10,000 takes took 0.6 s). The batch saves at its end (:meth:`save`); a take whose
         # record a crash lost is done again by the next run
-        if time.monotonic() - self._saved_at >= max(SAVE_EVERY, 5 * self._saving):
+        if time.monotonic() - self._saved_at >= SAVE_RATIO * self._saving:
             self.save()
 
     def save(self) -> None:

@@ -585,7 +585,7 @@ def _run_locked(paths: list[Path], out: Path, options: Options, preset: str | No
         interrupted = True
     finally:
         reporter.close()
-        manifest.save()  # (its records are saved at most every second as takes finish)
+        manifest.save()  # (a long manifest's records are not saved after every take)
     remove_stale_partials(out)
     summary = []
     for job in jobs:

@@ -9,7 +9,8 @@ Usage
     wheel exists for the platform). Running it again only reinstalls when ``pyproject.toml``
     changed.
 ``python3 install.py --maya [--maya-version 2025] [--modules-dir DIR] [--mayapy PATH]``
-    Write ``SalientPoses.mod`` into Maya's user modules folder (its module is
+    Write ``SalientPoses-<version>.mod`` into Maya's user modules folder (one per Maya version,
+    so that installing for 2025 leaves the install for 2024) (its module is
     ``maya_plugin/module`` of this checkout, or of a copy under ``--prefix``; the module's own
     ``scripts/userSetup.py`` loads the plug-in and adds the menu, the user's file is not touched),
     and pip-install numpy, scipy, numba and pyqtgraph with ``mayapy`` into the checkout's
@@ -36,13 +37,18 @@ Usage
     manifest, so that Blender installs them (an extension must bring its dependencies);
     ``--no-wheels`` is for a Blender whose Python has them already.
 ``python3 install.py --uninstall [--maya] [--mobu] [--blender]``
-    Remove exactly what was installed (recorded in ``.salient-poses-manifest.json``).
+    Remove exactly what was installed for this user (recorded in the user's
+    ``~/.salient-poses/install-manifest.json``): a file only while it holds what was written
+    (one changed since is kept and named), a folder only once empty, a copy under ``--prefix``
+    only when no other host's install still uses it.
 ``python3 install.py --check``
     Report what is installed where and whether the hosts' Pythons import the engine.
 ``--dry-run``
     Print every file it would write and every command it would run; write nothing.
 
-Running any of them twice changes nothing the second time. Only the standard library is used
+Running any of them twice changes nothing the second time. A file or folder that is in the way
+and was not written by install.py (the user's own ``SalientPoses.mod``, a studio folder under
+``--prefix``) is never replaced: the install stops and names it. Only the standard library is used
 here: this script runs before anything is installed. It is built as a *plan* of steps (commands
 and files) that is either printed (``--dry-run``) or carried out.
 """
@@ -50,9 +56,14 @@ and files) that is either printed (``--dry-run``) or carried out.
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import functools
 import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -69,6 +80,22 @@ STANDALONE_EXTRAS = "ui,cluster,dev,blender"
 
 class InstallError(Exception):
     """A problem the user can fix; printed as one line, exit status 2."""
+
+
+def shown(argv: list[str]) -> str:
+    """A command as the user's shell takes it (paths with spaces quoted: Maya's default
+    ``C:/Program Files/...`` was printed unquoted, not runnable as shown)."""
+    return subprocess.list2cmdline(argv) if os.name == "nt" else shlex.join(argv)
+
+
+def absolute(path: str) -> Path:
+    """A path given on the command line, made absolute: written relative into a ``.mod`` file
+    or an add-on, it was read relative to the file, or to the host's working folder."""
+    return Path(os.path.abspath(os.path.expanduser(path)))
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass
@@ -93,14 +120,18 @@ class Plan:
             result = subprocess.run(argv, cwd=cwd)
             if result.returncode != 0:
                 raise InstallError(f"command failed with status {result.returncode}: "
-                                   + " ".join(argv))
-        self.add("run: " + " ".join(argv), run)
+                                   + shown(argv))
+        self.add("run: " + shown(argv), run)
 
     def execute(self, dry_run: bool) -> None:
         for step in self.steps:
             print(("[dry-run] " if dry_run else "") + step.describe, flush=True)
             if not dry_run:
                 step.run()
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
 
 
 def venv_python(env_dir: Path) -> Path:
@@ -133,7 +164,7 @@ def plan_standalone(plan: Plan, env_dir: Path = VENV, extras: str = STANDALONE_E
                       "--upgrade", "pip", "setuptools>=64", "wheel"])
         plan.command([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
                       "-e", f"{ROOT}[{extras}]"])
-        plan.add(f"write {stamp}", lambda: stamp.write_text(fingerprint + "\n"))
+        plan.add(f"write {stamp}", functools.partial(_write, stamp, fingerprint + "\n"))
     # numba kernels compiled into their cache and sp_core's modules to bytecode now, not in
     # the user's first analysis (about 1 s when both are already current)
     plan.command([str(python), "-m", "sp_core.warm"])
@@ -146,7 +177,12 @@ HOST_DEPENDENCIES = ("numpy", "scipy", "numba", "threadpoolctl", "pyqtgraph")
 #: requirement → the folder (or single-file module) it installs.
 BLENDER_DEPENDENCIES = {"scipy": "scipy", "numba": "numba", "threadpoolctl": "threadpoolctl",
                         "tomli-w": "tomli_w", "tqdm": "tqdm", "ufbx==0.0.5": "ufbx"}
-MANIFEST = ROOT / ".salient-poses-manifest.json"
+#: The manifest's path where a test or a caller sets one (default: the user's, see
+#: :func:`user_manifest`).
+MANIFEST: Path | None = None
+#: Where installs before 2026-11-30 kept their manifest: in the checkout, shared by every user
+#: (one user's uninstall removed another's install).
+LEGACY_MANIFEST = ROOT / ".salient-poses-manifest.json"
 BEGIN = "# >>> Salient Poses (added by install.py; removed by install.py --uninstall) >>>"
 END = "# <<< Salient Poses <<<"
 
@@ -188,11 +224,12 @@ def mobu_startup_dir(args: argparse.Namespace) -> tuple[Path, str]:
     it: ``--startup-dir``, else the first folder of ``MOTIONBUILDER_PYTHON_STARTUP`` (folders
     MotionBuilder adds to its startup path), else the user PythonStartup folder."""
     if args.startup_dir:
-        return Path(args.startup_dir), "--startup-dir (make sure it is a PythonStartup folder)"
+        return absolute(args.startup_dir), \
+            "--startup-dir (make sure it is a PythonStartup folder)"
     listed = [p for p in os.environ.get("MOTIONBUILDER_PYTHON_STARTUP", "").split(os.pathsep)
               if p]
     if listed:
-        return Path(listed[0]), "the first folder of MOTIONBUILDER_PYTHON_STARTUP"
+        return absolute(listed[0]), "the first folder of MOTIONBUILDER_PYTHON_STARTUP"
     return default_mobu_startup(args.mobu_version), "the user PythonStartup folder"
 
 
@@ -224,19 +261,73 @@ def default_mobupy(version: str) -> Path:
     return Path(f"/usr/autodesk/MotionBuilder{version}/bin/linux_64/mobupy")
 
 
+def user_manifest() -> Path:
+    """The user's manifest of what install.py wrote (per user, for every checkout)."""
+    return home() / ".salient-poses" / "install-manifest.json"
+
+
 class Manifest:
-    """What install.py created, so that ``--uninstall`` removes exactly that."""
+    """What install.py created for this user, so that ``--uninstall`` removes exactly that.
+
+    Each entry is a dict with ``target`` (maya, mobu, blender), ``kind`` (``file`` with the
+    ``sha256`` of what was written, ``tree`` a copied folder, ``folder`` one created, ``block``
+    of an old install, ``settings`` where an install put things) and ``path``.
+    """
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or MANIFEST
+        self.path = path or MANIFEST or user_manifest()
         self.entries: list[dict[str, str]] = []
         if self.path.exists():
-            self.entries = json.loads(self.path.read_text())["entries"]
+            try:
+                entries = json.loads(self.path.read_text(encoding="utf-8"))["entries"]
+                if not isinstance(entries, list) or not all(
+                        isinstance(e, dict) and all(isinstance(e.get(k), str)
+                                                    for k in ("target", "kind", "path"))
+                        for e in entries):
+                    raise ValueError("an entry is not a target, a kind and a path")
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise InstallError(f"{self.path} is damaged ({exc}); move it away (what it "
+                                   "listed must then be removed by hand)") from None
+            self.entries = entries
+        if path is None and MANIFEST is None:
+            self._adopt_legacy()
+
+    def _adopt_legacy(self) -> None:
+        """Take over this user's entries of the checkout's old shared manifest: those whose
+        file is this user's (or gone); the others stay there for their users."""
+        if not LEGACY_MANIFEST.exists():
+            return
+        try:
+            entries = json.loads(LEGACY_MANIFEST.read_text(encoding="utf-8"))["entries"]
+            mine = [e for e in entries if _owned_by_me(Path(e["path"]))]
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # (not ours to repair: an older install's file)
+        if not mine:
+            return
+        for entry in mine:
+            self.record(entry)
+        rest = [e for e in entries if e not in mine]
+        with contextlib.suppress(OSError):  # (a read-only checkout keeps it)
+            if rest:
+                LEGACY_MANIFEST.write_text(json.dumps({"entries": rest}, indent=1) + "\n",
+                                           encoding="utf-8")
+            else:
+                LEGACY_MANIFEST.unlink()
+
+    def find(self, kind: str, path: Path, target: str | None = None) -> list[dict[str, str]]:
+        return [e for e in self.entries if e["kind"] == kind and e["path"] == str(path)
+                and (target is None or e["target"] == target)]
 
     def record(self, entry: dict[str, str]) -> None:
-        if entry not in self.entries:
-            self.entries.append(entry)
-            self.save()
+        """Add ``entry`` (replacing this target's entry of the same kind and path)."""
+        same = [e for e in self.entries if (e["target"], e["kind"], e["path"])
+                == (entry["target"], entry["kind"], entry["path"])]
+        if same == [entry]:
+            return
+        for old in same:
+            self.entries.remove(old)
+        self.entries.append(entry)
+        self.save()
 
     def forget(self, entry: dict[str, str]) -> None:
         if entry in self.entries:
@@ -245,9 +336,21 @@ class Manifest:
 
     def save(self) -> None:
         if self.entries:
-            self.path.write_text(json.dumps({"entries": self.entries}, indent=1) + "\n")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps({"entries": self.entries}, indent=1) + "\n",
+                                 encoding="utf-8")
         elif self.path.exists():
             self.path.unlink()
+            with contextlib.suppress(OSError):  # (its folder, once empty)
+                self.path.parent.rmdir()
+
+
+def _owned_by_me(path: Path) -> bool:
+    """``path`` is this user's, or gone (what an old shared manifest listed for whom)."""
+    try:
+        return not hasattr(os, "getuid") or path.lstat().st_uid == os.getuid()
+    except OSError:
+        return True
 
 
 def _writable_parent(path: Path) -> None:
@@ -262,58 +365,90 @@ def _writable_parent(path: Path) -> None:
 
 
 def _record_new_folders(manifest: Manifest, target: str, path: Path) -> None:
-    """Remember the top-most folder above ``path`` that does not exist yet (created by us, so
-    uninstall removes it again once it is empty)."""
-    top = None
+    """Remember each folder above ``path`` that does not exist yet, outermost first (created
+    by us, so uninstall removes each again once it is empty; not the folders the user makes
+    inside them later, as removing every empty folder under the outermost one did)."""
+    new = []
     folder = path.parent
     while not folder.exists():
-        top, folder = folder, folder.parent
-    if top is not None:
-        manifest.record({"target": target, "kind": "folder", "path": str(top)})
+        new.append(folder)
+        folder = folder.parent
+    for folder in reversed(new):
+        manifest.record({"target": target, "kind": "folder", "path": str(folder)})
 
 
-def _remove_empty_folders(folder: Path) -> None:
-    """Remove ``folder`` and the folders inside it if they hold no files."""
-    if not folder.is_dir():
-        return
-    for inner in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
-        if not any(inner.iterdir()):
-            inner.rmdir()
-    if not any(folder.iterdir()):
-        folder.rmdir()
+def _remove_empty_folder(folder: Path) -> None:
+    """Remove ``folder`` if it holds nothing."""
+    with contextlib.suppress(OSError):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
 
-def plan_file(plan: Plan, manifest: Manifest, target: str, path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (a file of ours) unless it already holds exactly that."""
-    if path.exists() and path.read_text() == text:
-        plan.add(f"{path} is up to date", lambda: None)
-        return
+def plan_file(plan: Plan, manifest: Manifest, target: str, path: Path, text: str,
+              option: str = "") -> None:
+    """Write ``text`` (UTF-8) to ``path`` unless it holds exactly that already. A file in the
+    way that install.py did not write, or that was changed since it wrote it, is refused
+    (``option``: the flag that chooses another folder): it is the user's.
+    """
+    data = text.encode("utf-8")
+    if path.is_dir():
+        raise InstallError(f"cannot write {path}: it is a folder")
+    if path.exists():
+        try:
+            current = path.read_bytes()
+        except OSError as exc:
+            raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
+        entry = {"target": target, "kind": "file", "path": str(path), "sha256": digest(data)}
+        if current == data:
+            # (ours already, or the same bytes: recorded for this target too, so that
+            # uninstalling another target's install leaves it)
+            plan.add(f"{path} is up to date", functools.partial(manifest.record, entry))
+            return
+        written = manifest.find("file", path)
+        sums = {e.get("sha256") for e in written}
+        if not written:
+            raise InstallError(f"{path} is in the way: install.py did not write it (a file of "
+                               f"yours?); move it away{' or give ' + option if option else ''}")
+        if None not in sums and digest(current) not in sums:
+            raise InstallError(f"{path} was changed since install.py wrote it; move your "
+                               "version away to install over it")
     _writable_parent(path)
 
     def write() -> None:
         _record_new_folders(manifest, target, path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        manifest.record({"target": target, "kind": "file", "path": str(path)})
+        path.write_bytes(data)
+        manifest.record({"target": target, "kind": "file", "path": str(path),
+                         "sha256": digest(data)})
     plan.add(f"write {path}", write)
 
 
 def plan_copy(plan: Plan, manifest: Manifest, target: str, prefix: Path) -> None:
-    """Copy the packages into ``prefix`` (for a studio location independent of this checkout)."""
+    """Copy the packages into ``prefix`` (for a studio location independent of this checkout).
+    A folder of that name that install.py did not make is refused, never replaced."""
     for name in PACKAGES:
         source, destination = ROOT / name, prefix / name
+        ours = bool(manifest.find("tree", destination))
+        if destination.exists() and not destination.is_dir():
+            raise InstallError(f"cannot copy to {destination}: it is a file")
+        if destination.exists() and not ours:
+            raise InstallError(f"{destination} is in the way: install.py did not make it (a "
+                               "folder of yours?); choose another --prefix or move it away")
+        entry = {"target": target, "kind": "tree", "path": str(destination)}
         if destination.exists() and _same_tree(source, destination):
-            plan.add(f"{destination} is up to date", lambda: None)
+            # (recorded for this target too: another target's uninstall leaves it)
+            plan.add(f"{destination} is up to date", functools.partial(manifest.record, entry))
             continue
         _writable_parent(destination)
 
-        def copy(source: Path = source, destination: Path = destination) -> None:
+        def copy(source: Path = source, destination: Path = destination,
+                 entry: dict[str, str] = entry) -> None:
             _record_new_folders(manifest, target, destination / "x")
             if destination.exists():
                 shutil.rmtree(destination)
             shutil.copytree(source, destination,
                             ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
-            manifest.record({"target": target, "kind": "tree", "path": str(destination)})
+            manifest.record(entry)
         plan.add(f"copy {source} to {destination}", copy)
 
 
@@ -325,6 +460,16 @@ def _same_tree(a: Path, b: Path) -> bool:
     return files(a) == files(b)
 
 
+def plan_settings(plan: Plan, manifest: Manifest, target: str, host_file: Path,
+                  paths: dict[str, Path]) -> None:
+    """Remember where the install put things (for ``--check`` without the install's flags)."""
+    entry = {"target": target, "kind": "settings", "path": str(host_file),
+             "root": str(paths["root"]), "site": str(paths["site"]),
+             "python": str(paths["python"])}
+    plan.add(f"{target}: remember the install's folders and host Python",
+             functools.partial(manifest.record, entry))
+
+
 def plan_dependencies(plan: Plan, manifest: Manifest, target: str, interpreter: Path,
                       site: Path, packages: dict[str, str] | None = None) -> None:
     """pip-install the engine's dependencies with the host's own Python into ``site``
@@ -334,7 +479,7 @@ def plan_dependencies(plan: Plan, manifest: Manifest, target: str, interpreter: 
             "--upgrade", "--target", str(site), *packages]
     if not interpreter.exists():
         plan.add(f"{target}: host Python {interpreter} not found; install the dependencies "
-                 f"yourself with:\n    {' '.join(argv)}", lambda: None)
+                 f"yourself with:\n    {shown(argv)}", lambda: None)
         return
     if site.exists() and all((site / name).exists() or (site / f"{name}.py").exists()
                              for name in packages.values()):
@@ -346,20 +491,21 @@ def plan_dependencies(plan: Plan, manifest: Manifest, target: str, interpreter: 
         result = subprocess.run(argv)
         if result.returncode != 0:
             raise InstallError(f"installing the dependencies with {interpreter} failed "
-                               f"(status {result.returncode}): {' '.join(argv)}")
+                               f"(status {result.returncode}): {shown(argv)}")
         manifest.record({"target": target, "kind": "tree", "path": str(site)})
-    plan.add("run: " + " ".join(argv), install)
+    plan.add("run: " + shown(argv), install)
 
 
 def maya_paths(args: argparse.Namespace) -> dict[str, Path]:
     version = args.maya_version
     app = maya_app_dir()
-    home_dir = Path(args.prefix) if args.prefix else ROOT
-    return {"module": Path(args.modules_dir or app / "modules") / "SalientPoses.mod",
+    home_dir = absolute(args.prefix) if args.prefix else ROOT
+    modules = absolute(args.modules_dir) if args.modules_dir else app / "modules"
+    return {"module": modules / f"SalientPoses-{version}.mod",
             "module_root": home_dir / "maya_plugin" / "module",
             "site": home_dir / ".hosts" / f"maya-{version}" / "site-packages",
             "root": home_dir,
-            "python": Path(args.mayapy) if args.mayapy else default_mayapy(version)}
+            "python": absolute(args.mayapy) if args.mayapy else default_mayapy(version)}
 
 
 def maya_module_text(version: str, module_root: Path) -> str:
@@ -377,21 +523,35 @@ def plan_maya(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
     if args.prefix:
         plan_copy(plan, manifest, "maya", paths["root"])
     plan_file(plan, manifest, "maya", paths["module"],
-              maya_module_text(args.maya_version, paths["module_root"]))
+              maya_module_text(args.maya_version, paths["module_root"]), "--modules-dir")
+    # the one .mod file of installs before 2026-11-30 (one version only): for this version
+    # it would load the module twice
+    single = paths["module"].with_name("SalientPoses.mod")
+    for entry in manifest.find("file", single, "maya"):
+        try:
+            text = single.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if text.startswith(f"+ MAYAVERSION:{args.maya_version} "):
+            def remove(entry: dict[str, str] = entry) -> None:
+                single.unlink(missing_ok=True)
+                manifest.forget(entry)
+            plan.add(f"remove {single} (an earlier install's, for {args.maya_version})", remove)
     if not args.no_deps:
         plan_dependencies(plan, manifest, "maya", paths["python"], paths["site"])
+    plan_settings(plan, manifest, "maya", paths["module"], paths)
     selftest = paths["root"] / "maya_plugin" / "selftest.py"
     plan.add(f"Maya: restart Maya for the Salient Poses menu; prove it with\n"
-             f"    {paths['python']} {selftest}", lambda: None)
+             f"    {shown([str(paths['python']), str(selftest)])}", lambda: None)
 
 
 def mobu_paths(args: argparse.Namespace) -> dict[str, Path]:
     version = args.mobu_version
-    home_dir = Path(args.prefix) if args.prefix else ROOT
+    home_dir = absolute(args.prefix) if args.prefix else ROOT
     return {"startup": mobu_startup_dir(args)[0] / "salient_poses_startup.py",
             "site": home_dir / ".hosts" / f"mobu-{version}" / "site-packages",
             "root": home_dir,
-            "python": Path(args.mobupy) if args.mobupy else default_mobupy(version)}
+            "python": absolute(args.mobupy) if args.mobupy else default_mobupy(version)}
 
 
 def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
@@ -412,9 +572,10 @@ def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
               "        sys.path.append(_path)\n"
               "try:\n    import mobu_plugin.startup\n    mobu_plugin.startup.install()\n"
               "except ImportError as exc:\n    print('Salient Poses is not available:', exc)\n")
-    plan_file(plan, manifest, "mobu", paths["startup"], script)
+    plan_file(plan, manifest, "mobu", paths["startup"], script, "--startup-dir")
     if not args.no_deps:
         plan_dependencies(plan, manifest, "mobu", paths["python"], paths["site"])
+    plan_settings(plan, manifest, "mobu", paths["startup"], paths)
     python = paths["python"]
     site = mobupy_site(python) if python.exists() else None
     # a .pth an earlier install wrote elsewhere (an older one wrote it into the user's shared
@@ -438,7 +599,11 @@ def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
 def blender_user_dir(version: str) -> Path:
     """Blender's USER folder (Blender manual, "Blender's Directory Layout"): Linux
     ``$XDG_CONFIG_HOME/blender/<v>`` or ``~/.config/blender/<v>``, macOS ``~/Library/Application
-    Support/Blender/<v>``, Windows ``%APPDATA%/Blender Foundation/Blender/<v>``."""
+    Support/Blender/<v>``, Windows ``%APPDATA%/Blender Foundation/Blender/<v>``; a
+    ``BLENDER_USER_RESOURCES`` set replaces it ("can be set to a custom directory to replace
+    the default user directory", the same page)."""
+    if os.environ.get("BLENDER_USER_RESOURCES"):
+        return absolute(os.environ["BLENDER_USER_RESOURCES"])
     if sys.platform == "win32":
         appdata = os.environ.get("APPDATA")
         base = Path(appdata) if appdata else home() / "AppData" / "Roaming"
@@ -451,23 +616,25 @@ def blender_user_dir(version: str) -> Path:
 
 def blender_paths(args: argparse.Namespace) -> dict[str, Path]:
     version = args.blender_version
-    home_dir = Path(args.prefix) if args.prefix else ROOT
-    addons = Path(args.addons_dir) if args.addons_dir else \
+    home_dir = absolute(args.prefix) if args.prefix else ROOT
+    addons = absolute(args.addons_dir) if args.addons_dir else \
         blender_user_dir(version) / "scripts" / "addons"
     return {"addon": addons / "salient_poses" / "__init__.py",
             "site": home_dir / ".hosts" / f"blender-{version}" / "site-packages",
             "root": home_dir,
-            "python": Path(args.blender_python or "<Blender's python>")}
+            "python": absolute(args.blender_python) if args.blender_python
+            else Path("<Blender's python>")}
 
 
 def blender_loader_text(root: Path, site: Path) -> str:
     """The add-on Blender loads: ``bl_info`` written out literally (Blender reads it without
     running the file), then the paths and ``blender_addon``'s register/unregister."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from blender_addon import bl_info
-    finally:
-        sys.path.remove(str(ROOT))
+    # read from the package's syntax tree, as Blender reads it: importing the package wrote
+    # its bytecode into the checkout, on a --dry-run too
+    source = (ROOT / "blender_addon" / "__init__.py").read_text(encoding="utf-8")
+    (assignment,) = [node for node in ast.parse(source).body if isinstance(node, ast.Assign)
+                     and getattr(node.targets[0], "id", None) == "bl_info"]
+    bl_info = ast.literal_eval(assignment.value)
     return ('"""Salient Poses for Blender (written by install.py --blender; removed by\n'
             'install.py --uninstall --blender)."""\n\n'
             "import sys\n\n"
@@ -483,10 +650,11 @@ def plan_blender(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> No
     if args.prefix:
         plan_copy(plan, manifest, "blender", paths["root"])
     plan_file(plan, manifest, "blender", paths["addon"],
-              blender_loader_text(paths["root"], paths["site"]))
+              blender_loader_text(paths["root"], paths["site"]), "--addons-dir")
     if not args.no_deps:
         plan_dependencies(plan, manifest, "blender", paths["python"], paths["site"],
                           BLENDER_DEPENDENCIES)
+    plan_settings(plan, manifest, "blender", paths["addon"], paths)
     plan.add("Blender: enable Salient Poses in Preferences > Add-ons; prove it with\n"
              "    blender -b --python-expr \"from blender_addon import selftest; "
              "selftest.main([])\"", lambda: None)
@@ -581,27 +749,60 @@ def plan_blender_extension(plan: Plan, out: Path, wheels: Path | None,
 
 
 def plan_uninstall(plan: Plan, manifest: Manifest, targets: set[str]) -> None:
+    """Remove what was installed for ``targets``: a file only while it holds what was written
+    (one changed since is kept, and said), a copied tree or a folder only when no other
+    target's install still lists it, a folder only once empty."""
     entries = [e for e in manifest.entries if e["target"] in targets]
     if not entries:
         plan.add("nothing to uninstall (no manifest entries for "
                  f"{', '.join(sorted(targets))})", lambda: None)
-    for entry in reversed(entries):
+    # what the other targets' installs list: a shared --prefix's copies, folders, ...
+    users: dict[tuple[str, str], set[str]] = {}
+    for e in manifest.entries:
+        if e["target"] not in targets:
+            users.setdefault((e["kind"], e["path"]), set()).add(e["target"])
+    # files and copies first, then the folders, deepest first (a folder is removed once empty)
+    ordered = [e for e in reversed(entries) if e["kind"] != "folder"] + sorted(
+        (e for e in entries if e["kind"] == "folder"),
+        key=lambda e: len(Path(e["path"]).parts), reverse=True)
+    for entry in ordered:
         path = Path(entry["path"])
+        if entry["kind"] == "settings":
+            plan.add(f"{entry['target']}: forget the install's folders",
+                     functools.partial(manifest.forget, entry))
+            continue
+        others = users.get((entry["kind"], entry["path"]))
+        if others:
+            plan.add(f"keep {path} (the {' and '.join(sorted(others))} install uses it)",
+                     functools.partial(manifest.forget, entry))
+            continue
+        if entry["kind"] == "file" and entry.get("sha256") and path.is_file() \
+                and digest(path.read_bytes()) != entry["sha256"]:
+            plan.add(f"keep {path}: changed since install.py wrote it (yours now)",
+                     functools.partial(manifest.forget, entry))
+            continue
 
         def remove(entry: dict[str, str] = entry, path: Path = path) -> None:
-            if entry["kind"] == "file" and path.exists():
+            if entry["kind"] == "file" and path.is_file():
                 path.unlink()
-            elif entry["kind"] == "tree" and path.exists():
+            elif entry["kind"] == "tree" and path.is_dir():
                 shutil.rmtree(path)
             elif entry["kind"] == "folder":
-                _remove_empty_folders(path)
+                _remove_empty_folder(path)
+                heirs = sorted({e["target"] for e in manifest.entries
+                                if e["target"] not in targets and e["kind"] != "settings"
+                                and Path(e["path"]).is_relative_to(path)})
+                if path.exists() and heirs:
+                    # (a --prefix folder made by this install holding another's copies: that
+                    # install removes it once empty)
+                    manifest.record({**entry, "target": heirs[0]})
             elif entry["kind"] == "block" and path.exists():
-                text = path.read_text()
+                text = path.read_text(encoding="utf-8")
                 start, end = text.find(BEGIN), text.find(END)
                 if start >= 0 and end >= 0:
                     text = text[:start] + text[end + len(END):].lstrip("\n")
                     if text.strip():
-                        path.write_text(text)
+                        path.write_text(text, encoding="utf-8")
                     else:
                         path.unlink()
             manifest.forget(entry)
@@ -611,32 +812,81 @@ def plan_uninstall(plan: Plan, manifest: Manifest, targets: set[str]) -> None:
 
 
 def check(args: argparse.Namespace, manifest: Manifest) -> int:
-    """Report what is installed where and whether the hosts' Pythons import the engine."""
-    print(f"checkout: {ROOT}")
-    print(f"standalone: {'ready' if (VENV / STAMP_NAME).exists() else 'not installed'} "
-          f"({VENV})")
-    for entry in manifest.entries:
-        state = "present" if Path(entry["path"]).exists() else "MISSING"
-        print(f"{entry['target']}: {entry['kind']} {entry['path']} ({state})")
+    """Report what is installed where and whether the hosts' Pythons import the engine, from
+    the folders and host Pythons each install recorded (a host Python given on the command
+    line is asked instead); 1 if anything is missing or cannot import."""
     problems = 0
-    for target, paths, module in (("maya", maya_paths(args), "maya_plugin"),
-                                  ("mobu", mobu_paths(args), "mobu_plugin"),
-                                  ("blender", blender_paths(args), "blender_addon")):
-        if not any(e["target"] == target for e in manifest.entries):
+    print(f"checkout: {ROOT}")
+    stamp = VENV / STAMP_NAME
+    if not stamp.exists():
+        state = "not installed"
+    elif stamp.read_text().strip() != _fingerprint(STANDALONE_EXTRAS):
+        state = "OUT OF DATE (pyproject.toml changed since: run install.py --standalone)"
+        problems += 1
+    else:
+        state = "ready"
+    print(f"standalone: {state} ({VENV})")
+    for entry in manifest.entries:
+        if entry["kind"] == "settings":
+            continue
+        present = Path(entry["path"]).exists()
+        changed = entry["kind"] == "file" and present and entry.get("sha256") and \
+            digest(Path(entry["path"]).read_bytes()) != entry["sha256"]
+        state = "CHANGED since written" if changed else "present" if present else "MISSING"
+        problems += entry["kind"] != "folder" and not present
+        print(f"{entry['target']}: {entry['kind']} {entry['path']} ({state})")
+    given = {"maya": args.mayapy, "mobu": args.mobupy, "blender": args.blender_python}
+    for target, module in (("maya", "maya_plugin"), ("mobu", "mobu_plugin"),
+                           ("blender", "blender_addon")):
+        installs = [e for e in manifest.entries
+                    if e["target"] == target and e["kind"] == "settings"]
+        if not installs and any(e["target"] == target for e in manifest.entries):
+            # (an install from before the folders were recorded: the command line's)
+            paths = {"maya": maya_paths, "mobu": mobu_paths, "blender": blender_paths}[target](
+                args)
+            installs = [{"root": str(paths["root"]), "site": str(paths["site"]),
+                         "python": str(paths["python"]), "path": "?"}]
+        if not installs:
             print(f"{target}: not installed")
             continue
-        python = paths["python"]
-        if not python.exists():
-            print(f"{target}: host Python {python} not found (give its path to check imports)")
-            continue
-        code = (f"import sys; sys.path[:0] = [{str(paths['root'])!r}, {str(paths['site'])!r}]; "
-                f"import sp_core.selection, {module}; print('ok')")
-        result = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
-        ok = result.returncode == 0 and result.stdout.strip().endswith("ok")
-        problems += not ok
-        print(f"{target}: {python} {'imports the engine' if ok else 'CANNOT import the engine'}"
-              + ("" if ok else f": {result.stderr.strip().splitlines()[-1:]}"))
+        for install in installs:
+            python = absolute(given[target]) if given[target] else Path(install["python"])
+            if not python.exists():
+                print(f"{target}: host Python {python} not found (give its path to check "
+                      "imports)")
+                continue
+            code = (f"import sys; sys.path[:0] = [{install['root']!r}, {install['site']!r}]; "
+                    f"import sp_core.selection, {module}; print('ok')")
+            result = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+            ok = result.returncode == 0 and result.stdout.strip().endswith("ok")
+            problems += not ok
+            print(f"{target}: {python} "
+                  f"{'imports the engine' if ok else 'CANNOT import the engine'} from "
+                  f"{install['root']}"
+                  + ("" if ok else f": {result.stderr.strip().splitlines()[-1:]}"))
     return 1 if problems else 0
+
+
+#: What each host's version looks like (Maya and MotionBuilder years, Blender major.minor).
+VERSIONS = {"maya_version": re.compile(r"20\d\d"), "mobu_version": re.compile(r"20\d\d"),
+            "blender_version": re.compile(r"\d+\.\d+")}
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse a version that names no release (``2O25`` wrote a module no Maya loads) and a
+    host Python given that does not exist (the install went on without its dependencies)."""
+    for name, pattern in VERSIONS.items():
+        if not pattern.fullmatch(getattr(args, name)):
+            example = "4.5" if name.startswith("blender") else "2025"
+            raise InstallError(f"--{name.replace('_', '-')} {getattr(args, name)!r} is not a "
+                               f"version (e.g. {example})")
+    if args.no_deps or args.uninstall:
+        return
+    for flag in ("mayapy", "mobupy", "blender_python"):
+        given = getattr(args, flag)
+        if given and not absolute(given).is_file():
+            raise InstallError(f"--{flag.replace('_', '-')} {given}: no such file (the host's "
+                               "Python; or give --no-deps to install without the dependencies)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -696,12 +946,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("say what to do: --standalone, --maya, --mobu, --blender, "
                      "--blender-extension, --uninstall or --check")
 
-    manifest = Manifest()
-    if args.check:
-        return check(args, manifest)
     plan = Plan()
     try:
+        _check_arguments(args)
+        manifest = Manifest()
+        if args.check:
+            return check(args, manifest)
         if args.uninstall:
+            if args.standalone and not (args.maya or args.mobu or args.blender):
+                raise InstallError("--uninstall removes the host installs; the standalone "
+                                   f"install is {VENV}: delete that folder to remove it")
             targets = {t for t in ("maya", "mobu", "blender") if getattr(args, t)} or \
                 {"maya", "mobu", "blender"}
             plan_uninstall(plan, manifest, targets)
@@ -715,8 +969,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.blender:
                 plan_blender(plan, manifest, args)
             if args.blender_extension:
-                plan_blender_extension(plan, Path(args.blender_extension),
-                                       Path(args.wheels) if args.wheels else None,
+                plan_blender_extension(plan, absolute(args.blender_extension),
+                                       absolute(args.wheels) if args.wheels else None,
                                        args.no_wheels)
         plan.execute(args.dry_run)
     except InstallError as exc:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -73,7 +75,7 @@ def test_maya_install_is_idempotent_and_uninstall_restores_everything(install, t
     assert "[dry-run] write " + str(tmp_path / "home" / "maya" / "modules") in planned
 
     assert install.main(args) == 0
-    mod_file = tmp_path / "home" / "maya" / "modules" / "SalientPoses.mod"
+    mod_file = tmp_path / "home" / "maya" / "modules" / "SalientPoses-2026.mod"
     module_root = prefix / "maya_plugin" / "module"
     assert mod_file.read_text().splitlines() == [
         f"+ MAYAVERSION:2026 SalientPoses 1.0 {module_root}", "PYTHONPATH+:=../..",
@@ -110,14 +112,22 @@ def test_maya_install_is_idempotent_and_uninstall_restores_everything(install, t
 
 
 def test_mobu_startup_script_and_missing_host_python(install, tmp_path, capsys):
+    """A mobupy given that does not exist is refused (the install went on without its
+    dependencies); MotionBuilder not in its standard place prints the command to run."""
     startup = tmp_path / "startup"
     missing = tmp_path / "no" / "mobupy"
-    assert install.main(["--mobu", "--startup-dir", str(startup), "--mobupy", str(missing)]) == 0
+    assert install.main(["--mobu", "--startup-dir", str(startup), "--mobupy", str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"install.py: error: --mobupy {missing}: no such file (the host's Python; or give "
+        "--no-deps to install without the dependencies)\n")
+    assert not startup.exists()
+    assert install.main(["--mobu", "--startup-dir", str(startup)]) == 0
     script = (startup / "salient_poses_startup.py").read_text()
     assert "mobu_plugin.startup.install()" in script and repr(str(ROOT)) in script
     out = capsys.readouterr().out
-    assert f"host Python {missing} not found; install the dependencies yourself with:" in out
-    assert f"{missing} -m pip install" in out
+    default = install.default_mobupy("2025")
+    assert f"host Python {default} not found; install the dependencies yourself with:" in out
+    assert f"{install.shown([str(default)])} -m pip install" in out
     assert install.main(["--uninstall"]) == 0
     assert not startup.exists()
 
@@ -238,7 +248,8 @@ def test_the_standalone_install_brings_blender_wherever_bpy_has_a_wheel(install,
     assert "blender" in install.STANDALONE_EXTRAS.split(",")
     plan = install.Plan()
     install.plan_standalone(plan, env_dir=tmp_path / "env")
-    assert any(step.describe.endswith(f"[{install.STANDALONE_EXTRAS}]") for step in plan.steps)
+    assert any(shlex.split(step.describe)[-1].endswith(f"[{install.STANDALONE_EXTRAS}]")
+               for step in plan.steps if step.describe.startswith("run: "))
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     (line,) = project["optional-dependencies"]["blender"]
     requirement = Requirement(line)
@@ -419,3 +430,124 @@ def test_mobupy_site_is_never_the_users_shared_site_packages(install, tmp_path, 
     assert install.main(["--mobu", "--no-deps", "--startup-dir", str(tmp_path / "startup"),
                          "--mobupy", str(python)]) == 0
     assert not old.exists() and str(old) not in install.MANIFEST.read_text()
+
+
+# ------------------------------------------------------- found by a review of the installer
+def test_what_install_py_did_not_write_is_never_replaced_or_removed(install, tmp_path, capsys):
+    """A --prefix into a studio folder replaced its examples/ (and uninstall removed it); a
+    user's own SalientPoses module, add-on or start-up script of the same name was overwritten
+    and then deleted; a file changed since the install was deleted by the uninstall."""
+    studio = tmp_path / "studio"
+    (studio / "examples").mkdir(parents=True)
+    (studio / "examples" / "studio_walk.bvh").write_text("mine")
+    assert install.main(["--maya", "--no-deps", "--prefix", str(studio)]) == 2
+    assert capsys.readouterr().err == (
+        f"install.py: error: {studio / 'examples'} is in the way: install.py did not make it "
+        "(a folder of yours?); choose another --prefix or move it away\n")
+    assert sorted(p.name for p in studio.iterdir()) == ["examples"]  # (refused before any copy)
+    assert (studio / "examples" / "studio_walk.bvh").read_text() == "mine"
+    modules = tmp_path / "home" / "maya" / "modules"
+    modules.mkdir(parents=True)
+    (modules / "SalientPoses-2025.mod").write_text("+ SalientPoses 0.9 /studio/old\n")
+    assert install.main(["--maya", "--no-deps"]) == 2
+    assert capsys.readouterr().err == (
+        f"install.py: error: {modules / 'SalientPoses-2025.mod'} is in the way: install.py did "
+        "not write it (a file of yours?); move it away or give --modules-dir\n")
+    assert (modules / "SalientPoses-2025.mod").read_text() == "+ SalientPoses 0.9 /studio/old\n"
+    (modules / "SalientPoses-2025.mod").unlink()
+    startup = tmp_path / "startup"
+    assert install.main(["--maya", "--mobu", "--no-deps", "--startup-dir", str(startup)]) == 0
+    script = startup / "salient_poses_startup.py"
+    script.write_text(script.read_text() + "print('studio tweak')\n")  # the user's change
+    assert install.main(["--mobu", "--no-deps", "--startup-dir", str(startup)]) == 2
+    assert "was changed since install.py wrote it; move your version away" in \
+        capsys.readouterr().err
+    assert install.main(["--check"]) == 0  # (a change is said, not a problem)
+    assert f"mobu: file {script} (CHANGED since written)" in capsys.readouterr().out
+    assert install.main(["--uninstall"]) == 0
+    assert f"keep {script}: changed since install.py wrote it (yours now)" in \
+        capsys.readouterr().out
+    assert script.read_text().endswith("print('studio tweak')\n")
+    assert not (modules / "SalientPoses-2025.mod").exists() and modules.exists()
+
+
+def test_installs_for_two_maya_versions_and_two_hosts_on_one_prefix_coexist(install, tmp_path,
+                                                                          capsys, monkeypatch):
+    """A second Maya version replaced the first's module file; uninstalling Maya removed the
+    --prefix copy the Blender add-on loads; a relative --prefix was written as given (read
+    relative to the .mod file, or to Blender's working folder); uninstall removed the empty
+    folders the user made inside a folder the install had created."""
+    monkeypatch.chdir(tmp_path)
+    addons = tmp_path / "addons"
+    for version in ("2024", "2025"):
+        assert install.main(["--maya", "--maya-version", version, "--no-deps",
+                             "--prefix", "studio"]) == 0
+    assert install.main(["--blender", "--no-deps", "--prefix", "studio",
+                         "--addons-dir", str(addons)]) == 0
+    modules = tmp_path / "home" / "maya" / "modules"
+    prefix = tmp_path / "studio"
+    for version in ("2024", "2025"):
+        env = module_environment(modules / f"SalientPoses-{version}.mod", version)
+        assert env["PYTHONPATH"][1] == str(prefix)
+    assert repr(str(prefix)) in (addons / "salient_poses" / "__init__.py").read_text()
+    (tmp_path / "home" / "maya" / "projects" / "default").mkdir(parents=True)  # the user's
+    assert install.main(["--uninstall", "--maya"]) == 0
+    out = capsys.readouterr().out
+    assert f"keep {prefix / 'sp_core'} (the blender install uses it)" in out
+    assert (prefix / "sp_core" / "selection.py").exists() and not modules.exists()
+    assert (tmp_path / "home" / "maya" / "projects" / "default").is_dir()
+    assert install.main(["--uninstall", "--blender"]) == 0
+    assert not prefix.exists() and not addons.exists()
+
+
+def test_the_manifest_is_each_users_own(install, tmp_path, monkeypatch, capsys):
+    """It was kept in the checkout, shared: one user's --uninstall removed another user's
+    install. A checkout's old shared manifest gives each user their own entries."""
+    monkeypatch.setattr(install, "MANIFEST", None)
+    monkeypatch.setattr(install, "LEGACY_MANIFEST", tmp_path / "legacy.json")
+    homes = {}
+    for user in ("ann", "bob"):
+        homes[user] = tmp_path / user
+        homes[user].mkdir()
+        monkeypatch.setenv("HOME", str(homes[user]))
+        assert install.main(["--maya", "--no-deps"]) == 0
+    assert install.main(["--uninstall", "--maya"]) == 0  # bob's
+    assert not (homes["bob"] / "maya" / "modules").exists()
+    assert (homes["ann"] / "maya" / "modules" / "SalientPoses-2025.mod").exists()
+    assert (homes["ann"] / ".salient-poses" / "install-manifest.json").exists()
+    assert not (homes["bob"] / ".salient-poses").exists()
+    # an old install's shared manifest: ann's entries become hers
+    old = homes["ann"] / "maya" / "modules" / "SalientPoses.mod"
+    old.write_text("+ MAYAVERSION:2025 SalientPoses 1.0 x\n")
+    install.LEGACY_MANIFEST.write_text(json.dumps({"entries": [
+        {"target": "maya", "kind": "file", "path": str(old)}]}))
+    monkeypatch.setenv("HOME", str(homes["ann"]))
+    assert install.main(["--maya", "--no-deps"]) == 0  # (its 2025 module would load twice)
+    assert f"remove {old} (an earlier install's, for 2025)" in capsys.readouterr().out
+    assert not old.exists() and not install.LEGACY_MANIFEST.exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--maya", "--maya-version", "2O25", "--no-deps"],
+     "--maya-version '2O25' is not a version (e.g. 2025)"),
+    (["--blender", "--blender-version", "45", "--no-deps"],
+     "--blender-version '45' is not a version (e.g. 4.5)"),
+    (["--uninstall", "--standalone"], "--uninstall removes the host installs; the standalone "
+     "install is {venv}: delete that folder to remove it"),
+])
+def test_arguments_that_cannot_work_are_one_line_errors(install, argv, message, capsys):
+    assert install.main(argv) == 2
+    assert capsys.readouterr().err == \
+        f"install.py: error: {message.format(venv=install.VENV)}\n"
+
+
+def test_a_damaged_manifest_and_a_missing_file_are_said(install, tmp_path, capsys):
+    assert install.main(["--maya", "--no-deps"]) == 0
+    mod_file = tmp_path / "home" / "maya" / "modules" / "SalientPoses-2025.mod"
+    mod_file.unlink()
+    assert install.main(["--check"]) == 1  # a file the host needs is gone
+    assert f"maya: file {mod_file} (MISSING)" in capsys.readouterr().out
+    install.MANIFEST.write_text('{"entries": [')
+    assert install.main(["--check"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"install.py: error: {install.MANIFEST} is damaged (")

@@ -949,6 +949,17 @@ def main(argv: list[str] | None = None) -> int:
     plan = Plan()
     try:
         _check_arguments(args)
+        if not (args.maya or args.mobu or args.blender or args.uninstall or args.check):
+            # the standalone install and an extension zip: nothing the manifest lists (a
+            # damaged manifest does not stop them)
+            if args.standalone:
+                plan_standalone(plan)
+            if args.blender_extension:
+                plan_blender_extension(plan, absolute(args.blender_extension),
+                                       absolute(args.wheels) if args.wheels else None,
+                                       args.no_wheels)
+            plan.execute(args.dry_run)
+            return 0
         manifest = Manifest()
         if args.check:
             return check(args, manifest)

@@ -499,10 +499,12 @@ def _edited_pose(clip: Clip, args: argparse.Namespace, options: Options) -> np.n
     if wand.edit:
         edited += _edit_offsets(wand.edit, clip, args.clip)
         return edited
-    other = load_clip(wand.edited_bvh, options)
-    if other.channel_names != clip.channel_names:
-        raise UsageError(f"{wand.edited_bvh} has other channels than {args.clip}")
-    return other.raw_channels[other.frame_index(wand.frame)]
+    from sp_core.falloff import edited_frame
+
+    # numbered as the clip is (an FBX take from frame 1 against a BVH's 0 took the frame
+    # before the one asked for)
+    other = load_clip(wand.edited_bvh, options.replace(first_frame=clip.first_frame))
+    return edited_frame(clip, other, wand.frame, wand.edited_bvh)
 
 
 def cmd_propagate(args: argparse.Namespace, options: Options) -> int:
@@ -523,7 +525,8 @@ def cmd_propagate(args: argparse.Namespace, options: Options) -> int:
     graph = clip_graph(clip, analysis.pose, nodes, dict(analysis.weights) or None,
                        analysis.time_scale, wand.sigma, wand.eigen)
     weights = graph.weights(wand.frame, region=analysis.frame_range, mode=wand.mode)
-    channels = propagate(clip, pose_edit(clip, wand.frame, edited), weights)
+    channels = propagate(clip, pose_edit(clip, wand.frame, edited, typed=bool(wand.edit)),
+                         weights)
     if not len(moved_channels(clip, channels)):  # (the panel refuses it too)
         raise UsageError(f"the edit changes nothing at frame {wand.frame}: give offsets in "
                          f"{flag_of('edit')} or another pose in {flag_of('edited_bvh')}")

@@ -82,6 +82,31 @@ def unwrap_euler(angles: np.ndarray) -> np.ndarray:
     return np.unwrap(out, period=360.0, axis=0)
 
 
+def nearest_euler(angles: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Per frame, the angles of the same rotation nearest ``reference``'s: each angle turned by
+    whole turns to within 180° of the reference's and, for three angles, the triplet or its
+    flip (:func:`flip_triplet`), whichever is nearer.
+
+    Parameters
+    ----------
+    angles : (n_frames, n_angles) float64, degrees
+    reference : (n_frames, n_angles) float64, degrees
+
+    Returns
+    -------
+    (n_frames, n_angles) float64, degrees
+    """
+    angles = np.asarray(angles, dtype=np.float64)
+    reference = np.asarray(reference, dtype=np.float64)
+    near = reference + wrap_degrees(angles - reference)
+    if angles.shape[-1] != 3:
+        return near
+    flipped = reference + wrap_degrees(flip_triplet(angles) - reference)
+    closer = np.sum((flipped - reference) ** 2, axis=-1) < \
+        np.sum((near - reference) ** 2, axis=-1) - 1e-9
+    return np.where(closer[..., None], flipped, near)
+
+
 def euler_matrices(order: str, angles: np.ndarray) -> np.ndarray:
     """Rotation matrices of intrinsic Euler angles, one per frame.
 

@@ -16,7 +16,7 @@ node's Euler order continuously (no flips).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
@@ -28,7 +28,7 @@ from scipy.spatial.transform import Rotation
 
 from sp_core.clip import Clip
 from sp_core.errors import SelectionError
-from sp_core.euler import unwrap_euler
+from sp_core.euler import nearest_euler, wrap_degrees
 from sp_core.poses import pose_matrix
 
 MODES = ("local", "global")
@@ -186,7 +186,8 @@ class PoseGraph:
         return self.vectors[:, 1:] @ (self.vectors[i, 1:] / values)
 
     def weights(self, frame: int, region: tuple[int, int] | None = None,
-                mode: str = "local") -> np.ndarray:
+                mode: str = "local", open_ends: tuple[bool, bool] = (False, False)
+                ) -> np.ndarray:
         """Falloff of an edit at ``frame``: 1 there, 0 at the least similar pose of the region.
 
         Parameters
@@ -199,6 +200,10 @@ class PoseGraph:
             ``local`` keeps only the stretch of the timeline connected to the edit (it stops
             where the falloff first drops to ``LOCAL_FLOOR``); ``global`` reaches every similar
             pose in the region.
+        open_ends : (bool, bool)
+            The scene goes on before the first and after the last analysed frame (a panel's
+            range of a longer take): the falloff fades out there too, as at a region's edge (an
+            edit's layer keyed on the range alone started at full strength on its first frame).
 
         Returns
         -------
@@ -224,7 +229,7 @@ class PoseGraph:
             weights[lo:hi + 1] = np.clip((inside - low) / (top - low), 0.0, 1.0)
         else:
             weights[lo:hi + 1] = 1.0
-        weights[lo:hi + 1] *= _fades(lo, hi, i, self.n_frames)
+        weights[lo:hi + 1] *= _fades(lo, hi, i, self.n_frames, open_ends)
         if mode == "local":
             left = i
             while left > lo and weights[left - 1] > LOCAL_FLOOR:
@@ -244,16 +249,19 @@ class PoseGraph:
         return row
 
 
-def _fades(lo: int, hi: int, edited: int, n: int) -> np.ndarray:
+def _fades(lo: int, hi: int, edited: int, n: int,
+           open_ends: tuple[bool, bool] = (False, False)) -> np.ndarray:
     """(hi - lo + 1,) factors in [0, 1] that take the falloff to 0 at a region's edges inside
     the clip (rows ``lo``, ``hi`` of ``n``): a smoothstep over half the way from the edge to the
     edited row, at most a quarter of the region. Without it the edit popped in at the edge (a
-    30-degree step from one frame to the next); the clip's own ends and an edge on the edited
-    frame need none."""
+    30-degree step from one frame to the next); the clip's own ends need none unless
+    ``open_ends`` says the scene goes on past them (a panel's analysed range), nor does an edge
+    on the edited frame."""
     rows = np.arange(lo, hi + 1, dtype=np.float64)
     factors = np.ones(len(rows))
     for edge, inward in ((lo, 1.0), (hi, -1.0)):
-        if edge in (0, n - 1) or edge == edited:
+        end = (edge == 0 and not open_ends[0]) or (edge == n - 1 and not open_ends[1])
+        if end or edge == edited:
             continue
         length = max(1.0, min(abs(edited - edge) / 2.0, (hi - lo) / 4.0))
         t = np.clip(inward * (rows - edge) / length, 0.0, 1.0)
@@ -272,14 +280,26 @@ class PoseEdit:
     offsets : dict of int to float
         Channel index → difference, for translations (and for rotations of nodes with fewer
         than three rotation channels, which add like translations).
+    turns : dict of int to (3,) float64 array
+        Node index → the edit as Euler angles (degrees, listed order, each within half a
+        turn): the edited channels minus the original's (typed offsets as typed, see
+        :func:`pose_edit`). :func:`propagate` writes each frame as the angles nearest the
+        original's plus the weight times these.
     """
 
     rotations: dict[int, Rotation]
     offsets: dict[int, float]
+    turns: dict[int, np.ndarray] = field(default_factory=dict)
 
 
-def pose_edit(clip: Clip, frame: int, edited: np.ndarray) -> PoseEdit:
-    """The edit that turns the clip's pose at ``frame`` into the ``edited`` channel values (C,)."""
+def pose_edit(clip: Clip, frame: int, edited: np.ndarray, typed: bool = False) -> PoseEdit:
+    """The edit that turns the clip's pose at ``frame`` into the ``edited`` channel values (C,).
+
+    ``typed``: the edited values are the clip's plus offsets the user typed (at most half a
+    turn each), whose Euler angles :attr:`PoseEdit.turns` keeps as typed; otherwise (a host's
+    pose, an edited file) a joint's three rotations count as the triplet of the edited pose
+    nearest the clip's (a whole turn, or the other triplet of the same pose, is no edit).
+    """
     row = clip.frame_index(frame)
     original = clip.channels[row]
     edited = np.asarray(edited, dtype=np.float64)
@@ -293,6 +313,7 @@ def pose_edit(clip: Clip, frame: int, edited: np.ndarray) -> PoseEdit:
                              "is not a number")
     rotations: dict[int, Rotation] = {}
     offsets: dict[int, float] = {}
+    turns: dict[int, np.ndarray] = {}
     rotation = clip.is_rotation_channel()
     for node in range(clip.n_nodes):
         columns = clip._rotation_index[node]
@@ -301,11 +322,54 @@ def pose_edit(clip: Clip, frame: int, edited: np.ndarray) -> PoseEdit:
             before = Rotation.from_euler(order, original[columns], degrees=True)
             after = Rotation.from_euler(order, edited[columns], degrees=True)
             rotations[node] = after * before.inv()
+            target = edited[columns] if typed else \
+                nearest_euler(edited[None, columns], original[None, columns])[0]
+            turns[node] = wrap_degrees(target - original[columns])
     for c in range(clip.n_channels):
         three = rotation[c] and len(clip._rotation_index[clip.channel_nodes[c]]) == 3
         if not three and edited[c] != original[c]:
             offsets[c] = float(edited[c] - original[c])
-    return PoseEdit(rotations, offsets)
+    return PoseEdit(rotations, offsets, turns)
+
+
+def edited_frame(clip: Clip, other: Clip, frame: int, source: str) -> np.ndarray:
+    """(C,) the channel values of ``other`` (the pose edited elsewhere, read from ``source``)
+    at host frame ``frame``, as an edit of ``clip``'s pose there (:func:`pose_edit`).
+
+    ``other`` must hold the clip's channels in the clip's joint frames: a BVH written from an
+    FBX take folds the joint orients into its rotation channels, so the same names held other
+    values (its unchanged export moved the joints by the character's height). A rotation of a
+    joint with one or two rotation channels is taken as the nearest turn to the clip's value (a
+    file that writes angles past 180 degrees wrapped turned the joint by 360 degrees × the
+    falloff), and a joint's three rotations as the triplet of its pose nearest the clip's.
+
+    Raises
+    ------
+    SelectionError
+        Other channels, another skeleton, or ``frame`` outside ``other``.
+    """
+    if other.channel_names != clip.channel_names:
+        raise SelectionError(f"{source} has other channels than the motion")
+    size = max(clip.height(), 1e-9)
+    orients = [np.broadcast_to(np.eye(3), (c.n_nodes, 3, 3)) if c.orients is None
+               else c.orients for c in (clip, other)]
+    if not (np.allclose(other.offsets, clip.offsets, rtol=0.0, atol=1e-6 * size)
+            and np.allclose(orients[0], orients[1], rtol=0.0, atol=1e-9)):
+        raise SelectionError(
+            f"{source} has the motion's channels on another skeleton (other joint offsets or "
+            "joint orients: a BVH written from an FBX take folds the joint orients into its "
+            "rotation channels), so its values are not an edit of the motion's; edit the take "
+            "in its own format, or give the change as offsets")
+    values = other.raw_channels[other.frame_index(frame)].copy()
+    original = clip.channels[clip.frame_index(frame)]
+    rotation = clip.is_rotation_channel()
+    for c in range(clip.n_channels):
+        if rotation[c] and len(clip._rotation_index[clip.channel_nodes[c]]) < 3:
+            values[c] = original[c] + wrap_degrees(values[c] - original[c])
+    for columns in clip._rotation_index:  # (the file's triplet of the pose may be the flip)
+        if len(columns) == 3:
+            values[columns] = nearest_euler(values[None, columns], original[None, columns])[0]
+    return values
 
 
 def moved_channels(clip: Clip, channels: np.ndarray) -> np.ndarray:
@@ -321,9 +385,12 @@ def moved_channels(clip: Clip, channels: np.ndarray) -> np.ndarray:
 def propagate(clip: Clip, edit: PoseEdit, weights: np.ndarray) -> np.ndarray:
     """Channels (n_frames, C) with the edit applied to every frame with its weight.
 
-    Rotations: R_j' = exp(w_j · log ΔR) · R_j, converted back to the node's Euler order and
-    unwrapped against the original curves (no flips); translations (and partial rotations):
-    v_j + w_j · Δv.
+    Rotations: R_j' = exp(w_j · log ΔR) · R_j, converted back to the node's Euler order as the
+    angles nearest the original's plus w_j times the edit's Euler angles
+    (:func:`~sp_core.euler.nearest_euler`, :attr:`PoseEdit.turns`): the typed offsets at the
+    edited frame, and curves that follow the original's through a near gimbal lock; the
+    frames the falloff does not reach keep their values exactly. Translations (and partial
+    rotations): v_j + w_j · Δv.
     """
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != (clip.n_frames,) or not np.all(np.isfinite(weights)):
@@ -337,12 +404,18 @@ def propagate(clip: Clip, edit: PoseEdit, weights: np.ndarray) -> np.ndarray:
         turn = delta.as_rotvec()
         if not np.any(turn) or not np.any(weights):
             continue
-        current = Rotation.from_euler(order, clip.channels[:, columns], degrees=True)
-        moved = Rotation.from_rotvec(weights[:, None] * turn[None, :]) * current
+        reached = weights != 0.0
+        original = clip.channels[reached][:, columns]
+        current = Rotation.from_euler(order, original, degrees=True)
+        moved = Rotation.from_rotvec(weights[reached, None] * turn[None, :]) * current
+        # frame by frame, the angles nearest the original's with the edit's Euler angles
+        # added by the weight: unwrapped from the first frame, the curves took the other
+        # triplet past a near gimbal lock and kept it to the end, on frames of weight 0 too
+        # (a 180-degree difference on every channel); nearest the original's alone, they
+        # switched triplets where the edit took the joint past the lock
         angles = moved.as_euler(order, degrees=True)
-        # continuous curves that start next to the original's first frame
-        angles = unwrap_euler(np.vstack([clip.channels[:1, columns], angles]))[1:]
-        channels[:, columns] = angles
+        guide = original + weights[reached, None] * edit.turns.get(node, np.zeros(3))[None, :]
+        channels[np.ix_(reached, columns)] = nearest_euler(angles, guide)
     for column, delta in edit.offsets.items():
         channels[:, column] += weights * delta
     return channels

@@ -907,6 +907,18 @@ class Session:
                 self.host.remove_layer(handle)
 
     # ------------------------------------------------------------------ magic wand
+    def motion_open_ends(self) -> tuple[bool, bool]:
+        """Whether the scene goes on before and after the analysed motion (an analysis range
+        inside the host's playback range): an edit's falloff fades out at such an end
+        (:meth:`sp_core.falloff.PoseGraph.weights`), or its layer, keyed on the range alone,
+        started at full strength on the range's first frame."""
+        motion = self.motion
+        if motion is None:
+            return False, False
+        with host_step("reading the playback range"):
+            first, last = self.host.playback_range()
+        return motion.first_frame > first, motion.last_frame < last
+
     def pose_graph(self, sigma: float | None = None, eigen: int | None = None) -> PoseGraph:
         """The analysed motion's pose graph (cached per sigma and eigen count)."""
         build = self.pose_graph_build(sigma, eigen)
@@ -965,16 +977,17 @@ class Session:
                                             beneath=True)[0]
 
     def propagate_edit(self, frame: int, edited: np.ndarray, weights: np.ndarray,
-                       layer: str = "salientPosesEdit") -> LayerHandle:
+                       layer: str = "salientPosesEdit", typed: bool = False) -> LayerHandle:
         """Write ``edited`` (the pose at ``frame``) spread with ``weights`` into a new additive
         layer (propagated − original per channel; one undo step, removable with
-        :meth:`remove`)."""
+        :meth:`remove`). ``typed``: ``edited`` is the motion's pose plus typed offsets
+        (:func:`sp_core.falloff.pose_edit`)."""
         if self.motion is None:
             raise SelectionError("analyse first: the edit is relative to the analysed motion")
         from sp_core.falloff import moved_channels, pose_edit, propagate
 
         motion = self.motion
-        channels = propagate(motion, pose_edit(motion, frame, edited), weights)
+        channels = propagate(motion, pose_edit(motion, frame, edited, typed), weights)
         delta = channels - motion.channels
         moved = moved_channels(motion, channels)
         if not len(moved):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -303,3 +305,92 @@ def test_a_long_hold_gets_a_falloff_at_the_adapted_sigma(sample_clip):
     finally:
         falloff.DENSE_LIMIT = original
     assert sparse.laplacian_values[1] >= 1e-10 and sparse.weights(800)[800] == 1.0
+
+
+# ------------------------------------------------------------ found by a review of the wand
+def test_frames_the_falloff_does_not_reach_keep_their_values_and_the_edit_its_offsets(
+        sample_clip):
+    """Unwrapped from the first frame, the edited Hips took the other Euler triplet where
+    they pass a near gimbal lock and kept it to the end of the take: 194 frames of weight 0
+    changed by 180 degrees on every channel, and the edited frame showed (-162, 98.6,
+    -176.3) for typed offsets of (18, 8.6, 3.7)."""
+    from sp_core.falloff import clip_graph
+
+    clip, frame = sample_clip, 469
+    edited = clip.channels[frame].copy()
+    for axis, offset in (("Z", 18.0), ("Y", 8.6), ("X", 3.7)):
+        edited[clip.channel_names.index(f"Hips.{axis}rotation")] += offset
+    weights = clip_graph(clip).weights(frame, mode="local")  # (as the command's)
+    out = propagate(clip, pose_edit(clip, frame, edited, typed=True), weights)
+    untouched = weights == 0
+    assert untouched.sum() > 400
+    assert np.array_equal(out[untouched], clip.channels[untouched])
+    np.testing.assert_allclose(out[frame], edited, atol=1e-9)
+
+
+def test_a_large_typed_edit_of_a_still_joint_is_smooth(sample_clip):
+    """(114.4, 65.6, 102.8) on a joint that never turns: the triplet nearest the original's
+    is the other one of that pose, and the curves jumped between the two."""
+    clip = sample_clip
+    joint = clip.node_index("LHipJoint")
+    columns = clip._rotation_index[joint]
+    assert np.ptp(clip.channels[:, columns]) == 0.0
+    edited = clip.channels[147].copy()
+    edited[columns] += [114.4, 65.6, 102.8]
+    weights = PoseGraph(pose_matrix(clip)).weights(147, mode="local")
+    out = propagate(clip, pose_edit(clip, 147, edited, typed=True), weights)
+    assert np.abs(np.diff(out[:, columns], axis=0)).max() < 10.0
+    np.testing.assert_allclose(out[147, columns], edited[columns], atol=1e-9)
+
+
+def test_an_edited_file_is_read_as_the_clip_is(sample_clip, sample_path, tmp_path, capsys):
+    """The clip's own pose from a file that writes a one-channel joint's angle wrapped past
+    180 degrees spun it by 360 × the falloff; a BVH written from an FBX take (its joint orients
+    folded into the rotation channels) moved the joints by the character's height; and the
+    edited file was numbered as a BVH, not as the clip (an FBX take from frame 1)."""
+    from sp_core.cli import main
+    from sp_core.falloff import edited_frame
+    from sp_core.io.bvh import write_bvh
+    from sp_core.io.readers import read_clip
+
+    clip = sample_clip
+    wrapped = clip.with_channels(np.where(clip.is_rotation_channel(),
+                                          (clip.channels + 180.0) % 360.0 - 180.0 + 360.0,
+                                          clip.channels))
+    values = edited_frame(clip, wrapped, 100, "wrapped.bvh")
+    np.testing.assert_allclose(values, clip.channels[100], atol=1e-9)
+    fbx = Path(__file__).parent / "data" / "cmu_131_01_240.fbx"
+    take = read_clip(fbx)
+    exported = tmp_path / "exported.bvh"
+    write_bvh(take, exported)
+    args = ["propagate", str(fbx), "--frame", str(take.first_frame + 50), "--edited-bvh",
+            str(exported), "--bvh", str(tmp_path / "out.bvh")]
+    assert main(args) == 2
+    assert capsys.readouterr().err == (
+        f"salient-poses: error: {exported} has the motion's channels on another skeleton "
+        "(other joint offsets or joint orients: a BVH written from an FBX take folds the joint "
+        "orients into its rotation channels), so its values are not an edit of the motion's; "
+        "edit the take in its own format, or give the change as offsets\n")
+    assert not (tmp_path / "out.bvh").exists()
+    # the edited file numbered as the clip: frame 1001 of a clip given --first-frame 1001
+    edited = tmp_path / "edited.bvh"
+    posed = clip.channels.copy()
+    posed[200:, clip.channel_names.index("RightShoulder.Zrotation")] += 25.0
+    write_bvh(clip.with_channels(posed), edited)
+    assert main(["propagate", str(sample_path), "--first-frame", "1001", "--frame", "1201",
+                 "--edited-bvh", str(edited), "--bvh", str(tmp_path / "moved.bvh")]) == 0
+    moved = read_clip(tmp_path / "moved.bvh", first_frame=1001)
+    column = clip.channel_names.index("RightShoulder.Zrotation")
+    assert moved.channels[200, column] == pytest.approx(clip.channels[200, column] + 25.0)
+
+
+def test_a_range_inside_the_scene_fades_out_at_its_ends(sample_clip):
+    """A panel analysing frames 1200..1600 of a longer take: the edit's layer, keyed on the
+    range alone, started at full strength (+28.6 degrees) on its first frame."""
+    clip = sample_clip.sub_range(200, 600)
+    graph = PoseGraph(pose_matrix(clip), first_frame=200)
+    closed = graph.weights(210, mode="local")
+    assert closed[0] > 0.9
+    opened = graph.weights(210, mode="local", open_ends=(True, True))
+    assert opened[0] == 0.0 and opened[10] == 1.0
+    assert np.abs(np.diff(opened)).max() < 0.35

@@ -1665,3 +1665,29 @@ def test_the_status_says_what_is_true_after_cancel_refusal_ratio_and_undo(
     assert window.panel.progress.text() == "applied"
     window.undo()
     assert window.session.last_reduction is None and window.panel.progress.text() == ""
+
+
+def test_propagate_tab_fades_at_a_range_inside_the_scene_and_clears_its_refusal(
+        make_panel, qtbot, sample_clip):
+    """Found by a review of the wand: analysing frames 100..200 of a 300-frame scene, the edit
+    began at full strength on frame 100 (its layer is keyed on the range alone); a refusal on
+    the status line ("outside the region") stayed red once the region was put right; offsets
+    past half a turn were taken the other way round (190 as -170)."""
+    from sp_core.standalone import StandaloneHost
+
+    clip = sample_clip.sub_range(0, 300)
+    panel, host, session = make_panel(host=StandaloneHost(clip),
+                                      options=SUGGESTED.replace(frame_range=(100, 200)))
+    analyse(qtbot, panel)
+    assert session.motion_open_ends() == (True, True)
+    panel.tabs.setCurrentIndex(2)
+    wand = panel.wand
+    qtbot.waitUntil(lambda: wand._building is None, timeout=10000)
+    wand.frame_spin.setValue(104)
+    assert wand.weights[0] == 0.0 and wand.weights[4] == 1.0
+    assert wand.offsets[0].maximum() == 180.0 and wand.offsets[0].minimum() == -180.0
+    wand.region[0].setValue(150)  # the edited frame 104 left outside
+    assert panel.status.property("kind") == "error" and "outside the region" in \
+        panel.status.text()
+    wand.region[0].setValue(100)
+    assert wand.weights is not None and panel.status.text() == ""

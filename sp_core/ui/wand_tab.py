@@ -53,11 +53,17 @@ class PropagateTab(QtWidgets.QWidget):
         self.source.activated.connect(self._source_chosen)
         form.addRow("edit", self.source)
         self.edited_clip = None
+        self.edited_path = ""
+        self._falloff_error = False  # (the status line holds a falloff's refusal)
         self.node_combo = QtWidgets.QComboBox()
         self.offsets = [QtWidgets.QDoubleSpinBox() for _ in range(3)]
         offsets = QtWidgets.QHBoxLayout()
         for axis, box in zip("XYZ", self.offsets, strict=True):
-            box.setRange(-360.0, 360.0)
+            # the edit is the pose it leads to, spread as the shortest turn to it: 190 went
+            # the other way (-170) and 360 changed nothing (the command line refuses them)
+            box.setRange(-180.0, 180.0)
+            box.setToolTip("degrees, -180 to 180: the edit is the pose it leads to, spread "
+                           "over the motion as the shortest turn to it")
             box.setDecimals(1)
             box.setSuffix("°")
             box.setPrefix(f"{axis} ")
@@ -154,11 +160,15 @@ class PropagateTab(QtWidgets.QWidget):
             graph = self.session.pose_graph(wand.sigma, wand.eigen)
             frame = self.frame_spin.value()
             region = (self.region[0].value(), self.region[1].value())
-            self.weights = graph.weights(frame, region=region, mode=wand.mode)
+            self.weights = graph.weights(frame, region=region, mode=wand.mode,
+                                         open_ends=self.session.motion_open_ends())
         except Exception as exc:  # noqa: BLE001 - shown in the tab (and the status line)
             self._no_falloff(readable(exc), quiet)
             return
         self.note.setText("")
+        if self._falloff_error:  # (the red line said why there was none: there is one now)
+            self._falloff_error = False
+            self.status("")
         self.curve.setData(self.session.motion.frames, self.weights)
         self.marker.setValue(frame)
 
@@ -204,6 +214,7 @@ class PropagateTab(QtWidgets.QWidget):
         self.note.setText(f"No falloff: {message}")
         if not quiet:
             self.status(message, error=True)
+            self._falloff_error = True
 
     def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
@@ -227,10 +238,15 @@ class PropagateTab(QtWidgets.QWidget):
         except (SalientPosesError, OSError) as exc:
             self.status(f"cannot use {path}: {exc}", error=True)
             return
-        if motion is not None and clip.channel_names != motion.channel_names:
-            self.status(f"{path} has other channels than the analysed motion", error=True)
-            return
-        self.edited_clip = clip
+        if motion is not None:
+            from sp_core.falloff import edited_frame
+
+            try:  # (a frame of it is taken at Apply; checked now: channels and skeleton)
+                edited_frame(motion, clip, clip.first_frame, path)
+            except SalientPosesError as exc:
+                self.status(f"cannot use {path}: {exc}", error=True)
+                return
+        self.edited_clip, self.edited_path = clip, path
         self.source.setCurrentIndex(2)
         self.status(f"The edit is frame {self.frame_spin.value()} of {path}.")
 
@@ -243,7 +259,9 @@ class PropagateTab(QtWidgets.QWidget):
         if self.source.currentIndex() == 2:
             if self.edited_clip is None:
                 raise SalientPosesError("choose the edited BVH first")
-            return self.edited_clip.raw_channels[self.edited_clip.frame_index(frame)]
+            from sp_core.falloff import edited_frame
+
+            return edited_frame(motion, self.edited_clip, frame, self.edited_path)
         edited = motion.channels[motion.frame_index(frame)].copy()
         node = motion.node_index(self.node_combo.currentText())
         order = motion.rotation_orders[node]
@@ -266,7 +284,8 @@ class PropagateTab(QtWidgets.QWidget):
             return
         try:
             edited = self.edited_pose()
-            handle = self.session.propagate_edit(self.frame_spin.value(), edited, self.weights)
+            handle = self.session.propagate_edit(self.frame_spin.value(), edited, self.weights,
+                                                 typed=self.source.currentIndex() == 0)
         except SalientPosesError as exc:
             self.status(f"Propagate failed, the scene is unchanged: {exc}", error=True)
             return

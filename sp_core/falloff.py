@@ -10,7 +10,8 @@ motion: in ``global`` mode an edit reaches every similar pose (all steps of a wa
 The edit itself — the difference between the edited and the original pose at frame i, rotations
 as rotation vectors (log-quaternions), translations as differences — is applied to frame j with
 weight w_j: R_j' = exp(w_j · log ΔR) · R_j, t_j' = t_j + w_j · Δt, and turned back into each
-node's Euler order continuously (no flips).
+node's Euler order as the angles nearest the original's plus w_j times the edit's angles (the
+frames the falloff does not reach keep their values exactly).
 """
 
 from __future__ import annotations

@@ -262,13 +262,18 @@ class _Reporter:
             self.bar.close()
 
 
-def _check_memory(options: Options, workers: int) -> None:
-    if options.keys.frames is not None:
-        return  # keys given: no analysis, whose memory --memory-gib bounds
+def _machine_memory() -> float | None:
+    """This machine's memory in GiB (None where it cannot be asked)."""
     try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return
+        return None
+
+
+def _check_memory(options: Options, workers: int) -> None:
+    total = _machine_memory()
+    if options.keys.frames is not None or total is None:
+        return  # keys given: no analysis, whose memory --memory-gib bounds
     need = workers * options.analysis.memory_gib
     if need > MEMORY_SHARE * total:
         raise OptionError(f"{workers} workers x --memory-gib {options.analysis.memory_gib:g} = "
@@ -280,12 +285,8 @@ def _default_workers(options: Options) -> int:
     """One worker per core, as many as fit :data:`MEMORY_SHARE` of the memory at
     ``--memory-gib`` each (the default on a 16-core, 32 GiB machine was refused as needing
     32 GiB; only a ``--workers`` typed is refused), at least one."""
-    count = cores()
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return count
-    if options.keys.frames is not None:
+    count, total = cores(), _machine_memory()
+    if options.keys.frames is not None or total is None:
         return count  # (no analysis: nothing --memory-gib bounds)
     return max(1, min(count, int(MEMORY_SHARE * total // options.analysis.memory_gib)))
 

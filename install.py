@@ -71,6 +71,7 @@ import venv
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -117,7 +118,7 @@ class Plan:
 
     def command(self, argv: list[str], cwd: Path = ROOT) -> None:
         def run() -> None:
-            result = subprocess.run(argv, cwd=cwd)
+            result = _run(argv, cwd=cwd)
             if result.returncode != 0:
                 raise InstallError(f"command failed with status {result.returncode}: "
                                    + shown(argv))
@@ -128,6 +129,18 @@ class Plan:
             print(("[dry-run] " if dry_run else "") + step.describe, flush=True)
             if not dry_run:
                 step.run()
+
+
+def _run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run``, with a program that cannot be started said in one line."""
+    try:
+        return subprocess.run(argv, **kwargs)
+    except OSError as exc:
+        raise InstallError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+
+
+def _nothing() -> None:
+    pass
 
 
 def _write(path: Path, text: str) -> None:
@@ -190,13 +203,13 @@ END = "# <<< Salient Poses <<<"
 def home() -> Path:
     """The user's home folder (``HOME``, or ``USERPROFILE`` on Windows)."""
     value = os.environ.get("USERPROFILE" if os.name == "nt" else "HOME")
-    return Path(value) if value else Path.home()
+    return absolute(value) if value else Path.home()
 
 
 def maya_app_dir() -> Path:
     """``MAYA_APP_DIR`` or the platform default (Autodesk's documented locations)."""
     if os.environ.get("MAYA_APP_DIR"):
-        return Path(os.environ["MAYA_APP_DIR"])
+        return absolute(os.environ["MAYA_APP_DIR"])
     if sys.platform == "win32":
         return home() / "Documents" / "maya"
     if sys.platform == "darwin":
@@ -277,9 +290,15 @@ class Manifest:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or MANIFEST or user_manifest()
         self.entries: list[dict[str, str]] = []
+        #: the old shared manifest's entries left to other users, written once this manifest
+        #: is saved (a dry run or a check writes nothing); the paths taken over from it
+        self._legacy_rest: list[dict[str, str]] | None = None
+        self.adopted: list[str] = []
         if self.path.exists():
             try:
-                entries = json.loads(self.path.read_text(encoding="utf-8"))["entries"]
+                record = json.loads(self.path.read_text(encoding="utf-8"))
+                entries = record["entries"]
+                self.adopted = [str(p) for p in record.get("adopted", [])]
                 if not isinstance(entries, list) or not all(
                         isinstance(e, dict) and all(isinstance(e.get(k), str)
                                                     for k in ("target", "kind", "path"))
@@ -294,25 +313,26 @@ class Manifest:
 
     def _adopt_legacy(self) -> None:
         """Take over this user's entries of the checkout's old shared manifest: those whose
-        file is this user's (or gone); the others stay there for their users."""
+        file is this user's (or gone), with an absolute path (an old install wrote a relative
+        ``--prefix`` as given: where it points depends on the folder it ran in, unknown now),
+        not taken over before (a checkout the user cannot write keeps them); the others stay
+        there for their users."""
         if not LEGACY_MANIFEST.exists():
             return
         try:
             entries = json.loads(LEGACY_MANIFEST.read_text(encoding="utf-8"))["entries"]
-            mine = [e for e in entries if _owned_by_me(Path(e["path"]))]
-        except (OSError, ValueError, KeyError, TypeError):
+            mine = [e for e in entries if Path(e["path"]).is_absolute()
+                    and e["path"] not in self.adopted and _owned_by_me(Path(e["path"]))]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return  # (not ours to repair: an older install's file)
         if not mine:
             return
         for entry in mine:
-            self.record(entry)
-        rest = [e for e in entries if e not in mine]
-        with contextlib.suppress(OSError):  # (a read-only checkout keeps it)
-            if rest:
-                LEGACY_MANIFEST.write_text(json.dumps({"entries": rest}, indent=1) + "\n",
-                                           encoding="utf-8")
-            else:
-                LEGACY_MANIFEST.unlink()
+            if not any((e["target"], e["kind"], e["path"]) ==
+                       (entry["target"], entry["kind"], entry["path"]) for e in self.entries):
+                self.entries.append(entry)
+        self.adopted += [e["path"] for e in mine]
+        self._legacy_rest = [e for e in entries if e not in mine]
 
     def find(self, kind: str, path: Path, target: str | None = None) -> list[dict[str, str]]:
         return [e for e in self.entries if e["kind"] == kind and e["path"] == str(path)
@@ -335,14 +355,26 @@ class Manifest:
             self.save()
 
     def save(self) -> None:
-        if self.entries:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps({"entries": self.entries}, indent=1) + "\n",
-                                 encoding="utf-8")
-        elif self.path.exists():
-            self.path.unlink()
-            with contextlib.suppress(OSError):  # (its folder, once empty)
-                self.path.parent.rmdir()
+        try:
+            if self.entries or self.adopted:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                record = {"entries": self.entries,
+                          **({"adopted": self.adopted} if self.adopted else {})}
+                self.path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+            elif self.path.exists():
+                self.path.unlink()
+                with contextlib.suppress(OSError):  # (its folder, once empty)
+                    self.path.parent.rmdir()
+        except OSError as exc:
+            raise InstallError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        if self._legacy_rest is not None:
+            rest, self._legacy_rest = self._legacy_rest, None
+            with contextlib.suppress(OSError):  # (a read-only checkout keeps it)
+                if rest:
+                    LEGACY_MANIFEST.write_text(json.dumps({"entries": rest}, indent=1) + "\n",
+                                               encoding="utf-8")
+                else:
+                    LEGACY_MANIFEST.unlink()
 
 
 def _owned_by_me(path: Path) -> bool:
@@ -374,12 +406,18 @@ def _record_new_folders(manifest: Manifest, target: str, path: Path) -> None:
         new.append(folder)
         folder = folder.parent
     for folder in reversed(new):
-        manifest.record({"target": target, "kind": "folder", "path": str(folder)})
+        manifest.record({"target": target, "kind": "folder", "path": str(folder),
+                         "each": "yes"})
 
 
-def _remove_empty_folder(folder: Path) -> None:
-    """Remove ``folder`` if it holds nothing."""
+def _remove_empty_folder(folder: Path, inside: bool = False) -> None:
+    """Remove ``folder`` if it holds nothing; ``inside``: the empty folders in it first (an
+    old install recorded only the outermost folder it made)."""
     with contextlib.suppress(OSError):
+        if inside and folder.is_dir():
+            for inner in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
+                if not any(inner.iterdir()):
+                    inner.rmdir()
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
 
@@ -400,9 +438,11 @@ def plan_file(plan: Plan, manifest: Manifest, target: str, path: Path, text: str
             raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
         entry = {"target": target, "kind": "file", "path": str(path), "sha256": digest(data)}
         if current == data:
-            # (ours already, or the same bytes: recorded for this target too, so that
-            # uninstalling another target's install leaves it)
-            plan.add(f"{path} is up to date", functools.partial(manifest.record, entry))
+            # (recorded for this target too where this user's install wrote it; the same
+            # bytes another account wrote stay theirs: this user's uninstall leaves them)
+            ours = bool(manifest.find("file", path))
+            plan.add(f"{path} is up to date",
+                     functools.partial(manifest.record, entry) if ours else _nothing)
             return
         written = manifest.find("file", path)
         sums = {e.get("sha256") for e in written}
@@ -431,13 +471,17 @@ def plan_copy(plan: Plan, manifest: Manifest, target: str, prefix: Path) -> None
         ours = bool(manifest.find("tree", destination))
         if destination.exists() and not destination.is_dir():
             raise InstallError(f"cannot copy to {destination}: it is a file")
-        if destination.exists() and not ours:
-            raise InstallError(f"{destination} is in the way: install.py did not make it (a "
-                               "folder of yours?); choose another --prefix or move it away")
+        same = destination.is_dir() and _same_tree(source, destination)
+        if destination.exists() and not ours and not same:
+            raise InstallError(f"{destination} is in the way: this account's installs did not "
+                               "make it and it is not this checkout's copy (a folder of yours, "
+                               "or another version's?); choose another --prefix or move it away")
         entry = {"target": target, "kind": "tree", "path": str(destination)}
-        if destination.exists() and _same_tree(source, destination):
-            # (recorded for this target too: another target's uninstall leaves it)
-            plan.add(f"{destination} is up to date", functools.partial(manifest.record, entry))
+        if same:
+            # recorded for this target too where this user's install made it (another
+            # target's uninstall leaves it); another account's copy is used, not taken over
+            plan.add(f"{destination} is up to date",
+                     functools.partial(manifest.record, entry) if ours else _nothing)
             continue
         _writable_parent(destination)
 
@@ -488,7 +532,7 @@ def plan_dependencies(plan: Plan, manifest: Manifest, target: str, interpreter: 
 
     def install() -> None:
         _record_new_folders(manifest, target, site / "x")
-        result = subprocess.run(argv)
+        result = _run(argv)
         if result.returncode != 0:
             raise InstallError(f"installing the dependencies with {interpreter} failed "
                                f"(status {result.returncode}): {shown(argv)}")
@@ -537,9 +581,10 @@ def plan_maya(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
                 single.unlink(missing_ok=True)
                 manifest.forget(entry)
             plan.add(f"remove {single} (an earlier install's, for {args.maya_version})", remove)
+    # (recorded before the dependencies: a failing pip leaves --check the install's folders)
+    plan_settings(plan, manifest, "maya", paths["module"], paths)
     if not args.no_deps:
         plan_dependencies(plan, manifest, "maya", paths["python"], paths["site"])
-    plan_settings(plan, manifest, "maya", paths["module"], paths)
     selftest = paths["root"] / "maya_plugin" / "selftest.py"
     plan.add(f"Maya: restart Maya for the Salient Poses menu; prove it with\n"
              f"    {shown([str(paths['python']), str(selftest)])}", lambda: None)
@@ -573,16 +618,22 @@ def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
               "try:\n    import mobu_plugin.startup\n    mobu_plugin.startup.install()\n"
               "except ImportError as exc:\n    print('Salient Poses is not available:', exc)\n")
     plan_file(plan, manifest, "mobu", paths["startup"], script, "--startup-dir")
+    # (recorded before the dependencies: a failing pip leaves --check the install's folders)
+    plan_settings(plan, manifest, "mobu", paths["startup"], paths)
     if not args.no_deps:
         plan_dependencies(plan, manifest, "mobu", paths["python"], paths["site"])
-    plan_settings(plan, manifest, "mobu", paths["startup"], paths)
     python = paths["python"]
     site = mobupy_site(python) if python.exists() else None
-    # a .pth an earlier install wrote elsewhere (an older one wrote it into the user's shared
-    # site-packages, which every Python of that version reads first) goes
+    # a .pth an older install wrote into the user's shared site-packages (under the home
+    # folder: every Python of that version reads it first) goes, unless changed since; not
+    # the .pth of another MotionBuilder version's install, in its own mobupy's site-packages
+    user = home()
     for entry in [e for e in manifest.entries if e["target"] == "mobu" and e["kind"] == "file"
                   and Path(e["path"]).name == "salient_poses.pth"
-                  and (site is None or Path(e["path"]) != site / "salient_poses.pth")]:
+                  and Path(e["path"]).is_relative_to(user)
+                  and (site is None or Path(e["path"]) != site / "salient_poses.pth")
+                  and not (e.get("sha256") and Path(e["path"]).is_file()
+                           and digest(Path(e["path"]).read_bytes()) != e["sha256"])]:
         def remove(entry: dict[str, str] = entry) -> None:
             Path(entry["path"]).unlink(missing_ok=True)
             manifest.forget(entry)
@@ -611,7 +662,7 @@ def blender_user_dir(version: str) -> Path:
     if sys.platform == "darwin":
         return home() / "Library" / "Application Support" / "Blender" / version
     config = os.environ.get("XDG_CONFIG_HOME")
-    return (Path(config) if config else home() / ".config") / "blender" / version
+    return (absolute(config) if config else home() / ".config") / "blender" / version
 
 
 def blender_paths(args: argparse.Namespace) -> dict[str, Path]:
@@ -651,10 +702,10 @@ def plan_blender(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> No
         plan_copy(plan, manifest, "blender", paths["root"])
     plan_file(plan, manifest, "blender", paths["addon"],
               blender_loader_text(paths["root"], paths["site"]), "--addons-dir")
+    plan_settings(plan, manifest, "blender", paths["addon"], paths)
     if not args.no_deps:
         plan_dependencies(plan, manifest, "blender", paths["python"], paths["site"],
                           BLENDER_DEPENDENCIES)
-    plan_settings(plan, manifest, "blender", paths["addon"], paths)
     plan.add("Blender: enable Salient Poses in Preferences > Add-ons; prove it with\n"
              "    blender -b --python-expr \"from blender_addon import selftest; "
              "selftest.main([])\"", lambda: None)
@@ -788,7 +839,7 @@ def plan_uninstall(plan: Plan, manifest: Manifest, targets: set[str]) -> None:
             elif entry["kind"] == "tree" and path.is_dir():
                 shutil.rmtree(path)
             elif entry["kind"] == "folder":
-                _remove_empty_folder(path)
+                _remove_empty_folder(path, inside=entry.get("each") != "yes")
                 heirs = sorted({e["target"] for e in manifest.entries
                                 if e["target"] not in targets and e["kind"] != "settings"
                                 and Path(e["path"]).is_relative_to(path)})
@@ -857,7 +908,12 @@ def check(args: argparse.Namespace, manifest: Manifest) -> int:
                 continue
             code = (f"import sys; sys.path[:0] = [{install['root']!r}, {install['site']!r}]; "
                     f"import sp_core.selection, {module}; print('ok')")
-            result = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+            try:
+                result = _run([str(python), "-c", code], capture_output=True, text=True)
+            except InstallError as exc:
+                problems += 1
+                print(f"{target}: {exc}")
+                continue
             ok = result.returncode == 0 and result.stdout.strip().endswith("ok")
             problems += not ok
             print(f"{target}: {python} "
@@ -887,6 +943,9 @@ def _check_arguments(args: argparse.Namespace) -> None:
         if given and not absolute(given).is_file():
             raise InstallError(f"--{flag.replace('_', '-')} {given}: no such file (the host's "
                                "Python; or give --no-deps to install without the dependencies)")
+        if given and not os.access(absolute(given), os.X_OK):
+            raise InstallError(f"--{flag.replace('_', '-')} {given}: not a program this "
+                               "account may run (the host's Python)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -964,7 +1023,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             return check(args, manifest)
         if args.uninstall:
-            if args.standalone and not (args.maya or args.mobu or args.blender):
+            if args.standalone:
                 raise InstallError("--uninstall removes the host installs; the standalone "
                                    f"install is {VENV}: delete that folder to remove it")
             targets = {t for t in ("maya", "mobu", "blender") if getattr(args, t)} or \

@@ -442,8 +442,9 @@ def test_what_install_py_did_not_write_is_never_replaced_or_removed(install, tmp
     (studio / "examples" / "studio_walk.bvh").write_text("mine")
     assert install.main(["--maya", "--no-deps", "--prefix", str(studio)]) == 2
     assert capsys.readouterr().err == (
-        f"install.py: error: {studio / 'examples'} is in the way: install.py did not make it "
-        "(a folder of yours?); choose another --prefix or move it away\n")
+        f"install.py: error: {studio / 'examples'} is in the way: this account's installs did "
+        "not make it and it is not this checkout's copy (a folder of yours, or another "
+        "version's?); choose another --prefix or move it away\n")
     assert sorted(p.name for p in studio.iterdir()) == ["examples"]  # (refused before any copy)
     assert (studio / "examples" / "studio_walk.bvh").read_text() == "mine"
     modules = tmp_path / "home" / "maya" / "modules"
@@ -551,3 +552,59 @@ def test_a_damaged_manifest_and_a_missing_file_are_said(install, tmp_path, capsy
     assert install.main(["--check"]) == 2
     assert capsys.readouterr().err.startswith(
         f"install.py: error: {install.MANIFEST} is damaged (")
+
+
+def test_accounts_sharing_a_prefix_and_an_old_shared_manifest(install, tmp_path, monkeypatch,
+                                                              capsys):
+    """A second review: a second account could not install into a shared --prefix (its copy,
+    identical, was "in the way") and took its .pth / copies over, so one account's uninstall
+    removed the other's; an old shared manifest was handed over by a --dry-run or a --check
+    (both wrote files), its relative paths against the folder install.py ran in (an uninstall
+    removed the user's folder of that name there), and its outermost folders left their empty
+    folders behind; a host Python that cannot run, or a failing pip, left a traceback or a
+    --check of the wrong install."""
+    monkeypatch.setattr(install, "MANIFEST", None)
+    monkeypatch.setattr(install, "LEGACY_MANIFEST", tmp_path / "legacy.json")
+    studio = tmp_path / "studio"
+    for user in ("ann", "bob"):
+        (tmp_path / user).mkdir()
+        monkeypatch.setenv("HOME", str(tmp_path / user))
+        assert install.main(["--maya", "--no-deps", "--prefix", str(studio)]) == 0
+    assert install.main(["--uninstall"]) == 0  # bob's: the copy ann made stays
+    assert (studio / "sp_core" / "selection.py").exists()
+    monkeypatch.setenv("HOME", str(tmp_path / "ann"))
+    assert install.main(["--uninstall"]) == 0
+    assert not studio.exists()
+    # an old install's shared manifest: a relative path, and an outermost folder
+    ann = tmp_path / "ann"
+    made = ann / "maya" / "modules" / "SalientPoses.mod"
+    made.parent.mkdir(parents=True)
+    made.write_text("+ MAYAVERSION:2024 SalientPoses 1.0 x\n")
+    (ann / "maya" / "scripts").mkdir()  # (an empty folder the old install made)
+    legacy = [{"target": "maya", "kind": "file", "path": str(made)},
+              {"target": "maya", "kind": "folder", "path": str(ann / "maya")},
+              {"target": "maya", "kind": "tree", "path": "pfx/sp_core"}]
+    install.LEGACY_MANIFEST.write_text(json.dumps({"entries": legacy}))
+    before = install.LEGACY_MANIFEST.read_text()
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "pfx" / "sp_core").mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    assert install.main(["--uninstall", "--dry-run"]) == 0
+    assert install.main(["--check"]) == 0
+    assert install.LEGACY_MANIFEST.read_text() == before
+    assert not (ann / ".salient-poses").exists()
+    capsys.readouterr()
+    assert install.main(["--uninstall"]) == 0
+    assert not (ann / "maya").exists() and (elsewhere / "pfx" / "sp_core").is_dir()
+    assert json.loads(install.LEGACY_MANIFEST.read_text())["entries"] == legacy[2:]
+    # a host Python that cannot run; a pip that fails: the install's folders still recorded
+    script = tmp_path / "mayapy"
+    script.write_text("#!/bin/sh\nexit 1\n")
+    assert install.main(["--maya", "--mayapy", str(script)]) == 2
+    assert capsys.readouterr().err == (f"install.py: error: --mayapy {script}: not a program "
+                                       "this account may run (the host's Python)\n")
+    script.chmod(0o755)
+    assert install.main(["--maya", "--mayapy", str(script), "--prefix", str(studio)]) == 2
+    assert "installing the dependencies with" in capsys.readouterr().err
+    assert install.main(["--check"]) == 1
+    assert f"from {studio}" in capsys.readouterr().out

@@ -1124,3 +1124,15 @@ def test_the_in_host_batch_names_copies_of_scenes_with_one_name_apart(tmp_path):
     assert run_host_batch(scenes, options, reduce_one) == 0
     assert saved == dict(zip(scenes, ["shot.ma", "shot_2.ma", "Shot_3.ma", "other.mb"],
                              strict=True))
+
+
+def test_a_scheduler_port_out_of_range_is_refused_at_once():
+    """tcp://127.0.0.1:99999 waited 20 s for a scheduler that cannot be there."""
+    from sp_core.batch.run import _workers
+    from sp_core.options import Options
+
+    with pytest.raises(OptionError) as caught:
+        _workers(Options().replace(scheduler="tcp://127.0.0.1:99999"))
+    assert str(caught.value) == ("--scheduler tcp://127.0.0.1:99999: port 99999 is not a port "
+                                 "(1 to 65535)")
+    assert _workers(Options().replace(scheduler="tcp://127.0.0.1:8786")) == 1

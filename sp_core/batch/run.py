@@ -315,6 +315,10 @@ def _workers(options: Options) -> int:
     if not SCHEDULER_ADDRESS.match(batch.scheduler):
         raise OptionError(f"--scheduler takes local:N or a running scheduler's address such as "
                           f"tcp://HOST:8786, got {batch.scheduler!r}")
+    port = int(batch.scheduler.rpartition(":")[2])
+    if not 0 < port < 65536:  # (port 99999 waited 20 s for a scheduler that cannot be there)
+        raise OptionError(f"--scheduler {batch.scheduler}: port {port} is not a port (1 to "
+                          "65535)")
     return 1
 
 

@@ -363,12 +363,8 @@ def edited_frame(clip: Clip, other: Clip, frame: int, source: str) -> np.ndarray
             "in its own format, or give the change as offsets")
     values = other.raw_channels[other.frame_index(frame)].copy()
     original = clip.channels[clip.frame_index(frame)]
-    rotation = clip.is_rotation_channel()
-    for c in range(clip.n_channels):
-        if rotation[c] and len(clip._rotation_index[clip.channel_nodes[c]]) < 3:
-            values[c] = original[c] + wrap_degrees(values[c] - original[c])
-    for columns in clip._rotation_index:  # (the file's triplet of the pose may be the flip)
-        if len(columns) == 3:
+    for columns in clip._rotation_index:  # (whole turns; a triplet may be the pose's flip)
+        if len(columns):
             values[columns] = nearest_euler(values[None, columns], original[None, columns])[0]
     return values
 
@@ -399,14 +395,14 @@ def propagate(clip: Clip, edit: PoseEdit, weights: np.ndarray) -> np.ndarray:
                              f"of the motion, got shape {weights.shape}"
                              + ("" if weights.shape != (clip.n_frames,) else " with a NaN"))
     channels = clip.channels.copy()
+    reached = weights != 0.0
     for node, delta in edit.rotations.items():
         columns = clip._rotation_index[node]
         order = clip.rotation_orders[node]
         turn = delta.as_rotvec()
-        if not np.any(turn) or not np.any(weights):
+        if not np.any(turn) or not reached.any():
             continue
-        reached = weights != 0.0
-        original = clip.channels[reached][:, columns]
+        original = clip.channels[np.ix_(reached, columns)]
         current = Rotation.from_euler(order, original, degrees=True)
         moved = Rotation.from_rotvec(weights[reached, None] * turn[None, :]) * current
         # frame by frame, the angles nearest the original's with the edit's Euler angles

@@ -327,10 +327,8 @@ class Manifest:
             return  # (not ours to repair: an older install's file)
         if not mine:
             return
-        for entry in mine:
-            if not any((e["target"], e["kind"], e["path"]) ==
-                       (entry["target"], entry["kind"], entry["path"]) for e in self.entries):
-                self.entries.append(entry)
+        held = {_key(e) for e in self.entries}
+        self.entries += [e for e in mine if _key(e) not in held]
         self.adopted += [e["path"] for e in mine]
         self._legacy_rest = [e for e in entries if e not in mine]
 
@@ -340,8 +338,7 @@ class Manifest:
 
     def record(self, entry: dict[str, str]) -> None:
         """Add ``entry`` (replacing this target's entry of the same kind and path)."""
-        same = [e for e in self.entries if (e["target"], e["kind"], e["path"])
-                == (entry["target"], entry["kind"], entry["path"])]
+        same = [e for e in self.entries if _key(e) == _key(entry)]
         if same == [entry]:
             return
         for old in same:
@@ -375,6 +372,19 @@ class Manifest:
                                                encoding="utf-8")
                 else:
                     LEGACY_MANIFEST.unlink()
+
+
+def _changed(entry: dict[str, str]) -> bool:
+    """A file entry whose file is there and holds other bytes than install.py wrote (an entry
+    of an old install, without a checksum, never counts as changed)."""
+    path = Path(entry["path"])
+    return bool(entry["kind"] == "file" and entry.get("sha256") and path.is_file()
+                and digest(path.read_bytes()) != entry["sha256"])
+
+
+def _key(entry: dict[str, str]) -> tuple[str, str, str]:
+    """What names a manifest entry: its target, kind and path (a file's checksum changes)."""
+    return entry["target"], entry["kind"], entry["path"]
 
 
 def _owned_by_me(path: Path) -> bool:
@@ -429,6 +439,7 @@ def plan_file(plan: Plan, manifest: Manifest, target: str, path: Path, text: str
     (``option``: the flag that chooses another folder): it is the user's.
     """
     data = text.encode("utf-8")
+    entry = {"target": target, "kind": "file", "path": str(path), "sha256": digest(data)}
     if path.is_dir():
         raise InstallError(f"cannot write {path}: it is a folder")
     if path.exists():
@@ -436,15 +447,13 @@ def plan_file(plan: Plan, manifest: Manifest, target: str, path: Path, text: str
             current = path.read_bytes()
         except OSError as exc:
             raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
-        entry = {"target": target, "kind": "file", "path": str(path), "sha256": digest(data)}
+        written = manifest.find("file", path)
         if current == data:
             # (recorded for this target too where this user's install wrote it; the same
             # bytes another account wrote stay theirs: this user's uninstall leaves them)
-            ours = bool(manifest.find("file", path))
             plan.add(f"{path} is up to date",
-                     functools.partial(manifest.record, entry) if ours else _nothing)
+                     functools.partial(manifest.record, entry) if written else _nothing)
             return
-        written = manifest.find("file", path)
         sums = {e.get("sha256") for e in written}
         if not written:
             raise InstallError(f"{path} is in the way: install.py did not write it (a file of "
@@ -458,8 +467,7 @@ def plan_file(plan: Plan, manifest: Manifest, target: str, path: Path, text: str
         _record_new_folders(manifest, target, path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-        manifest.record({"target": target, "kind": "file", "path": str(path),
-                         "sha256": digest(data)})
+        manifest.record(entry)
     plan.add(f"write {path}", write)
 
 
@@ -632,8 +640,7 @@ def plan_mobu(plan: Plan, manifest: Manifest, args: argparse.Namespace) -> None:
                   and Path(e["path"]).name == "salient_poses.pth"
                   and Path(e["path"]).is_relative_to(user)
                   and (site is None or Path(e["path"]) != site / "salient_poses.pth")
-                  and not (e.get("sha256") and Path(e["path"]).is_file()
-                           and digest(Path(e["path"]).read_bytes()) != e["sha256"])]:
+                  and not _changed(e)]:
         def remove(entry: dict[str, str] = entry) -> None:
             Path(entry["path"]).unlink(missing_ok=True)
             manifest.forget(entry)
@@ -827,8 +834,7 @@ def plan_uninstall(plan: Plan, manifest: Manifest, targets: set[str]) -> None:
             plan.add(f"keep {path} (the {' and '.join(sorted(others))} install uses it)",
                      functools.partial(manifest.forget, entry))
             continue
-        if entry["kind"] == "file" and entry.get("sha256") and path.is_file() \
-                and digest(path.read_bytes()) != entry["sha256"]:
+        if _changed(entry):
             plan.add(f"keep {path}: changed since install.py wrote it (yours now)",
                      functools.partial(manifest.forget, entry))
             continue
@@ -881,9 +887,8 @@ def check(args: argparse.Namespace, manifest: Manifest) -> int:
         if entry["kind"] == "settings":
             continue
         present = Path(entry["path"]).exists()
-        changed = entry["kind"] == "file" and present and entry.get("sha256") and \
-            digest(Path(entry["path"]).read_bytes()) != entry["sha256"]
-        state = "CHANGED since written" if changed else "present" if present else "MISSING"
+        state = "CHANGED since written" if _changed(entry) else "present" if present \
+            else "MISSING"
         problems += entry["kind"] != "folder" and not present
         print(f"{entry['target']}: {entry['kind']} {entry['path']} ({state})")
     given = {"maya": args.mayapy, "mobu": args.mobupy, "blender": args.blender_python}
@@ -1008,21 +1013,17 @@ def main(argv: list[str] | None = None) -> int:
     plan = Plan()
     try:
         _check_arguments(args)
-        if not (args.maya or args.mobu or args.blender or args.uninstall or args.check):
-            # the standalone install and an extension zip: nothing the manifest lists (a
-            # damaged manifest does not stop them)
-            if args.standalone:
-                plan_standalone(plan)
-            if args.blender_extension:
-                plan_blender_extension(plan, absolute(args.blender_extension),
-                                       absolute(args.wheels) if args.wheels else None,
-                                       args.no_wheels)
-            plan.execute(args.dry_run)
-            return 0
-        manifest = Manifest()
+        hosts = [plan_host for flag, plan_host in (
+            ("maya", plan_maya), ("mobu", plan_mobu), ("blender", plan_blender))
+            if getattr(args, flag)]
+        # the manifest is read for the host installs only (a damaged one does not stop the
+        # standalone install or an extension zip, which it does not list)
+        manifest = Manifest() if hosts or args.uninstall or args.check else None
         if args.check:
+            assert manifest is not None
             return check(args, manifest)
         if args.uninstall:
+            assert manifest is not None
             if args.standalone:
                 raise InstallError("--uninstall removes the host installs; the standalone "
                                    f"install is {VENV}: delete that folder to remove it")
@@ -1032,12 +1033,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if args.standalone:
                 plan_standalone(plan)
-            if args.maya:
-                plan_maya(plan, manifest, args)
-            if args.mobu:
-                plan_mobu(plan, manifest, args)
-            if args.blender:
-                plan_blender(plan, manifest, args)
+            for plan_host in hosts:
+                assert manifest is not None
+                plan_host(plan, manifest, args)
             if args.blender_extension:
                 plan_blender_extension(plan, absolute(args.blender_extension),
                                        absolute(args.wheels) if args.wheels else None,
